@@ -1,0 +1,2 @@
+//! analyzer (under construction).
+#![deny(missing_docs)]

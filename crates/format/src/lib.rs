@@ -1,0 +1,2 @@
+//! format (under construction).
+#![deny(missing_docs)]

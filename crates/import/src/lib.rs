@@ -1,0 +1,2 @@
+//! import (under construction).
+#![deny(missing_docs)]

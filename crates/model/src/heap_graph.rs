@@ -1,0 +1,450 @@
+//! The heap graph: objects as columns, references as a CSR, one root for the analyses.
+
+use crate::reverse::ReverseEdges;
+use crate::strings::{StringId, StringTable};
+use std::fmt;
+use std::sync::OnceLock;
+
+/// An object of a [`HeapGraph`]: a dense index `0..graph.node_count()`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    /// The dense index of this node, to index per-node arrays.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The raw value, for compact per-node arrays of node ids.
+    pub fn to_raw(self) -> u32 {
+        self.0
+    }
+}
+
+/// The kind of a reference. The set is V8's, and the other runtimes map onto it: a Java field
+/// or a Python attribute is a `Property`, an array slot an `Element`, a weak referent `Weak`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum EdgeKind {
+    /// A variable captured by a closure; named.
+    Context = 0,
+    /// An array or list slot; its name is an index.
+    Element = 1,
+    /// A named property, field or attribute.
+    Property = 2,
+    /// An engine-internal link (a map, a class pointer); named.
+    Internal = 3,
+    /// A numbered engine-internal link; its name is an index.
+    Hidden = 4,
+    /// A convenience link that skips intermediate objects (V8: root to globals).
+    Shortcut = 5,
+    /// A reference that does not keep its target alive.
+    Weak = 6,
+}
+
+impl EdgeKind {
+    /// All kinds, in discriminant order.
+    pub const ALL: [EdgeKind; 7] = [
+        EdgeKind::Context,
+        EdgeKind::Element,
+        EdgeKind::Property,
+        EdgeKind::Internal,
+        EdgeKind::Hidden,
+        EdgeKind::Shortcut,
+        EdgeKind::Weak,
+    ];
+
+    /// The kind with discriminant `raw`.
+    pub fn from_u8(raw: u8) -> Option<EdgeKind> {
+        EdgeKind::ALL.get(raw as usize).copied()
+    }
+
+    /// The V8 spelling of the kind (`snapshot.meta.edge_types`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeKind::Context => "context",
+            EdgeKind::Element => "element",
+            EdgeKind::Property => "property",
+            EdgeKind::Internal => "internal",
+            EdgeKind::Hidden => "hidden",
+            EdgeKind::Shortcut => "shortcut",
+            EdgeKind::Weak => "weak",
+        }
+    }
+
+    /// The kind spelled `name` in V8's `edge_types`.
+    pub fn from_name(name: &str) -> Option<EdgeKind> {
+        EdgeKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Whether the edge's name is a number (an index) rather than a string.
+    pub fn is_indexed(self) -> bool {
+        matches!(self, EdgeKind::Element | EdgeKind::Hidden)
+    }
+}
+
+/// The runtime a dump came from: it decides id spelling and which edges retain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Runtime {
+    /// V8 (Node.js, Chrome, Electron, Deno).
+    V8,
+    /// A JVM (HPROF).
+    Java,
+    /// CPython (our dumper).
+    Python,
+}
+
+impl Runtime {
+    /// The lower-case name used in files and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::V8 => "v8",
+            Runtime::Java => "java",
+            Runtime::Python => "python",
+        }
+    }
+
+    /// The runtime called `name` by [`Runtime::name`].
+    pub fn from_name(name: &str) -> Option<Runtime> {
+        [Runtime::V8, Runtime::Java, Runtime::Python]
+            .into_iter()
+            .find(|runtime| runtime.name() == name)
+    }
+
+    /// An object id as users of this runtime read it: `@123` for V8, `0x7f…` elsewhere.
+    pub fn format_object_id(self, object_id: u64) -> String {
+        match self {
+            Runtime::V8 => format!("@{object_id}"),
+            Runtime::Java | Runtime::Python => format!("{object_id:#x}"),
+        }
+    }
+}
+
+/// What is known about the dump as a whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphMeta {
+    /// The runtime that wrote the dump.
+    pub runtime: Runtime,
+    /// The file format it was read from (`v8-heapsnapshot`, `hgd`, …).
+    pub source_format: String,
+    /// The runtime's version, where the dump states it.
+    pub runtime_version: Option<String>,
+    /// When the dump was taken, in milliseconds since the Unix epoch, where known.
+    pub captured_at_ms: Option<u64>,
+    /// The process id, where known.
+    pub pid: Option<u32>,
+    /// Notes about the dump: what was missing, what was repaired, how it was taken.
+    pub notes: Vec<String>,
+}
+
+impl GraphMeta {
+    /// Metadata with only the runtime and format known.
+    pub fn new(runtime: Runtime, source_format: &str) -> Self {
+        GraphMeta {
+            runtime,
+            source_format: source_format.to_owned(),
+            runtime_version: None,
+            captured_at_ms: None,
+            pid: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// A node kind: the runtime's own category (V8's node type, `instance`, `class`, …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeKindInfo {
+    /// The runtime's name for the kind.
+    pub name: String,
+    /// Whether nodes of this kind are synthetic (roots and root groups, not real objects).
+    pub synthetic: bool,
+}
+
+/// The columns of a heap graph, as an importer fills them; [`HeapGraph::from_parts`] checks them.
+///
+/// Edges of node `i` are `first_edge[i]..first_edge[i + 1]`. An edge's `edge_name` is a
+/// [`StringId`] in `strings` unless its kind [`is_indexed`](EdgeKind::is_indexed), when it is
+/// a plain number.
+#[derive(Clone, Debug, Default)]
+pub struct HeapGraphParts {
+    /// Runtime object id (V8 node id, HPROF address, Python `id()`), per node.
+    pub node_object_id: Vec<u64>,
+    /// Index into `node_kinds`, per node.
+    pub node_kind: Vec<u8>,
+    /// Type name to group by, per node.
+    pub node_type: Vec<StringId>,
+    /// The object's own label, per node.
+    pub node_name: Vec<StringId>,
+    /// Shallow size in bytes, per node.
+    pub node_shallow_size: Vec<u64>,
+    /// CSR offsets, `node_count + 1` long, starting at 0, monotone.
+    pub first_edge: Vec<u64>,
+    /// Target node index, per edge.
+    pub edge_to: Vec<u32>,
+    /// Kind, per edge.
+    pub edge_kind: Vec<EdgeKind>,
+    /// Name (a [`StringId`]'s raw value) or index, per edge.
+    pub edge_name: Vec<u32>,
+    /// The node kinds that `node_kind` indexes.
+    pub node_kinds: Vec<NodeKindInfo>,
+    /// The root of the analyses (V8's node 0, or a synthetic super-root).
+    pub root: u32,
+}
+
+/// A column failed [`HeapGraph::from_parts`]'s checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidGraph(pub String);
+
+impl fmt::Display for InvalidGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid heap graph: {}", self.0)
+    }
+}
+
+impl std::error::Error for InvalidGraph {}
+
+/// A heap graph: objects, the references between them, and a single root.
+///
+/// Invariants (checked by [`HeapGraph::from_parts`]):
+/// - every per-node column has `node_count` entries, every per-edge column `edge_count`;
+/// - `first_edge` has `node_count + 1` entries, starts at 0, is monotone and ends at `edge_count`;
+/// - every `edge_to` is below `node_count`; every string id is in the table;
+/// - every `node_kind` indexes `node_kinds`; `root` is a node; there are fewer than 2³² nodes.
+pub struct HeapGraph {
+    meta: GraphMeta,
+    strings: StringTable,
+    parts: HeapGraphParts,
+    reverse: OnceLock<ReverseEdges>,
+}
+
+/// The name of an edge: a string, or an index for array-like edges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeName<'a> {
+    /// A property, field, variable or internal name.
+    Named(&'a str),
+    /// An element or hidden-slot index.
+    Index(u32),
+}
+
+impl fmt::Display for EdgeName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EdgeName::Named(name) => f.write_str(name),
+            EdgeName::Index(index) => write!(f, "[{index}]"),
+        }
+    }
+}
+
+impl HeapGraph {
+    /// Checks the columns' invariants and builds the graph.
+    ///
+    /// # Errors
+    /// [`InvalidGraph`] naming the first column that breaks an invariant.
+    pub fn from_parts(
+        meta: GraphMeta,
+        strings: StringTable,
+        parts: HeapGraphParts,
+    ) -> Result<HeapGraph, InvalidGraph> {
+        let n_nodes = parts.node_object_id.len();
+        let n_edges = parts.edge_to.len();
+        let bad = |what: String| Err(InvalidGraph(what));
+        if u32::try_from(n_nodes).is_err() {
+            return bad(format!("{n_nodes} nodes is more than 2^32"));
+        }
+        for (name, len) in [
+            ("node_kind", parts.node_kind.len()),
+            ("node_type", parts.node_type.len()),
+            ("node_name", parts.node_name.len()),
+            ("node_shallow_size", parts.node_shallow_size.len()),
+        ] {
+            if len != n_nodes {
+                return bad(format!("{name} has {len} entries for {n_nodes} nodes"));
+            }
+        }
+        for (name, len) in [
+            ("edge_kind", parts.edge_kind.len()),
+            ("edge_name", parts.edge_name.len()),
+        ] {
+            if len != n_edges {
+                return bad(format!("{name} has {len} entries for {n_edges} edges"));
+            }
+        }
+        if parts.first_edge.len() != n_nodes + 1 {
+            return bad(format!(
+                "first_edge has {} entries for {n_nodes} nodes",
+                parts.first_edge.len()
+            ));
+        }
+        if parts.first_edge[0] != 0 || parts.first_edge[n_nodes] != n_edges as u64 {
+            return bad("first_edge does not run from 0 to the edge count".to_owned());
+        }
+        if let Some(pos) = parts.first_edge.windows(2).position(|w| w[0] > w[1]) {
+            return bad(format!("first_edge decreases at node {pos}"));
+        }
+        if let Some(pos) = parts.edge_to.iter().position(|&to| to as usize >= n_nodes) {
+            return bad(format!(
+                "edge {pos} points to node {} of {n_nodes}",
+                parts.edge_to[pos]
+            ));
+        }
+        let n_strings = strings.len();
+        let string_ok = |id: &StringId| id.index() < n_strings;
+        if !parts.node_type.iter().all(string_ok) || !parts.node_name.iter().all(string_ok) {
+            return bad("a node names a string outside the table".to_owned());
+        }
+        let named_edge_out_of_range = parts
+            .edge_kind
+            .iter()
+            .zip(&parts.edge_name)
+            .position(|(kind, &name)| !kind.is_indexed() && name as usize >= n_strings);
+        if let Some(pos) = named_edge_out_of_range {
+            return bad(format!("edge {pos} names a string outside the table"));
+        }
+        let n_kinds = parts.node_kinds.len();
+        if parts.node_kind.iter().any(|&kind| kind as usize >= n_kinds) {
+            return bad(format!("a node has a kind outside the {n_kinds} kinds"));
+        }
+        if parts.root as usize >= n_nodes {
+            return bad(format!("root {} is not one of {n_nodes} nodes", parts.root));
+        }
+        Ok(HeapGraph {
+            meta,
+            strings,
+            parts,
+            reverse: OnceLock::new(),
+        })
+    }
+
+    /// Dump-level metadata.
+    pub fn meta(&self) -> &GraphMeta {
+        &self.meta
+    }
+
+    /// Adds a note (something missing or repaired) to the metadata.
+    pub fn add_note(&mut self, note: String) {
+        self.meta.notes.push(note);
+    }
+
+    /// The string table.
+    pub fn strings(&self) -> &StringTable {
+        &self.strings
+    }
+
+    /// The columns, read-only, for algorithms that want plain slices and for serialisation.
+    pub fn parts(&self) -> &HeapGraphParts {
+        &self.parts
+    }
+
+    /// The number of nodes, synthetic ones included.
+    pub fn node_count(&self) -> usize {
+        self.parts.node_object_id.len()
+    }
+
+    /// The number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.parts.edge_to.len()
+    }
+
+    /// The root of the analyses.
+    pub fn root(&self) -> NodeId {
+        NodeId(self.parts.root)
+    }
+
+    /// The node at dense index `index`, if there is one.
+    pub fn node(&self, index: usize) -> Option<NodeId> {
+        (index < self.node_count()).then_some(NodeId(index as u32))
+    }
+
+    /// All nodes in index order.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = NodeId> + '_ {
+        (0..self.node_count() as u32).map(NodeId)
+    }
+
+    /// The first node whose runtime object id is `object_id` (a linear scan).
+    pub fn find_object(&self, object_id: u64) -> Option<NodeId> {
+        self.parts
+            .node_object_id
+            .iter()
+            .position(|&id| id == object_id)
+            .map(|pos| NodeId(pos as u32))
+    }
+
+    /// The runtime's id of `node`.
+    pub fn object_id(&self, node: NodeId) -> u64 {
+        self.parts.node_object_id[node.index()]
+    }
+
+    /// The kind of `node`.
+    pub fn kind(&self, node: NodeId) -> &NodeKindInfo {
+        &self.parts.node_kinds[self.parts.node_kind[node.index()] as usize]
+    }
+
+    /// Whether `node` is synthetic (a root or a root group) rather than a real object.
+    pub fn is_synthetic(&self, node: NodeId) -> bool {
+        self.kind(node).synthetic
+    }
+
+    /// The type name of `node`.
+    pub fn type_id(&self, node: NodeId) -> StringId {
+        self.parts.node_type[node.index()]
+    }
+
+    /// The type name of `node`, as text.
+    pub fn type_name(&self, node: NodeId) -> &str {
+        self.strings.get(self.type_id(node))
+    }
+
+    /// The label of `node`, as text.
+    pub fn name(&self, node: NodeId) -> &str {
+        self.strings.get(self.parts.node_name[node.index()])
+    }
+
+    /// The shallow size of `node` in bytes.
+    pub fn shallow_size(&self, node: NodeId) -> u64 {
+        self.parts.node_shallow_size[node.index()]
+    }
+
+    /// The edge indices of `node`'s references.
+    pub fn edge_range(&self, node: NodeId) -> std::ops::Range<usize> {
+        let first = self.parts.first_edge[node.index()] as usize;
+        let end = self.parts.first_edge[node.index() + 1] as usize;
+        first..end
+    }
+
+    /// The target of edge `edge`.
+    pub fn edge_target(&self, edge: usize) -> NodeId {
+        NodeId(self.parts.edge_to[edge])
+    }
+
+    /// The kind of edge `edge`.
+    pub fn edge_kind(&self, edge: usize) -> EdgeKind {
+        self.parts.edge_kind[edge]
+    }
+
+    /// The name of edge `edge`.
+    pub fn edge_name(&self, edge: usize) -> EdgeName<'_> {
+        let raw = self.parts.edge_name[edge];
+        if self.parts.edge_kind[edge].is_indexed() {
+            EdgeName::Index(raw)
+        } else {
+            EdgeName::Named(self.strings.get(StringId(raw)))
+        }
+    }
+
+    /// The node that edge `edge` leaves (a binary search over the CSR offsets).
+    pub fn edge_source(&self, edge: usize) -> NodeId {
+        let edge = edge as u64;
+        let after = self.parts.first_edge.partition_point(|&first| first <= edge);
+        NodeId((after - 1) as u32)
+    }
+
+    /// The retainers of every node: the CSR transpose, built once on first use (in parallel).
+    pub fn reverse(&self) -> &ReverseEdges {
+        self.reverse.get_or_init(|| ReverseEdges::build(&self.parts))
+    }
+
+    /// Total shallow size of all nodes.
+    pub fn total_shallow_size(&self) -> u64 {
+        self.parts.node_shallow_size.iter().sum()
+    }
+}

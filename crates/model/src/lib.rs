@@ -1,0 +1,44 @@
+//! The nouns of heapgraph: heap graphs as columnar tables with references in CSR form, an
+//! interned string table, and typed `u32` ids. No I/O happens here.
+//!
+//! ```
+//! use heapgraph_model::{EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringTable};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut strings = StringTable::new();
+//! let object = strings.intern("Object");
+//! let field = strings.intern("field");
+//! let parts = HeapGraphParts {
+//!     node_object_id: vec![1, 3],
+//!     node_kind: vec![0, 0],
+//!     node_type: vec![object, object],
+//!     node_name: vec![object, object],
+//!     node_shallow_size: vec![0, 16],
+//!     first_edge: vec![0, 1, 1],
+//!     edge_to: vec![1],
+//!     edge_kind: vec![EdgeKind::Property],
+//!     edge_name: vec![field.to_raw()],
+//!     node_kinds: vec![NodeKindInfo { name: "object".into(), synthetic: false }],
+//!     root: 0,
+//! };
+//! let graph = HeapGraph::from_parts(GraphMeta::new(Runtime::V8, "example"), strings, parts)?;
+//! assert_eq!(graph.total_shallow_size(), 16);
+//! let (retainer, _edge) = graph.reverse().retainers(graph.node(1).unwrap()).next().unwrap();
+//! assert_eq!(retainer, graph.root());
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod heap_graph;
+mod reverse;
+mod strings;
+mod visit;
+
+pub use heap_graph::{
+    EdgeKind, EdgeName, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId, NodeKindInfo,
+    Runtime,
+};
+pub use reverse::ReverseEdges;
+pub use strings::{StringId, StringTable};
+pub use visit::{EdgeView, Edges};

@@ -1,0 +1,2 @@
+//! report (under construction).
+#![deny(missing_docs)]

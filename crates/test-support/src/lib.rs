@@ -1,0 +1,2 @@
+//! test-support (under construction).
+#![deny(missing_docs)]
