@@ -1,1 +1,51 @@
-fn main() {}
+//! The `heapgraph` command: clap arguments become library options at this edge, each verb
+//! lives in its own module, and `run` is the one place errors turn into exit codes.
+
+mod args;
+mod load;
+mod verbs;
+
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            let mut message = format!("heapgraph: {error}");
+            for cause in error.chain().skip(1) {
+                message.push_str(&format!(": {cause}"));
+            }
+            let _ = writeln!(std::io::stderr(), "{message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs one command. Exit codes: 0 success, 1 a gate failed, 2 bad usage or unreadable input.
+fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
+    let output = match cli.command {
+        args::Command::Summary(args) => verbs::summary(&args)?,
+        args::Command::Top(args) => verbs::top(&args)?,
+        args::Command::WhoHolds(args) => verbs::who_holds(&args)?,
+        args::Command::Dominators(args) => verbs::dominators(&args)?,
+        args::Command::Convert(args) => verbs::convert(&args)?,
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(output.as_bytes())?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -434,17 +434,46 @@ impl HeapGraph {
     /// The node that edge `edge` leaves (a binary search over the CSR offsets).
     pub fn edge_source(&self, edge: usize) -> NodeId {
         let edge = edge as u64;
-        let after = self.parts.first_edge.partition_point(|&first| first <= edge);
+        let after = self
+            .parts
+            .first_edge
+            .partition_point(|&first| first <= edge);
         NodeId((after - 1) as u32)
     }
 
     /// The retainers of every node: the CSR transpose, built once on first use (in parallel).
     pub fn reverse(&self) -> &ReverseEdges {
-        self.reverse.get_or_init(|| ReverseEdges::build(&self.parts))
+        self.reverse
+            .get_or_init(|| ReverseEdges::build(&self.parts))
     }
 
     /// Total shallow size of all nodes.
     pub fn total_shallow_size(&self) -> u64 {
         self.parts.node_shallow_size.iter().sum()
+    }
+}
+
+/// Prints the size, then the edges of small graphs (`from -kind-> to`), for test failures.
+impl fmt::Debug for HeapGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX_EDGES_SHOWN: usize = 200;
+        write!(
+            f,
+            "HeapGraph {{ nodes: {}, edges: {}, root: {}",
+            self.node_count(),
+            self.edge_count(),
+            self.parts.root
+        )?;
+        if self.edge_count() <= MAX_EDGES_SHOWN {
+            write!(f, ", sizes: {:?}, edges: [", self.parts.node_shallow_size)?;
+            for node in self.nodes() {
+                for edge in self.edge_range(node) {
+                    let kind = self.edge_kind(edge).name();
+                    write!(f, "{} -{kind}-> {}, ", node.0, self.parts.edge_to[edge])?;
+                }
+            }
+            write!(f, "]")?;
+        }
+        write!(f, " }}")
     }
 }

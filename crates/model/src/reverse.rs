@@ -101,8 +101,12 @@ impl ReverseEdges {
 
     /// The retainers of `node`: (source node, edge index) pairs, by edge index.
     pub fn retainers(&self, node: NodeId) -> impl ExactSizeIterator<Item = (NodeId, usize)> + '_ {
-        self.range(node)
-            .map(move |slot| (NodeId(self.retainer_from[slot]), self.retainer_edge[slot] as usize))
+        self.range(node).map(move |slot| {
+            (
+                NodeId(self.retainer_from[slot]),
+                self.retainer_edge[slot] as usize,
+            )
+        })
     }
 
     /// The number of retainers of `node`.
@@ -112,6 +116,10 @@ impl ReverseEdges {
 
     /// Raw columns, for hot loops: (`first_retainer`, `retainer_from`, `retainer_edge`).
     pub fn columns(&self) -> (&[u64], &[u32], &[u64]) {
-        (&self.first_retainer, &self.retainer_from, &self.retainer_edge)
+        (
+            &self.first_retainer,
+            &self.retainer_from,
+            &self.retainer_edge,
+        )
     }
 }

@@ -5,8 +5,8 @@
 
 use crate::heap_graph::{EdgeKind, HeapGraph, NodeId};
 use petgraph::visit::{
-    Data, EdgeRef, GraphBase, IntoEdgeReferences, IntoEdges, IntoNeighbors,
-    IntoNodeIdentifiers, NodeCount, NodeIndexable, Visitable,
+    Data, EdgeRef, GraphBase, IntoEdgeReferences, IntoEdges, IntoNeighbors, IntoNodeIdentifiers,
+    NodeCount, NodeIndexable, Visitable,
 };
 
 // SAFETY: `new` and `index` round-trip every value below `max`, as petgraph requires.

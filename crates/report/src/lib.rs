@@ -1,2 +1,85 @@
-//! report (under construction).
+//! Rendering of analyzer views: text tables for terminals and versioned JSON for machines.
+//! Output is deterministic: the same views give the same bytes.
+//!
+//! ```
+//! use heapgraph_analyzer::{analyze, summary, EdgeRule, Options};
+//! use heapgraph_report::DumpInfo;
+//!
+//! let graph = heapgraph_test_support::graph("root -> cache: 8; cache -> Item#1: 16");
+//! let analysis = analyze(&graph, &Options { edge_rule: EdgeRule::for_runtime(graph.meta().runtime) });
+//! let info = DumpInfo::new("example", graph.meta());
+//! let text = heapgraph_report::text::summary(&summary(&graph, &analysis), &info, 20);
+//! assert!(text.contains("Item"));
+//! let json = heapgraph_report::json::summary(&summary(&graph, &analysis), &info, None);
+//! assert!(json.contains("\"schema\": \"heapgraph.summary/1\""));
+//! ```
 #![deny(missing_docs)]
+
+pub mod json;
+pub mod text;
+
+use heapgraph_analyzer::RankBy;
+use heapgraph_model::GraphMeta;
+
+/// What every output says about the dump it describes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpInfo {
+    /// The file as the user named it.
+    pub file: String,
+    /// Its format (`v8-heapsnapshot`, `hgd`, …).
+    pub source_format: String,
+    /// The runtime that wrote it.
+    pub runtime: String,
+    /// Notes: what was missing or repaired.
+    pub notes: Vec<String>,
+}
+
+impl DumpInfo {
+    /// The info for `file`, from a graph's metadata.
+    pub fn new(file: &str, meta: &GraphMeta) -> Self {
+        DumpInfo {
+            file: file.to_owned(),
+            source_format: meta.source_format.clone(),
+            runtime: meta.runtime.name().to_owned(),
+            notes: meta.notes.clone(),
+        }
+    }
+}
+
+/// The name of a ranking, as `--by` spells it.
+pub fn rank_name(by: RankBy) -> &'static str {
+    match by {
+        RankBy::Retained => "retained",
+        RankBy::Shallow => "shallow",
+        RankBy::Count => "count",
+    }
+}
+
+/// Bytes in binary units with one decimal: `512 B`, `1.5 KiB`, `3.2 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# heapgraph vs memlab on a large V8 heap snapshot: wall time and peak RSS.
+#
+# Usage (from anywhere inside the repository):
+#   benches/v8_vs_memlab.sh
+# Environment:
+#   SIZE        small | medium | large (default large: 698 MB, 8.8M nodes;
+#               generating it takes about 2 minutes and 12 GB of heap)
+#   BENCH_DIR   where the snapshot and the .hgd are kept between runs
+#               (default /tmp/heapgraph-bench); the snapshot is made once
+#   HEAPGRAPH_MEMLAB_DIR  folder with node_modules/@memlab/core (memlab 2.0.5);
+#               default tests/oracle, installed there with
+#               `npm ci --ignore-scripts` when missing
+#   MEMLAB_HEAP_MB  --max-old-space-size for memlab (default 16000)
+#   HEAPGRAPH_BIN   use this heapgraph binary and skip `cargo build --release`
+# Needs: node 20, cargo, and GNU time as /usr/bin/time (Debian package `time`;
+# when it is missing and this runs as root, it is installed with apt-get).
+#
+# Steps, each timed alone with /usr/bin/time -v:
+#   (a) memlab: ../shared/bench/memlab_bench.js --mode full (parse + shortest
+#       paths + dominators + retained sizes)
+#   (b) heapgraph summary FILE --format json
+#   (c) heapgraph convert FILE -o X.hgd, then heapgraph summary X.hgd
+# Prints a markdown table with wall seconds, peak RSS and memlab/heapgraph
+# ratios. The snapshot generator and the memlab driver are read from
+# ../shared/bench relative to the repository root.
+set -euo pipefail
+
+ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
+SHARED="$ROOT/../shared"
+SIZE="${SIZE:-large}"
+BENCH_DIR="${BENCH_DIR:-/tmp/heapgraph-bench}"
+MEMLAB_HEAP_MB="${MEMLAB_HEAP_MB:-16000}"
+case "$SIZE" in small|medium|large) ;; *) echo "SIZE must be small, medium or large" >&2; exit 2 ;; esac
+
+if [[ ! -x /usr/bin/time ]]; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing GNU time (Debian package 'time')" >&2
+    apt-get update -qq && apt-get install -y -qq time >/dev/null
+  else
+    echo "/usr/bin/time is missing: apt-get install time" >&2
+    exit 2
+  fi
+fi
+
+MEMLAB_DIR="${HEAPGRAPH_MEMLAB_DIR:-$ROOT/tests/oracle}"
+if [[ ! -d "$MEMLAB_DIR/node_modules/@memlab/core" ]]; then
+  if [[ -z "${HEAPGRAPH_MEMLAB_DIR:-}" ]]; then
+    echo "installing memlab into tests/oracle (npm ci --ignore-scripts)" >&2
+    (cd "$ROOT/tests/oracle" && npm ci --ignore-scripts --no-audit --no-fund >&2)
+  else
+    echo "no node_modules/@memlab/core under HEAPGRAPH_MEMLAB_DIR=$MEMLAB_DIR" >&2
+    exit 2
+  fi
+fi
+
+mkdir -p "$BENCH_DIR"
+SNAP="$BENCH_DIR/v8-$SIZE-target.heapsnapshot"
+if [[ ! -s "$SNAP" ]]; then
+  echo "generating $SNAP (once)" >&2
+  node --max-old-space-size=12000 "$SHARED/bench/gen_v8.js" --size "$SIZE" --out "$BENCH_DIR" --phases target >&2
+fi
+HGD="$BENCH_DIR/v8-$SIZE-target.hgd"
+
+if [[ -n "${HEAPGRAPH_BIN:-}" ]]; then
+  HG="$HEAPGRAPH_BIN"
+else
+  echo "building heapgraph (cargo build --release)" >&2
+  (cd "$ROOT" && cargo build --release --quiet)
+  HG="$ROOT/target/release/heapgraph"
+fi
+
+LOGS="$(mktemp -d "${TMPDIR:-/tmp}/heapgraph-bench-logs.XXXXXX")"
+trap 'rm -rf "$LOGS"' EXIT
+
+# timed NAME CMD...: runs CMD under /usr/bin/time -v (stdout discarded),
+# fails loudly if CMD fails, and leaves "wall_seconds peak_rss_kib" in $LOGS/NAME.
+timed() {
+  local name="$1"; shift
+  echo "running $name: $*" >&2
+  local t0 t1
+  t0=$(date +%s%N)
+  if ! /usr/bin/time -v -o "$LOGS/$name.time" "$@" >/dev/null 2>"$LOGS/$name.err"; then
+    echo "$name failed:" >&2
+    tail -n 20 "$LOGS/$name.err" >&2
+    exit 1
+  fi
+  t1=$(date +%s%N)
+  # Wall time from date (ns); GNU time's "Elapsed (wall clock)" has 10 ms steps.
+  awk -v ns="$((t1 - t0))" '
+    /Maximum resident set size/ { rss = $NF }
+    END { printf "%.3f %d\n", ns / 1e9, rss }
+  ' "$LOGS/$name.time" >"$LOGS/$name"
+}
+
+rm -f "$HGD"
+timed memlab node --max-old-space-size="$MEMLAB_HEAP_MB" "$SHARED/bench/memlab_bench.js" \
+  --memlab "$MEMLAB_DIR" --mode full "$SNAP"
+timed summary "$HG" summary "$SNAP" --format json
+timed convert "$HG" convert "$SNAP" -o "$HGD"
+timed summary_hgd "$HG" summary "$HGD" --format json
+
+read -r MW MR <"$LOGS/memlab"
+read -r SW SR <"$LOGS/summary"
+read -r CW CR <"$LOGS/convert"
+read -r HW HR <"$LOGS/summary_hgd"
+
+awk -v size="$SIZE" -v bytes="$(stat -c %s "$SNAP")" -v hgd="$(stat -c %s "$HGD")" \
+    -v mw="$MW" -v mr="$MR" -v sw="$SW" -v sr="$SR" -v cw="$CW" -v cr="$CR" -v hw="$HW" -v hr="$HR" '
+  function mib(k) { return k / 1024 }
+  function ratio(a, b) { return b > 0 ? sprintf("%.1f×", a / b) : "n/a" }
+  BEGIN {
+    printf "\nV8 snapshot `%s` target: %.0f MB; .hgd %.0f MB\n\n", size, bytes / 1e6, hgd / 1e6
+    print "| step | wall s | peak RSS MiB | memlab/this wall | memlab/this RSS |"
+    print "| --- | ---: | ---: | ---: | ---: |"
+    printf "| memlab full (parse + paths + dominators + retained) | %.3f | %.0f | | |\n", mw, mib(mr)
+    printf "| heapgraph summary .heapsnapshot | %.3f | %.0f | %s | %s |\n", sw, mib(sr), ratio(mw, sw), ratio(mr, sr)
+    printf "| heapgraph convert → .hgd | %.3f | %.0f | %s | %s |\n", cw, mib(cr), ratio(mw, cw), ratio(mr, cr)
+    printf "| heapgraph summary .hgd | %.3f | %.0f | %s | %s |\n", hw, mib(hr), ratio(mw, hw), ratio(mr, hr)
+    maxr = cr > hr ? cr : hr
+    printf "| heapgraph convert + summary .hgd | %.3f | %.0f | %s | %s |\n", cw + hw, mib(maxr), ratio(mw, cw + hw), ratio(mr, maxr)
+  }'

@@ -1,0 +1,246 @@
+//! Distance from the root of every node, by breadth-first search.
+//!
+//! For V8 the rules are Chrome DevTools' (`HeapSnapshot.calculateDistances` with
+//! `JSHeapSnapshot`'s edge filter): user roots (the non-synthetic targets of the root's edges,
+//! such as the global object) are searched first at distance 1; everything they do not reach
+//! is then searched from the root, whose distance is [`BASE_SYSTEM_DISTANCE`] in that pass.
+//! Only weak edges are skipped (shortcuts count), plus the filter's few engine links. Other
+//! runtimes use one search over the retaining edges of their [`EdgeRule`].
+
+use crate::NO_DISTANCE;
+use crate::edge_rule::{EdgeRule, StrongEdges};
+use heapgraph_model::{EdgeKind, EdgeName, HeapGraph};
+
+/// DevTools' distance of the root in its second, system-roots pass: nodes reached only from
+/// system roots have distances at or above it.
+pub const BASE_SYSTEM_DISTANCE: u32 = 100_000_000;
+
+/// Distances from the root, per node; [`NO_DISTANCE`] where the search does not reach.
+///
+/// # Complexity
+/// O(V + E) time, O(V) auxiliary space (the queue).
+pub fn bfs_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
+    if rule.devtools_distances {
+        devtools_distances(graph)
+    } else {
+        strong_distances(graph, rule)
+    }
+}
+
+/// Plain breadth-first distances over the retaining edges.
+pub(crate) fn strong_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
+    let strong = StrongEdges::new(graph, rule);
+    let parts = graph.parts();
+    let mut distance = vec![NO_DISTANCE; graph.node_count()];
+    let mut queue: Vec<u32> = Vec::new();
+    let root = graph.root().to_raw();
+    distance[root as usize] = 0;
+    queue.push(root);
+    let mut head = 0;
+    while head < queue.len() {
+        let node = queue[head];
+        head += 1;
+        let next = distance[node as usize] + 1;
+        let range =
+            parts.first_edge[node as usize] as usize..parts.first_edge[node as usize + 1] as usize;
+        for edge in range {
+            let to = parts.edge_to[edge];
+            if distance[to as usize] == NO_DISTANCE && strong.retains(node, edge, to) {
+                distance[to as usize] = next;
+                queue.push(to);
+            }
+        }
+    }
+    distance
+}
+
+fn devtools_distances(graph: &HeapGraph) -> Vec<u32> {
+    let parts = graph.parts();
+    let mut filter = DevToolsFilter::new(graph);
+    let mut distance = vec![NO_DISTANCE; graph.node_count()];
+    let mut queue: Vec<u32> = Vec::with_capacity(graph.node_count().min(1 << 20));
+    let root = graph.root();
+    for edge in graph.edge_range(root) {
+        let to = parts.edge_to[edge];
+        let node = graph.node(to as usize).unwrap_or(root);
+        if !graph.is_synthetic(node) {
+            distance[to as usize] = 1;
+            queue.push(to);
+        }
+    }
+    let found_user_roots = !queue.is_empty();
+    devtools_bfs(graph, &mut filter, &mut distance, &mut queue);
+    distance[root.index()] = if found_user_roots {
+        BASE_SYSTEM_DISTANCE
+    } else {
+        0
+    };
+    queue.clear();
+    queue.push(root.to_raw());
+    devtools_bfs(graph, &mut filter, &mut distance, &mut queue);
+    distance
+}
+
+fn devtools_bfs<'g>(
+    graph: &'g HeapGraph,
+    filter: &mut DevToolsFilter<'g>,
+    distance: &mut [u32],
+    queue: &mut Vec<u32>,
+) {
+    let parts = graph.parts();
+    let mut head = 0;
+    while head < queue.len() {
+        let node = queue[head];
+        head += 1;
+        let next = distance[node as usize] + 1;
+        let range =
+            parts.first_edge[node as usize] as usize..parts.first_edge[node as usize + 1] as usize;
+        for edge in range {
+            if parts.edge_kind[edge] == EdgeKind::Weak {
+                continue;
+            }
+            let to = parts.edge_to[edge];
+            if distance[to as usize] != NO_DISTANCE {
+                continue;
+            }
+            if !filter.allows(graph, node, edge) {
+                continue;
+            }
+            distance[to as usize] = next;
+            queue.push(to);
+        }
+    }
+}
+
+/// `JSHeapSnapshot`'s distance filter: skips descriptor-array links that maps share, the
+/// native context's `sloppy_function_map`, and the first-seen of the two edges V8 writes to
+/// each WeakMap value (one from the key, one from the table), so that a value's distance
+/// follows whichever of key and table is reached last (crbug.com/1290800).
+struct DevToolsFilter<'g> {
+    hidden_kind: Option<u8>,
+    array_kind: Option<u8>,
+    /// The shared part of ephemeron edge names seen once so far.
+    pending_ephemerons: rustc_hash::FxHashSet<&'g str>,
+}
+
+impl<'g> DevToolsFilter<'g> {
+    fn new(graph: &HeapGraph) -> Self {
+        let kinds = &graph.parts().node_kinds;
+        let find = |name: &str| {
+            kinds
+                .iter()
+                .position(|kind| kind.name == name)
+                .map(|i| i as u8)
+        };
+        DevToolsFilter {
+            hidden_kind: find("hidden"),
+            array_kind: find("array"),
+            pending_ephemerons: Default::default(),
+        }
+    }
+
+    #[inline]
+    fn allows(&mut self, graph: &'g HeapGraph, node: u32, edge: usize) -> bool {
+        let parts = graph.parts();
+        let kind = Some(parts.node_kind[node as usize]);
+        if kind == self.hidden_kind || kind == self.array_kind {
+            let node_id = graph.node(node as usize).unwrap_or(graph.root());
+            let name = graph.name(node_id);
+            if kind == self.hidden_kind
+                && name == "system / NativeContext"
+                && graph.edge_name(edge) == EdgeName::Named("sloppy_function_map")
+            {
+                return false;
+            }
+            if kind == self.array_kind && name == "(map descriptors)" {
+                let index = match graph.edge_name(edge) {
+                    EdgeName::Index(index) => Some(index),
+                    EdgeName::Named(text) => text.parse::<u32>().ok(),
+                };
+                // DevTools: `index < 2 || (index % 3) !== 1`; a name that is not a number
+                // compares false on both sides in JavaScript, so the edge is skipped.
+                return index.is_some_and(|index| index < 2 || index % 3 != 1);
+            }
+        }
+        if parts.edge_kind[edge] == EdgeKind::Internal
+            && let EdgeName::Named(edge_name) = graph.edge_name(edge)
+            && let Some(shared) = ephemeron_shared_part(edge_name)
+            && !self.pending_ephemerons.remove(shared)
+        {
+            self.pending_ephemerons.insert(shared);
+            return false;
+        }
+        true
+    }
+}
+
+/// For an edge named like V8's WeakMap entries,
+/// `12 / part of key (Object @5) -> value (Object @7) pair in WeakMap (table @9)`, the part
+/// after the leading number, which the key's edge and the table's edge share; DevTools'
+/// pattern is `^\d+( \/ part of key \(.*? @\d+\) -> value \(.*? @\d+\) pair in WeakMap
+/// \(table @\d+\))$`.
+fn ephemeron_shared_part(name: &str) -> Option<&str> {
+    let digits = name.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !name.ends_with(')') {
+        return None;
+    }
+    let shared = &name[digits..];
+    let rest = shared.strip_prefix(" / part of key (")?;
+    let (key_and_value, table) = rest.rsplit_once(") pair in WeakMap (table @")?;
+    let table_id = table.strip_suffix(')')?;
+    if !is_number(table_id) {
+        return None;
+    }
+    // `(.*? @\d+\) -> value \(.*? @\d+` : some split at ") -> value (" must leave both
+    // sides ending in " @<digits>".
+    let ends_with_id = |text: &str| text.rsplit_once(" @").is_some_and(|(_, id)| is_number(id));
+    let matched = key_and_value
+        .match_indices(") -> value (")
+        .any(|(at, sep)| {
+            ends_with_id(&key_and_value[..at]) && ends_with_id(&key_and_value[at + sep.len()..])
+        });
+    matched.then_some(shared)
+}
+
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The number of edges on the chain DevTools measured: its system-pass distances count from
+/// [`BASE_SYSTEM_DISTANCE`].
+pub fn edges_from_root(raw_distance: u32) -> Option<u32> {
+    match raw_distance {
+        NO_DISTANCE => None,
+        d if d >= BASE_SYSTEM_DISTANCE => Some(d - BASE_SYSTEM_DISTANCE),
+        d => Some(d),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ephemeron_shared_part;
+
+    #[test]
+    fn ephemeron_edge_names_share_their_tail() {
+        let key_side =
+            "3 / part of key (Object @5) -> value (Object @7) pair in WeakMap (table @9)";
+        let table_side =
+            "4 / part of key (Object @5) -> value (Object @7) pair in WeakMap (table @9)";
+        assert_eq!(
+            ephemeron_shared_part(key_side),
+            ephemeron_shared_part(table_side)
+        );
+        assert!(ephemeron_shared_part(key_side).is_some());
+        assert_eq!(ephemeron_shared_part("map"), None);
+        assert_eq!(
+            ephemeron_shared_part("3 / part of key (Object @5) pair in WeakMap (table @9)"),
+            None
+        );
+        assert_eq!(
+            ephemeron_shared_part(
+                "x / part of key (A @5) -> value (B @7) pair in WeakMap (table @9)"
+            ),
+            None
+        );
+    }
+}

@@ -1,0 +1,129 @@
+//! Retainer chains: the k shortest distinct chains from the root to a node.
+//!
+//! A best-first search walks retainers backwards from the target. Each partial chain is ranked
+//! by its length so far plus the exact breadth-first distance of its head from the root, so
+//! complete chains come out shortest first; among equal ranks the longest partial chain is
+//! extended first, which makes the search dive to the root instead of widening.
+
+use crate::NO_DISTANCE;
+use crate::distances::strong_distances;
+use crate::edge_rule::{EdgeRule, StrongEdges};
+use heapgraph_model::{HeapGraph, NodeId};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// One chain: `(node, edge into it from the previous node)`, root first, target last.
+pub(crate) type Chain = Vec<(NodeId, Option<usize>)>;
+
+/// Bounds the search on graphs with a combinatorial number of equal-length chains: past this
+/// many expansions beyond the `k` chains' own length the chains found so far are returned.
+const MAX_EXTRA_EXPANSIONS: usize = 2_000_000;
+
+struct Partial {
+    node: u32,
+    /// Index of the partial chain this one extends (towards the target), or `u32::MAX`.
+    towards_target: u32,
+    /// The edge from `node` to the head of `towards_target`.
+    edge: usize,
+    length: u32,
+    /// The smallest root distance of any node on this partial chain: a retainer closer to the
+    /// root than that cannot already be on it, which spares the walk that checks for cycles.
+    min_distance: u32,
+}
+
+/// Up to `k` distinct simple chains from the root to `target` over retaining edges, shortest
+/// first. Empty when the root does not reach `target`.
+///
+/// # Complexity
+/// O(V + E) for the distances, then O(X · (d + log X)) for X expansions of chains of length d,
+/// with X at most k · d + [`MAX_EXTRA_EXPANSIONS`].
+pub(crate) fn shortest_chains(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    target: NodeId,
+    k: usize,
+) -> Vec<Chain> {
+    let distance = strong_distances(graph, rule);
+    if k == 0 || distance[target.index()] == NO_DISTANCE {
+        return Vec::new();
+    }
+    let strong = StrongEdges::new(graph, rule);
+    let reverse = graph.reverse();
+    let root = graph.root().to_raw();
+    let mut partials: Vec<Partial> = vec![Partial {
+        node: target.to_raw(),
+        towards_target: u32::MAX,
+        edge: usize::MAX,
+        length: 0,
+        min_distance: distance[target.index()],
+    }];
+    // (rank, longer chains first, newer first) -> partial index
+    let mut frontier: BinaryHeap<(Reverse<u32>, u32, u32)> = BinaryHeap::new();
+    frontier.push((Reverse(distance[target.index()]), 0, 0));
+    let mut chains = Vec::new();
+    let mut expansions = 0usize;
+    let max_expansions = MAX_EXTRA_EXPANSIONS + k * (distance[target.index()] as usize + 1);
+    while let Some((_, _, index)) = frontier.pop() {
+        let partial = &partials[index as usize];
+        if partial.node == root {
+            chains.push(unwind(graph, &partials, index));
+            if chains.len() == k {
+                break;
+            }
+            continue;
+        }
+        expansions += 1;
+        if expansions > max_expansions {
+            break;
+        }
+        let (node, length, min_distance) = (partial.node, partial.length, partial.min_distance);
+        let node_id = graph.node(node as usize).unwrap_or(graph.root());
+        for (from, edge) in reverse.retainers(node_id) {
+            let from_raw = from.to_raw();
+            let from_distance = distance[from.index()];
+            if from_distance == NO_DISTANCE || !strong.retains(from_raw, edge, node) {
+                continue;
+            }
+            if from_distance >= min_distance && chain_contains(&partials, index, from_raw) {
+                continue;
+            }
+            let new_index = partials.len() as u32;
+            partials.push(Partial {
+                node: from_raw,
+                towards_target: index,
+                edge,
+                length: length + 1,
+                min_distance: min_distance.min(from_distance),
+            });
+            frontier.push((Reverse(length + 1 + from_distance), length + 1, new_index));
+        }
+    }
+    chains
+}
+
+fn chain_contains(partials: &[Partial], mut index: u32, node: u32) -> bool {
+    while index != u32::MAX {
+        let partial = &partials[index as usize];
+        if partial.node == node {
+            return true;
+        }
+        index = partial.towards_target;
+    }
+    false
+}
+
+fn unwind(graph: &HeapGraph, partials: &[Partial], mut index: u32) -> Chain {
+    let mut chain = Vec::new();
+    let mut edge_into_this: Option<usize> = None;
+    // From the root towards the target; each partial holds the edge to the next one.
+    while index != u32::MAX {
+        let partial = &partials[index as usize];
+        let node = graph
+            .node(partial.node as usize)
+            .expect("chain nodes come from the graph's own edges");
+        chain.push((node, edge_into_this));
+        edge_into_this = (partial.edge != usize::MAX).then_some(partial.edge);
+        index = partial.towards_target;
+    }
+    chain
+}

@@ -1,0 +1,250 @@
+//! The questions users ask, answered as view structs: summary, top, who holds, dominator tree.
+
+use crate::Analysis;
+use crate::distances::edges_from_root;
+use crate::histogram::{DominatorChildren, type_totals};
+use crate::paths::shortest_chains;
+use crate::view::{
+    DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
+    TypeRow,
+};
+use heapgraph_model::{EdgeName, HeapGraph, NodeId};
+use std::cmp::Reverse;
+
+/// The view of one object.
+pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> ObjectView {
+    let tree = &analysis.dominators;
+    let reachable = tree.reachable[node.index()];
+    let object_id = graph.object_id(node);
+    ObjectView {
+        node,
+        id: object_id,
+        id_text: graph.meta().runtime.format_object_id(object_id),
+        kind: graph.kind(node).name.clone(),
+        type_name: graph.type_name(node).to_owned(),
+        name: graph.name(node).to_owned(),
+        shallow_size: graph.shallow_size(node),
+        retained_size: reachable.then(|| tree.retained_size[node.index()]),
+        distance: if reachable {
+            edges_from_root(analysis.distance[node.index()])
+        } else {
+            None
+        },
+        retained_count: if reachable {
+            tree.retained_count[node.index()]
+        } else {
+            0
+        },
+    }
+}
+
+/// Totals of the graph and its types, by retained size.
+pub fn summary(graph: &HeapGraph, analysis: &Analysis) -> SummaryView {
+    let tree = &analysis.dominators;
+    let parts = graph.parts();
+    let mut view = SummaryView {
+        objects: 0,
+        references: graph.edge_count() as u64,
+        total_shallow_size: 0,
+        reachable_objects: 0,
+        reachable_size: 0,
+        unreachable_objects: 0,
+        unreachable_size: 0,
+        types: Vec::new(),
+    };
+    for node in graph.nodes() {
+        if graph.is_synthetic(node) {
+            continue;
+        }
+        let size = parts.node_shallow_size[node.index()];
+        view.objects += 1;
+        view.total_shallow_size += size;
+        if tree.reachable[node.index()] {
+            view.reachable_objects += 1;
+            view.reachable_size += size;
+        } else {
+            view.unreachable_objects += 1;
+            view.unreachable_size += size;
+        }
+    }
+    let children = DominatorChildren::build(graph, tree);
+    let totals = type_totals(graph, tree, &children);
+    let strings = graph.strings();
+    view.types = strings
+        .iter()
+        .filter(|(id, _)| totals.count[id.index()] > 0)
+        .map(|(id, text)| TypeRow {
+            type_name: text.to_owned(),
+            count: totals.count[id.index()],
+            shallow_size: totals.shallow[id.index()],
+            retained_size: totals.retained[id.index()],
+        })
+        .collect();
+    view.types.sort_by(|a, b| {
+        (
+            Reverse(a.retained_size),
+            Reverse(a.shallow_size),
+            &a.type_name,
+        )
+            .cmp(&(
+                Reverse(b.retained_size),
+                Reverse(b.shallow_size),
+                &b.type_name,
+            ))
+    });
+    view
+}
+
+/// The `n` real objects ranked highest by `by`, ties broken by node index.
+pub fn top(graph: &HeapGraph, analysis: &Analysis, by: RankBy, n: usize) -> Vec<ObjectView> {
+    let tree = &analysis.dominators;
+    let key = |node: usize| -> u64 {
+        match by {
+            RankBy::Shallow => graph.parts().node_shallow_size[node],
+            RankBy::Retained if tree.reachable[node] => tree.retained_size[node],
+            RankBy::Count if tree.reachable[node] => tree.retained_count[node],
+            RankBy::Retained | RankBy::Count => 0,
+        }
+    };
+    let mut candidates: Vec<(Reverse<u64>, u32)> = graph
+        .nodes()
+        .filter(|&node| !graph.is_synthetic(node))
+        .map(|node| (Reverse(key(node.index())), node.to_raw()))
+        .collect();
+    if n < candidates.len() {
+        candidates.select_nth_unstable(n);
+        candidates.truncate(n);
+    }
+    candidates.sort_unstable();
+    candidates
+        .into_iter()
+        .filter_map(|(_, raw)| graph.node(raw as usize))
+        .map(|node| object_view(graph, analysis, node))
+        .collect()
+}
+
+/// The instance of type `type_name` with the largest retained size, and how many matched.
+pub fn find_largest_of_type(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    type_name: &str,
+) -> Option<(NodeId, u64)> {
+    let type_id = graph.strings().find(type_name)?;
+    let tree = &analysis.dominators;
+    let mut best: Option<(u64, NodeId)> = None;
+    let mut matches = 0u64;
+    for node in graph.nodes() {
+        if graph.type_id(node) != type_id || graph.is_synthetic(node) {
+            continue;
+        }
+        matches += 1;
+        let retained = if tree.reachable[node.index()] {
+            tree.retained_size[node.index()]
+        } else {
+            0
+        };
+        if best.is_none_or(|(size, _)| retained > size) {
+            best = Some((retained, node));
+        }
+    }
+    best.map(|(_, node)| (node, matches))
+}
+
+/// Who holds `target`: its dominator chain and up to `n_paths` shortest retainer chains.
+pub fn who_holds(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    target: NodeId,
+    n_paths: usize,
+) -> HoldersView {
+    let tree = &analysis.dominators;
+    let mut dominator_chain = Vec::new();
+    if tree.reachable[target.index()] {
+        let mut node = Some(target);
+        while let Some(current) = node {
+            dominator_chain.push(object_view(graph, analysis, current));
+            node = tree.immediate_dominator(graph, current);
+        }
+        dominator_chain.reverse();
+    }
+    let paths = shortest_chains(graph, &analysis.edge_rule, target, n_paths)
+        .into_iter()
+        .map(|chain| {
+            chain
+                .into_iter()
+                .map(|(node, edge)| PathStep {
+                    object: object_view(graph, analysis, node),
+                    edge: edge.map(|edge| edge_text(graph, edge)),
+                    edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+                })
+                .collect()
+        })
+        .collect();
+    HoldersView {
+        target: object_view(graph, analysis, target),
+        matches: None,
+        dominator_chain,
+        paths,
+    }
+}
+
+/// An edge's name as chains print it: a property name, or `[index]`.
+fn edge_text(graph: &HeapGraph, edge: usize) -> String {
+    match graph.edge_name(edge) {
+        EdgeName::Named(name) => name.to_owned(),
+        EdgeName::Index(index) => format!("[{index}]"),
+    }
+}
+
+/// The upper dominator tree: children by retained size, down to `max_depth`, keeping nodes
+/// whose retained size is at least `min_share` of the root's.
+pub fn dominator_tree(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    max_depth: u32,
+    min_share: f64,
+) -> DominatorTreeView {
+    let tree = &analysis.dominators;
+    let children = DominatorChildren::build(graph, tree);
+    let root = graph.root();
+    let total = tree.retained_size[root.index()];
+    let share_of = |node: usize| {
+        if total == 0 {
+            0.0
+        } else {
+            tree.retained_size[node] as f64 / total as f64
+        }
+    };
+    let mut nodes = Vec::new();
+    // Pre-order with an explicit stack; children pushed largest-last so they pop largest-first.
+    let mut stack: Vec<(u32, u32)> = vec![(root.to_raw(), 0)];
+    while let Some((node, depth)) = stack.pop() {
+        let node_index = node as usize;
+        let mut kids: Vec<u32> = children.of(node_index).to_vec();
+        kids.sort_unstable_by_key(|&kid| (Reverse(tree.retained_size[kid as usize]), kid));
+        let shown: Vec<u32> = if depth < max_depth {
+            kids.iter()
+                .copied()
+                .filter(|&kid| share_of(kid as usize) >= min_share)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let Some(node_id) = graph.node(node_index) else {
+            continue;
+        };
+        nodes.push(DominatorTreeNode {
+            object: object_view(graph, analysis, node_id),
+            depth,
+            share: share_of(node_index),
+            hidden_children: (kids.len() - shown.len()) as u64,
+        });
+        for &kid in shown.iter().rev() {
+            stack.push((kid, depth + 1));
+        }
+    }
+    DominatorTreeView {
+        total_retained: total,
+        nodes,
+    }
+}

@@ -1,0 +1,145 @@
+//! Loading a dump for a verb: import with a progress bar, then analyse (or adopt the analysis
+//! a `.hgd` file carries).
+
+use anyhow::{Context, bail};
+use heapgraph_analyzer::{Analysis, EdgeRule, Options};
+use heapgraph_import::{Dump, Format, native};
+use heapgraph_model::HeapGraph;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::time::Duration;
+
+/// A loaded heap graph, with the analysis its file carried, if any.
+pub(crate) struct Loaded {
+    pub(crate) graph: HeapGraph,
+    stored: Option<native::StoredAnalysis>,
+}
+
+/// Bytes-read progress on stderr; indicatif draws nothing when stderr is not a terminal.
+struct Bar(ProgressBar);
+
+impl heapgraph_import::Progress for Bar {
+    fn start(&self, total_bytes: Option<u64>) {
+        if let Some(total) = total_bytes {
+            self.0.set_length(total);
+        }
+    }
+    fn advance(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+}
+
+fn progress_bar(message: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(
+        "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(message.to_owned());
+    bar
+}
+
+/// A spinner for steps without a byte count.
+pub(crate) fn spinner(message: &str) -> ProgressBar {
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_message(message.to_owned());
+    spinner.enable_steady_tick(Duration::from_millis(120));
+    spinner
+}
+
+/// Reads `path` into a heap graph.
+pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
+    let context = || format!("cannot read {}", path.display());
+    let bar = Bar(progress_bar("reading"));
+    let options = {
+        let mut options = heapgraph_import::Options::default();
+        options.progress = Some(&bar);
+        options
+    };
+    if is_native(path).with_context(context)? {
+        let file = std::fs::File::open(path).with_context(context)?;
+        let reader = BufReader::with_capacity(
+            1 << 20,
+            ProgressReader {
+                inner: file,
+                bar: &bar.0,
+            },
+        );
+        let (dump, stored) = native::import_with_analysis(reader, &native::Options::default())
+            .with_context(context)?;
+        bar.0.finish_and_clear();
+        return Ok(Loaded {
+            graph: heap_graph(dump, path)?,
+            stored,
+        });
+    }
+    let dump = heapgraph_import::import_path(path, &options).with_context(context)?;
+    bar.0.finish_and_clear();
+    Ok(Loaded {
+        graph: heap_graph(dump, path)?,
+        stored: None,
+    })
+}
+
+fn heap_graph(dump: Dump, path: &Path) -> anyhow::Result<HeapGraph> {
+    match dump {
+        Dump::HeapGraph(graph) => Ok(graph),
+        _ => bail!(
+            "{}: holds no object graph, which this command needs",
+            path.display()
+        ),
+    }
+}
+
+/// Whether the file is an uncompressed `.hgd`, judged by content.
+fn is_native(path: &Path) -> anyhow::Result<bool> {
+    let file = std::fs::File::open(path)?;
+    let mut reader = BufReader::with_capacity(64, file);
+    let prefix = reader.fill_buf()?;
+    Ok(heapgraph_import::sniff(prefix) == Some(Format::Native))
+}
+
+struct ProgressReader<'a, R> {
+    inner: R,
+    bar: &'a ProgressBar,
+}
+
+impl<R: Read> Read for ProgressReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bar.inc(n as u64);
+        Ok(n)
+    }
+}
+
+impl Loaded {
+    /// The analysis under the runtime's default edge rule, or with weak edges retaining.
+    /// A stored analysis is used when it was made under the same rule (the default).
+    pub(crate) fn analyze(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
+        let mut edge_rule = EdgeRule::for_runtime(self.graph.meta().runtime);
+        edge_rule.include_weak = include_weak;
+        if let Some(stored) = self.stored.take()
+            && !include_weak
+        {
+            match Analysis::from_stored(
+                &self.graph,
+                edge_rule.clone(),
+                stored.dominator,
+                stored.retained_size,
+                stored.distance,
+            ) {
+                Ok(analysis) => return Ok(analysis),
+                Err(reason) => self.graph.add_note(format!(
+                    "the stored analysis was ignored ({reason}); recomputed"
+                )),
+            }
+        }
+        let spinner = spinner("computing dominators and retained sizes");
+        let analysis = heapgraph_analyzer::analyze(&self.graph, &Options { edge_rule });
+        spinner.finish_and_clear();
+        Ok(analysis)
+    }
+}

@@ -1,0 +1,399 @@
+//! The records of a `.hgd` stream: the header, and the chunks that follow it, as serde types.
+//! Each chunk's `validate` checks that its columns agree with each other.
+
+use crate::column::{LeInt, column_len};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The header's `magic`: the first value of every `.hgd` stream.
+pub const MAGIC: &str = "heapgraph";
+/// The format version this crate reads and writes.
+pub const VERSION: u32 = 1;
+/// The header's `endianness`: byte order of every integer column.
+pub const LITTLE_ENDIAN: &str = "little";
+/// The header's `kind` for a heap graph (objects and references).
+pub const KIND_HEAP_GRAPH: &str = "heap-graph";
+
+/// The first record of a stream: what the file holds and where it came from.
+///
+/// Built with [`Header::new`]; the optional fields are then set directly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Header {
+    /// Always [`MAGIC`]. Written first, so that the first 17 bytes identify the format.
+    pub magic: String,
+    /// The format version, [`VERSION`].
+    pub version: u32,
+    /// Byte order of the integer columns: always [`LITTLE_ENDIAN`].
+    pub endianness: String,
+    /// Pointer size of the dumped process in bytes, where known.
+    #[serde(default)]
+    pub pointer_size: Option<u8>,
+    /// What the file holds: [`KIND_HEAP_GRAPH`] (later also allocation snapshots, timelines).
+    pub kind: String,
+    /// The format the data was first captured in (`v8-heapsnapshot`, `hprof`, `python-gc`, …).
+    pub source_format: String,
+    /// The runtime that was dumped: `v8`, `java` or `python`.
+    pub runtime: String,
+    /// The runtime's version, where known.
+    #[serde(default)]
+    pub runtime_version: Option<String>,
+    /// When the dump was taken, in milliseconds since the Unix epoch, where known.
+    #[serde(default)]
+    pub captured_at_ms: Option<u64>,
+    /// The dumped process's id, where known.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// Free-form notes about the capture (what was missing, how it was taken).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// How many rows of each kind the writer means to write (`nodes`, `edges`, `strings`), where
+    /// it knows ahead. A reader uses them to say what a cut-short file lost; they are never
+    /// trusted to size an allocation.
+    #[serde(default)]
+    pub totals: BTreeMap<String, u64>,
+}
+
+impl Header {
+    /// A version-[`VERSION`] little-endian header with no optional field set.
+    pub fn new(kind: &str, source_format: &str, runtime: &str) -> Header {
+        Header {
+            magic: MAGIC.to_owned(),
+            version: VERSION,
+            endianness: LITTLE_ENDIAN.to_owned(),
+            pointer_size: None,
+            kind: kind.to_owned(),
+            source_format: source_format.to_owned(),
+            runtime: runtime.to_owned(),
+            runtime_version: None,
+            captured_at_ms: None,
+            pid: None,
+            notes: Vec::new(),
+            totals: BTreeMap::new(),
+        }
+    }
+}
+
+/// A record after the header. A reader concatenates chunks of the same type in stream order.
+///
+/// Serialized as a MessagePack map whose `type` key names the variant (`strings`, `node_kinds`,
+/// `nodes`, `edges`, `root`, `analysis`), followed by the variant's fields. Column fields are
+/// `bin` blobs of little-endian integers that borrow from the reader's buffer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Chunk<'a> {
+    /// Strings, numbered in stream order from 0 across all `strings` chunks.
+    Strings(StringsChunk<'a>),
+    /// Node kinds, numbered in stream order across all `node_kinds` chunks.
+    NodeKinds(NodeKindsChunk),
+    /// Per-node columns.
+    Nodes(NodesChunk<'a>),
+    /// Per-edge columns.
+    Edges(EdgesChunk<'a>),
+    /// The root of the analyses.
+    Root(RootChunk),
+    /// Stored analysis results, per node.
+    Analysis(AnalysisChunk<'a>),
+    /// A chunk of a type this version does not know; the reader skips its content. Never written.
+    #[serde(skip)]
+    Unknown(UnknownChunk),
+}
+
+impl Chunk<'_> {
+    /// The chunk's `type` tag.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Chunk::Strings(_) => "strings",
+            Chunk::NodeKinds(_) => "node_kinds",
+            Chunk::Nodes(_) => "nodes",
+            Chunk::Edges(_) => "edges",
+            Chunk::Root(_) => "root",
+            Chunk::Analysis(_) => "analysis",
+            Chunk::Unknown(unknown) => &unknown.type_name,
+        }
+    }
+
+    /// Checks that the chunk's columns agree with each other.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Chunk::Strings(chunk) => chunk.rows().map(drop),
+            Chunk::NodeKinds(chunk) => chunk.validate(),
+            Chunk::Nodes(chunk) => chunk.rows().map(drop),
+            Chunk::Edges(chunk) => chunk.rows().map(drop),
+            Chunk::Analysis(chunk) => chunk.rows().map(drop),
+            Chunk::Root(_) | Chunk::Unknown(_) => Ok(()),
+        }
+    }
+}
+
+/// A chunk of strings: their UTF-8 bytes back to back, and each one's length in bytes.
+///
+/// Why two blobs and not an array of `str`: every chunk stays a handful of `bin` values whatever
+/// its row count, so a reader validates UTF-8 once per chunk and slices, and a writer in any
+/// language produces it with one join and one integer array.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StringsChunk<'a> {
+    /// The strings' UTF-8 bytes, concatenated.
+    #[serde(borrow, with = "serde_bytes")]
+    pub data: &'a [u8],
+    /// Each string's length in bytes: little-endian `u32`.
+    #[serde(borrow, with = "serde_bytes")]
+    pub lengths: &'a [u8],
+}
+
+impl<'a> StringsChunk<'a> {
+    /// The number of strings, after checking the lengths add up to the data and that every
+    /// string is valid UTF-8.
+    ///
+    /// # Errors
+    /// A lower-case message saying which check failed.
+    pub fn rows(&self) -> Result<usize, String> {
+        self.strings().map(|strings| strings.len())
+    }
+
+    /// The strings, in order, after the checks of [`StringsChunk::rows`].
+    ///
+    /// # Errors
+    /// As [`StringsChunk::rows`].
+    pub fn strings(&self) -> Result<StringsIter<'a>, String> {
+        let n_strings = column_len::<u32>(self.lengths).map_err(|err| format!("lengths: {err}"))?;
+        let text = std::str::from_utf8(self.data).map_err(|err| {
+            format!(
+                "data is not valid utf-8 at byte {} of the chunk",
+                err.valid_up_to()
+            )
+        })?;
+        let (lengths, _) = self.lengths.as_chunks::<4>();
+        let mut end = 0u64;
+        for (index, length) in lengths.iter().enumerate() {
+            end += u64::from(u32::from_le_bytes(*length));
+            let Ok(cut) = usize::try_from(end) else {
+                return Err(format!("string {index} runs past the data"));
+            };
+            if cut > text.len() {
+                return Err(format!(
+                    "string {index} runs past the {} bytes of data",
+                    text.len()
+                ));
+            }
+            if !text.is_char_boundary(cut) {
+                return Err(format!("string {index} ends inside a utf-8 character"));
+            }
+        }
+        if end != text.len() as u64 {
+            return Err(format!(
+                "the lengths add up to {end} bytes but the data has {}",
+                text.len()
+            ));
+        }
+        Ok(StringsIter {
+            text,
+            lengths: lengths.iter(),
+            n_strings,
+        })
+    }
+}
+
+/// The strings of a [`StringsChunk`], in order.
+#[derive(Clone, Debug)]
+pub struct StringsIter<'a> {
+    text: &'a str,
+    lengths: std::slice::Iter<'a, [u8; 4]>,
+    n_strings: usize,
+}
+
+impl<'a> Iterator for StringsIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let length = u32::from_le_bytes(*self.lengths.next()?) as usize;
+        // Checked by `StringsChunk::strings`: every cut is inside the text, on a char boundary.
+        let (head, tail) = self
+            .text
+            .split_at_checked(length)
+            .unwrap_or((self.text, ""));
+        self.text = tail;
+        Some(head)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.lengths.size_hint()
+    }
+}
+
+impl ExactSizeIterator for StringsIter<'_> {
+    fn len(&self) -> usize {
+        self.lengths.len()
+    }
+}
+
+impl StringsIter<'_> {
+    /// The number of strings the chunk held in all.
+    pub fn total(&self) -> usize {
+        self.n_strings
+    }
+}
+
+/// A chunk of node kinds: the runtime's categories (V8's node types, `instance`, …).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeKindsChunk {
+    /// Each kind's name.
+    pub names: Vec<String>,
+    /// Whether nodes of each kind are synthetic (roots and root groups, not real objects).
+    pub synthetic: Vec<bool>,
+}
+
+impl NodeKindsChunk {
+    fn validate(&self) -> Result<(), String> {
+        if self.names.len() == self.synthetic.len() {
+            Ok(())
+        } else {
+            Err(format!(
+                "node_kinds has {} names but {} synthetic flags",
+                self.names.len(),
+                self.synthetic.len()
+            ))
+        }
+    }
+}
+
+/// A chunk of nodes. Node `i` of the stream (counting across chunks) owns the next
+/// `edge_count[i]` edges of the stream: the edges are a CSR by prefix sum, as in V8.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodesChunk<'a> {
+    /// The runtime's object id: `u64` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub object_id: &'a [u8],
+    /// Index into the node kinds: `u8` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub kind: &'a [u8],
+    /// Type name, a string index: `u32` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub type_name: &'a [u8],
+    /// The object's own label, a string index: `u32` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub name: &'a [u8],
+    /// Shallow size in bytes: `u64` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub shallow_size: &'a [u8],
+    /// Number of outgoing edges: `u32` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub edge_count: &'a [u8],
+}
+
+impl NodesChunk<'_> {
+    /// The number of nodes, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u64>("object_id", self.object_id),
+            column::<u8>("kind", self.kind),
+            column::<u32>("type_name", self.type_name),
+            column::<u32>("name", self.name),
+            column::<u64>("shallow_size", self.shallow_size),
+            column::<u32>("edge_count", self.edge_count),
+        ])
+    }
+}
+
+/// A chunk of edges, in the order of the nodes that own them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EdgesChunk<'a> {
+    /// Target node index: `u32` per edge.
+    #[serde(borrow, with = "serde_bytes")]
+    pub to: &'a [u8],
+    /// Edge kind code (see docs/formats.md): `u8` per edge.
+    #[serde(borrow, with = "serde_bytes")]
+    pub kind: &'a [u8],
+    /// A string index, or a plain index for `element` and `hidden` edges: `u32` per edge.
+    #[serde(borrow, with = "serde_bytes")]
+    pub name: &'a [u8],
+}
+
+impl EdgesChunk<'_> {
+    /// The number of edges, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("to", self.to),
+            column::<u8>("kind", self.kind),
+            column::<u32>("name", self.name),
+        ])
+    }
+}
+
+/// The root of the analyses, a node index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootChunk {
+    /// The root node's index.
+    pub node: u32,
+}
+
+/// Stored analysis results, per node in node order, so that a converted file reopens without
+/// recomputing. `u32::MAX` means "none" (an unreachable node has no dominator and no distance).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisChunk<'a> {
+    /// Immediate dominator, a node index: `u32` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub dominator: &'a [u8],
+    /// Retained size in bytes: `u64` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub retained_size: &'a [u8],
+    /// Strong edges from the root: `u32` per node.
+    #[serde(borrow, with = "serde_bytes")]
+    pub distance: &'a [u8],
+}
+
+impl AnalysisChunk<'_> {
+    /// The number of nodes covered, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("dominator", self.dominator),
+            column::<u64>("retained_size", self.retained_size),
+            column::<u32>("distance", self.distance),
+        ])
+    }
+}
+
+/// A chunk whose `type` this version does not know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownChunk {
+    /// Its `type` tag.
+    pub type_name: String,
+}
+
+/// A column's name and its row count, or why it has none.
+fn column<T: LeInt>(name: &'static str, blob: &[u8]) -> Result<(&'static str, usize), String> {
+    column_len::<T>(blob)
+        .map(|len| (name, len))
+        .map_err(|err| format!("{name}: {err}"))
+}
+
+/// The row count all `columns` share.
+fn common_len(columns: &[Result<(&'static str, usize), String>]) -> Result<usize, String> {
+    let mut first: Option<(&str, usize)> = None;
+    for column in columns {
+        let &(name, len) = column.as_ref().map_err(Clone::clone)?;
+        match first {
+            None => first = Some((name, len)),
+            Some((first_name, first_len)) if first_len != len => {
+                return Err(format!(
+                    "column {name} has {len} rows but {first_name} has {first_len}"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(first.map_or(0, |(_, len)| len))
+}

@@ -1,0 +1,428 @@
+//! Writing a `.hgd` stream: the header, then any number of chunks (typed column slices are cut
+//! into chunks of at most [`Writer::chunk_rows`] rows), then the end record.
+
+use crate::column::{LeInt, encode_column};
+use crate::error::Error;
+use crate::records::{
+    AnalysisChunk, Chunk, EdgesChunk, Header, NodeKindsChunk, NodesChunk, RootChunk, StringsChunk,
+};
+use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
+use serde::Serialize;
+use std::io::{self, BufWriter, Write};
+
+/// Bytes of text at most in one `strings` chunk written by [`Writer::write_strings`].
+const STRING_CHUNK_BYTES: usize = 16 * 1024 * 1024;
+
+/// Bytes of buffer between the writer and the caller's stream: records' small fields are
+/// gathered here, blobs larger than it go straight through.
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Bytes a record may need beyond its blobs (map, keys, markers, small fields).
+const RECORD_OVERHEAD_BYTES: u64 = 4096;
+
+/// Per-node columns, one slice per column, all of the same length.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeColumns<'a> {
+    /// The runtime's object id, per node.
+    pub object_id: &'a [u64],
+    /// Index into the node kinds, per node.
+    pub kind: &'a [u8],
+    /// Type name (a string index), per node.
+    pub type_name: &'a [u32],
+    /// Label (a string index), per node.
+    pub name: &'a [u32],
+    /// Shallow size in bytes, per node.
+    pub shallow_size: &'a [u64],
+    /// Number of outgoing edges, per node.
+    pub edge_count: &'a [u32],
+}
+
+/// Per-edge columns, one slice per column, all of the same length.
+#[derive(Clone, Copy, Debug)]
+pub struct EdgeColumns<'a> {
+    /// Target node index, per edge.
+    pub to: &'a [u32],
+    /// Edge kind code, per edge.
+    pub kind: &'a [u8],
+    /// Name (a string index) or plain index, per edge.
+    pub name: &'a [u32],
+}
+
+/// Stored analysis columns, per node, all of the same length. `u32::MAX` means none.
+#[derive(Clone, Copy, Debug)]
+pub struct AnalysisColumns<'a> {
+    /// Immediate dominator, per node.
+    pub dominator: &'a [u32],
+    /// Retained size in bytes, per node.
+    pub retained_size: &'a [u64],
+    /// Strong edges from the root, per node.
+    pub distance: &'a [u32],
+}
+
+/// The end record as written.
+#[derive(Serialize)]
+struct EndRecord {
+    #[serde(rename = "type")]
+    type_name: &'static str,
+    chunks: u64,
+}
+
+/// Counts the bytes that pass, so that errors can name an offset.
+struct Counting<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes a `.hgd` stream: [`Writer::new`] writes the header, the `write_*` methods write
+/// chunks, and [`Writer::finish`] writes the end record and flushes.
+///
+/// A stream whose writer never finished (a crash, a full disk) reads back as cut short: every
+/// complete chunk is still readable.
+pub struct Writer<W: Write> {
+    out: Counting<BufWriter<W>>,
+    chunks: u64,
+    chunk_rows: usize,
+    scratch: [Vec<u8>; 6],
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes `header` and returns a writer for the chunks.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the stream fails.
+    pub fn new(out: W, header: &Header) -> Result<Writer<W>, Error> {
+        let mut writer = Writer {
+            out: Counting {
+                inner: BufWriter::with_capacity(WRITE_BUFFER_BYTES, out),
+                written: 0,
+            },
+            chunks: 0,
+            chunk_rows: DEFAULT_CHUNK_ROWS,
+            scratch: Default::default(),
+        };
+        writer.serialize(0, header)?;
+        Ok(writer)
+    }
+
+    /// Sets the most rows one chunk written from typed columns holds (at least 1).
+    #[must_use]
+    pub fn with_chunk_rows(mut self, rows: usize) -> Writer<W> {
+        self.chunk_rows = rows.max(1);
+        self
+    }
+
+    /// The most rows one chunk written from typed columns holds.
+    pub fn chunk_rows(&self) -> usize {
+        self.chunk_rows
+    }
+
+    /// Chunks written so far.
+    pub fn chunks_written(&self) -> u64 {
+        self.chunks
+    }
+
+    /// Bytes written so far.
+    pub fn offset(&self) -> u64 {
+        self.out.written
+    }
+
+    /// Writes one chunk as it is, after checking that its columns agree and that it fits in
+    /// a record.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when it does not, [`Error::Io`] when the stream fails.
+    pub fn write_chunk(&mut self, chunk: &Chunk<'_>) -> Result<(), Error> {
+        let record = self.chunks + 1;
+        let invalid = |message: String| Error::InvalidColumns { record, message };
+        if let Chunk::Unknown(unknown) = chunk {
+            return Err(invalid(format!(
+                "a chunk of unknown type {:?} has no content to write",
+                unknown.type_name
+            )));
+        }
+        chunk.validate().map_err(invalid)?;
+        let size = payload_bytes(chunk) + RECORD_OVERHEAD_BYTES;
+        if size > MAX_RECORD_BYTES {
+            return Err(invalid(format!(
+                "the chunk needs about {size} bytes, more than the {MAX_RECORD_BYTES} a record may hold"
+            )));
+        }
+        self.serialize(record, chunk)?;
+        self.chunks = record;
+        Ok(())
+    }
+
+    /// Writes `strings` in order, as `strings` chunks of at most [`Writer::chunk_rows`] strings
+    /// and 16 MiB of text each. Their indices across all `strings` chunks are their ids.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] for a string too long for a record, [`Error::Io`].
+    pub fn write_strings<'s, I>(&mut self, strings: I) -> Result<(), Error>
+    where
+        I: IntoIterator<Item = &'s str>,
+    {
+        let [data, lengths, ..] = &mut self.scratch;
+        let mut data = std::mem::take(data);
+        let mut lengths = std::mem::take(lengths);
+        data.clear();
+        lengths.clear();
+        let mut n_strings = 0usize;
+        let mut result = Ok(());
+        for text in strings {
+            if n_strings > 0
+                && (n_strings >= self.chunk_rows || data.len() + text.len() > STRING_CHUNK_BYTES)
+            {
+                result = self.write_chunk(&Chunk::Strings(StringsChunk {
+                    data: &data,
+                    lengths: &lengths,
+                }));
+                if result.is_err() {
+                    break;
+                }
+                data.clear();
+                lengths.clear();
+                n_strings = 0;
+            }
+            let Ok(length) = u32::try_from(text.len()) else {
+                result = Err(Error::InvalidColumns {
+                    record: self.chunks + 1,
+                    message: format!("a string of {} bytes is too long to write", text.len()),
+                });
+                break;
+            };
+            data.extend_from_slice(text.as_bytes());
+            encode_column(&[length], &mut lengths);
+            n_strings += 1;
+        }
+        if result.is_ok() && n_strings > 0 {
+            result = self.write_chunk(&Chunk::Strings(StringsChunk {
+                data: &data,
+                lengths: &lengths,
+            }));
+        }
+        self.scratch[0] = data;
+        self.scratch[1] = lengths;
+        result
+    }
+
+    /// Writes node kinds as one `node_kinds` chunk: each a name and whether it is synthetic.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn write_node_kinds<'s, I>(&mut self, kinds: I) -> Result<(), Error>
+    where
+        I: IntoIterator<Item = (&'s str, bool)>,
+    {
+        let (names, synthetic) = kinds
+            .into_iter()
+            .map(|(name, synthetic)| (name.to_owned(), synthetic))
+            .unzip();
+        self.write_chunk(&Chunk::NodeKinds(NodeKindsChunk { names, synthetic }))
+    }
+
+    /// Writes the root of the analyses.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn write_root(&mut self, node: u32) -> Result<(), Error> {
+        self.write_chunk(&Chunk::Root(RootChunk { node }))
+    }
+
+    /// Writes nodes as `nodes` chunks of at most [`Writer::chunk_rows`] rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_nodes(&mut self, nodes: &NodeColumns<'_>) -> Result<(), Error> {
+        let n_rows = nodes.object_id.len();
+        self.check_lengths(
+            n_rows,
+            &[
+                ("kind", nodes.kind.len()),
+                ("type_name", nodes.type_name.len()),
+                ("name", nodes.name.len()),
+                ("shallow_size", nodes.shallow_size.len()),
+                ("edge_count", nodes.edge_count.len()),
+            ],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result = Ok(());
+        for start in (0..n_rows).step_by(self.chunk_rows) {
+            let rows = start..(start + self.chunk_rows).min(n_rows);
+            let [object_id, kind, type_name, name, shallow_size, edge_count] = &mut scratch;
+            encode_fresh(&nodes.object_id[rows.clone()], object_id);
+            encode_fresh(&nodes.kind[rows.clone()], kind);
+            encode_fresh(&nodes.type_name[rows.clone()], type_name);
+            encode_fresh(&nodes.name[rows.clone()], name);
+            encode_fresh(&nodes.shallow_size[rows.clone()], shallow_size);
+            encode_fresh(&nodes.edge_count[rows], edge_count);
+            result = self.write_chunk(&Chunk::Nodes(NodesChunk {
+                object_id,
+                kind,
+                type_name,
+                name,
+                shallow_size,
+                edge_count,
+            }));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Writes edges as `edges` chunks of at most [`Writer::chunk_rows`] rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_edges(&mut self, edges: &EdgeColumns<'_>) -> Result<(), Error> {
+        let n_rows = edges.to.len();
+        self.check_lengths(
+            n_rows,
+            &[("kind", edges.kind.len()), ("name", edges.name.len())],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result = Ok(());
+        for start in (0..n_rows).step_by(self.chunk_rows) {
+            let rows = start..(start + self.chunk_rows).min(n_rows);
+            let [to, kind, name, ..] = &mut scratch;
+            encode_fresh(&edges.to[rows.clone()], to);
+            encode_fresh(&edges.kind[rows.clone()], kind);
+            encode_fresh(&edges.name[rows], name);
+            result = self.write_chunk(&Chunk::Edges(EdgesChunk { to, kind, name }));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Writes stored analysis results as `analysis` chunks of at most [`Writer::chunk_rows`]
+    /// rows, in node order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_analysis(&mut self, analysis: &AnalysisColumns<'_>) -> Result<(), Error> {
+        let n_rows = analysis.dominator.len();
+        self.check_lengths(
+            n_rows,
+            &[
+                ("retained_size", analysis.retained_size.len()),
+                ("distance", analysis.distance.len()),
+            ],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result = Ok(());
+        for start in (0..n_rows).step_by(self.chunk_rows) {
+            let rows = start..(start + self.chunk_rows).min(n_rows);
+            let [dominator, retained_size, distance, ..] = &mut scratch;
+            encode_fresh(&analysis.dominator[rows.clone()], dominator);
+            encode_fresh(&analysis.retained_size[rows.clone()], retained_size);
+            encode_fresh(&analysis.distance[rows], distance);
+            result = self.write_chunk(&Chunk::Analysis(AnalysisChunk {
+                dominator,
+                retained_size,
+                distance,
+            }));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Writes the end record, flushes, and returns the stream.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn finish(mut self) -> Result<W, Error> {
+        let record = self.chunks + 1;
+        self.serialize(
+            record,
+            &EndRecord {
+                type_name: "end",
+                chunks: self.chunks,
+            },
+        )?;
+        let offset = self.out.written;
+        self.out.inner.into_inner().map_err(|err| Error::Io {
+            record,
+            offset,
+            source: err.into_error(),
+        })
+    }
+
+    /// Fails unless every `(name, len)` is `n_rows` long.
+    fn check_lengths(&self, n_rows: usize, columns: &[(&str, usize)]) -> Result<(), Error> {
+        match columns.iter().find(|(_, len)| *len != n_rows) {
+            None => Ok(()),
+            Some((name, len)) => Err(Error::InvalidColumns {
+                record: self.chunks + 1,
+                message: format!("column {name} has {len} rows, not {n_rows}"),
+            }),
+        }
+    }
+
+    /// Serializes one record as a MessagePack map.
+    fn serialize<T: Serialize + ?Sized>(&mut self, record: u64, value: &T) -> Result<(), Error> {
+        let offset = self.out.written;
+        rmp_serde::encode::write_named(&mut self.out, value).map_err(|err| {
+            let source = match err {
+                rmp_serde::encode::Error::InvalidValueWrite(err) => io::Error::from(err),
+                other => io::Error::other(other.to_string()),
+            };
+            Error::Io {
+                record,
+                offset,
+                source,
+            }
+        })
+    }
+}
+
+/// Replaces `out` with the little-endian bytes of `values`.
+fn encode_fresh<T: LeInt>(values: &[T], out: &mut Vec<u8>) {
+    out.clear();
+    encode_column(values, out);
+}
+
+/// Bytes of blob data in `chunk`.
+fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
+    let blobs: &[&[u8]] = match chunk {
+        Chunk::Strings(c) => &[c.data, c.lengths],
+        Chunk::Nodes(c) => &[
+            c.object_id,
+            c.kind,
+            c.type_name,
+            c.name,
+            c.shallow_size,
+            c.edge_count,
+        ],
+        Chunk::Edges(c) => &[c.to, c.kind, c.name],
+        Chunk::Analysis(c) => &[c.dominator, c.retained_size, c.distance],
+        Chunk::NodeKinds(c) => {
+            return c
+                .names
+                .iter()
+                .map(|name| name.len() as u64 + 6)
+                .sum::<u64>()
+                + c.synthetic.len() as u64;
+        }
+        Chunk::Root(_) | Chunk::Unknown(_) => &[],
+    };
+    blobs.iter().map(|blob| blob.len() as u64).sum()
+}

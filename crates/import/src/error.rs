@@ -1,0 +1,71 @@
+//! The one error type of every importer: what was being read, where, and what was wrong.
+
+use std::fmt;
+
+/// Why a dump could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The file could not be read at all.
+    #[error("cannot read the file: {0}")]
+    Io(#[from] std::io::Error),
+    /// No importer recognised the content.
+    #[error(
+        "not a dump heapgraph can read (starts with {prefix}); expected a V8 .heapsnapshot, or heapgraph's .hgd"
+    )]
+    UnknownFormat {
+        /// The first bytes, printed for the user.
+        prefix: String,
+    },
+    /// The content is not what the format requires at `offset`.
+    #[error("{format}: at byte {offset}: {message}")]
+    Malformed {
+        /// The format being read (`v8 heap snapshot`, …).
+        format: &'static str,
+        /// Byte offset in the (decompressed) stream.
+        offset: u64,
+        /// What was expected and what was found.
+        message: String,
+    },
+    /// The input ended before the format was complete.
+    #[error("{format}: the file ends at byte {offset} while reading {expected}; it was cut short")]
+    Truncated {
+        /// The format being read.
+        format: &'static str,
+        /// Where the input ended.
+        offset: u64,
+        /// What was being read.
+        expected: String,
+    },
+    /// The parts are individually well formed but do not make a consistent graph.
+    #[error("{format}: {message}")]
+    Inconsistent {
+        /// The format being read.
+        format: &'static str,
+        /// What disagrees with what.
+        message: String,
+    },
+}
+
+/// Prints at most `limit` leading bytes as text where printable, else as hex.
+pub(crate) fn describe_prefix(bytes: &[u8], limit: usize) -> String {
+    let shown = &bytes[..bytes.len().min(limit)];
+    if shown.is_empty() {
+        return "nothing: the file is empty".to_owned();
+    }
+    if shown
+        .iter()
+        .all(|&b| b.is_ascii_graphic() || b == b' ' || b == b'\n' || b == b'\r' || b == b'\t')
+    {
+        format!("{:?}", String::from_utf8_lossy(shown))
+    } else {
+        let mut hex = String::new();
+        for byte in shown {
+            if !hex.is_empty() {
+                hex.push(' ');
+            }
+            fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}")).ok();
+        }
+        hex
+    }
+}

@@ -1,0 +1,1254 @@
+//! heapgraph's own `.hgd` dumps: the codec between `heapgraph_format`'s records and the model's
+//! [`HeapGraph`], both ways, with the optional stored analysis (dominators, retained sizes,
+//! distances) beside the graph, so that a converted file reopens without recomputing.
+//!
+//! Reading copies each column blob straight into the model's columns (no per-element serde).
+//! A file that was cut short yields what arrived as a consistent graph, with a note in
+//! [`GraphMeta::notes`] saying what was lost. The byte layout is in `docs/formats.md`.
+
+use crate::{Dump, ImportError};
+use heapgraph_format::{
+    self as format, AnalysisColumns, Chunk, EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns,
+    Reader, Truncation, Writer, decode_column,
+};
+use heapgraph_model::{
+    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
+};
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+
+/// The format name in errors.
+const FORMAT: &str = "heapgraph .hgd";
+
+/// The name of the node kind given to nodes of a cut-short file whose kind did not arrive.
+const UNKNOWN_KIND: &str = "(unknown)";
+
+/// The `totals` keys of the header.
+const TOTAL_NODES: &str = "nodes";
+const TOTAL_EDGES: &str = "edges";
+const TOTAL_STRINGS: &str = "strings";
+
+/// Whether `prefix` starts an `.hgd` header (see [`heapgraph_format::sniff`]).
+pub fn sniff(prefix: &[u8]) -> Option<bool> {
+    format::sniff(prefix)
+}
+
+/// Settings of the `.hgd` importer (none yet).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Options {}
+
+/// Analysis results stored in an `.hgd` file, one entry per node in node order.
+///
+/// Plain columns, so that the analyzer can adopt them without this crate knowing its types.
+/// [`StoredAnalysis::NONE`] (`u32::MAX`) marks a node with no dominator or no distance
+/// (unreachable nodes, and the root's dominator).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredAnalysis {
+    /// Immediate dominator's node index, per node.
+    pub dominator: Vec<u32>,
+    /// Retained size in bytes, per node.
+    pub retained_size: Vec<u64>,
+    /// Strong edges on the shortest chain from the root, per node.
+    pub distance: Vec<u32>,
+}
+
+impl StoredAnalysis {
+    /// "None": no dominator, or no distance.
+    pub const NONE: u32 = u32::MAX;
+}
+
+/// Imports an `.hgd` file holding a heap graph; a stored analysis, if any, is dropped.
+///
+/// # Errors
+/// As [`import_with_analysis`].
+pub fn import<R: BufRead>(reader: R, options: &Options) -> Result<Dump, ImportError> {
+    import_with_analysis(reader, options).map(|(dump, _)| dump)
+}
+
+/// Imports an `.hgd` file holding a heap graph, and the analysis stored beside it if the file
+/// has a complete one that fits the graph.
+///
+/// A file cut short yields the nodes and edges that arrived (a node whose edges were cut keeps
+/// those that arrived) and a note in the graph's metadata; its stored analysis is kept only if
+/// the graph arrived whole.
+///
+/// # Errors
+/// [`ImportError::Truncated`] when the file ends before its header or before any node (or the
+/// root) arrived; [`ImportError::Malformed`] for records that break the format, with their
+/// byte offset; [`ImportError::Inconsistent`] when a complete file's columns disagree (an edge
+/// to no node, a string id outside the table); [`ImportError::Io`].
+pub fn import_with_analysis<R: BufRead>(
+    reader: R,
+    _options: &Options,
+) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+    let mut reader = Reader::new(reader).map_err(import_error)?;
+    let header = reader.header().clone();
+    if header.kind != KIND_HEAP_GRAPH {
+        return Err(malformed(
+            0,
+            format!(
+                "the file holds a {:?}; this version of heapgraph reads only {KIND_HEAP_GRAPH:?}",
+                header.kind
+            ),
+        ));
+    }
+    let Some(runtime) = Runtime::from_name(&header.runtime) else {
+        return Err(malformed(
+            0,
+            format!(
+                "the runtime is {:?}; expected \"v8\", \"java\" or \"python\"",
+                header.runtime
+            ),
+        ));
+    };
+    let mut columns = Columns::default();
+    // The strings (written first) are interned on a second thread while the nodes and edges
+    // are read: interning is a hash-table probe per string, the rest is bulk copying.
+    let interned = std::thread::scope(|scope| -> Result<Interned, ImportError> {
+        let mut interning = None;
+        loop {
+            let start = reader.offset();
+            let record = reader.chunks_read() + 1;
+            let Some(chunk) = reader.next_chunk().map_err(import_error)? else {
+                break;
+            };
+            if interning.is_none()
+                && !matches!(chunk, Chunk::Strings(_))
+                && !columns.string_lengths.is_empty()
+            {
+                let (text, lengths) = columns.take_strings();
+                interning = Some(scope.spawn(move || {
+                    let mut interned = Interned::with_capacity(lengths.len(), text.len());
+                    interned.add(&text, &lengths);
+                    interned
+                }));
+            }
+            columns
+                .add(chunk)
+                .map_err(|message| malformed(start, format!("record {record}: {message}")))?;
+        }
+        let (text, lengths) = columns.take_strings();
+        let mut interned = match interning {
+            Some(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => Interned::with_capacity(lengths.len(), text.len()),
+        };
+        // Strings that came after the first other chunk (a streaming writer's), in file order.
+        interned.add(&text, &lengths);
+        Ok(interned)
+    })?;
+    let truncation = reader.truncation().cloned();
+    let (graph, analysis) = columns.finish(interned, &header, runtime, truncation.as_ref())?;
+    Ok((Dump::HeapGraph(graph), analysis))
+}
+
+/// Writes `graph` (and `analysis`, when given) as an `.hgd` stream: header, strings in id order,
+/// node kinds, root, then nodes, edges and analysis in chunks of about 1M rows, then the end
+/// record.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidInput`] when `analysis` does not have one entry per node or a node
+/// has 2³² edges or more; otherwise the stream's own errors.
+pub fn write_heap_graph<W: Write>(
+    graph: &HeapGraph,
+    analysis: Option<&StoredAnalysis>,
+    out: W,
+) -> io::Result<()> {
+    write_in_chunks(graph, analysis, out, format::DEFAULT_CHUNK_ROWS)
+}
+
+/// [`write_heap_graph`] with `chunk_rows` rows per chunk.
+fn write_in_chunks<W: Write>(
+    graph: &HeapGraph,
+    analysis: Option<&StoredAnalysis>,
+    out: W,
+    chunk_rows: usize,
+) -> io::Result<()> {
+    let parts = graph.parts();
+    let n_nodes = graph.node_count();
+    if let Some(analysis) = analysis {
+        let lengths = [
+            analysis.dominator.len(),
+            analysis.retained_size.len(),
+            analysis.distance.len(),
+        ];
+        if lengths.iter().any(|&len| len != n_nodes) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the stored analysis has {lengths:?} entries (dominator, retained size, distance) for {n_nodes} nodes"
+                ),
+            ));
+        }
+    }
+    let meta = graph.meta();
+    let mut header = Header::new(KIND_HEAP_GRAPH, &meta.source_format, meta.runtime.name());
+    header.runtime_version.clone_from(&meta.runtime_version);
+    header.captured_at_ms = meta.captured_at_ms;
+    header.pid = meta.pid;
+    header.notes.clone_from(&meta.notes);
+    header.totals = BTreeMap::from([
+        (TOTAL_NODES.to_owned(), n_nodes as u64),
+        (TOTAL_EDGES.to_owned(), graph.edge_count() as u64),
+        (TOTAL_STRINGS.to_owned(), graph.strings().len() as u64),
+    ]);
+
+    let mut writer = Writer::new(out, &header)
+        .map_err(write_error)?
+        .with_chunk_rows(chunk_rows);
+    let chunk_rows = writer.chunk_rows();
+    writer
+        .write_strings(graph.strings().iter().map(|(_, text)| text))
+        .map_err(write_error)?;
+    writer
+        .write_node_kinds(
+            parts
+                .node_kinds
+                .iter()
+                .map(|kind| (kind.name.as_str(), kind.synthetic)),
+        )
+        .map_err(write_error)?;
+    writer.write_root(parts.root).map_err(write_error)?;
+
+    let mut type_name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut edge_count: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    for start in (0..n_nodes).step_by(chunk_rows) {
+        let rows = start..(start + chunk_rows).min(n_nodes);
+        type_name.clear();
+        type_name.extend(parts.node_type[rows.clone()].iter().map(|id| id.to_raw()));
+        name.clear();
+        name.extend(parts.node_name[rows.clone()].iter().map(|id| id.to_raw()));
+        edge_count.clear();
+        for (offset, bounds) in parts.first_edge[rows.start..=rows.end]
+            .windows(2)
+            .enumerate()
+        {
+            let count = u32::try_from(bounds[1] - bounds[0]).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("node {} has 2^32 edges or more", rows.start + offset),
+                )
+            })?;
+            edge_count.push(count);
+        }
+        writer
+            .write_nodes(&NodeColumns {
+                object_id: &parts.node_object_id[rows.clone()],
+                kind: &parts.node_kind[rows.clone()],
+                type_name: &type_name,
+                name: &name,
+                shallow_size: &parts.node_shallow_size[rows],
+                edge_count: &edge_count,
+            })
+            .map_err(write_error)?;
+    }
+
+    let n_edges = graph.edge_count();
+    let mut edge_kind: Vec<u8> = Vec::with_capacity(chunk_rows.min(n_edges));
+    for start in (0..n_edges).step_by(chunk_rows) {
+        let rows = start..(start + chunk_rows).min(n_edges);
+        edge_kind.clear();
+        edge_kind.extend(parts.edge_kind[rows.clone()].iter().map(|&kind| kind as u8));
+        writer
+            .write_edges(&EdgeColumns {
+                to: &parts.edge_to[rows.clone()],
+                kind: &edge_kind,
+                name: &parts.edge_name[rows],
+            })
+            .map_err(write_error)?;
+    }
+
+    if let Some(analysis) = analysis {
+        writer
+            .write_analysis(&AnalysisColumns {
+                dominator: &analysis.dominator,
+                retained_size: &analysis.retained_size,
+                distance: &analysis.distance,
+            })
+            .map_err(write_error)?;
+    }
+    writer.finish().map_err(write_error)?.flush()
+}
+
+/// The file's strings, interned in file order into a table sized for them ahead, so that its
+/// hash table never grows.
+struct Interned {
+    strings: StringTable,
+    /// The table id of each string of the file, from the first string whose id differs from its
+    /// index in the file (a string repeated, or a first string other than `""`); `None` while
+    /// they agree.
+    file_ids: Option<Vec<u32>>,
+    /// Strings of the file interned so far.
+    n_file_strings: usize,
+}
+
+impl Interned {
+    fn with_capacity(n_strings: usize, n_bytes: usize) -> Interned {
+        Interned {
+            strings: StringTable::with_capacity(n_strings, n_bytes),
+            file_ids: None,
+            n_file_strings: 0,
+        }
+    }
+
+    /// Interns the strings whose byte `lengths` cut `text`, after those interned before.
+    fn add(&mut self, text: &str, lengths: &[u32]) {
+        let mut rest = text;
+        for &length in lengths {
+            // Each length cut its chunk's text on a char boundary when the chunk was checked.
+            let (head, tail) = rest.split_at_checked(length as usize).unwrap_or((rest, ""));
+            rest = tail;
+            let id = self.strings.intern(head).to_raw();
+            let index = self.n_file_strings;
+            self.n_file_strings += 1;
+            match &mut self.file_ids {
+                Some(file_ids) => file_ids.push(id),
+                None if id as usize == index => {}
+                None => {
+                    let mut file_ids: Vec<u32> = (0..index as u32).collect();
+                    file_ids.push(id);
+                    self.file_ids = Some(file_ids);
+                }
+            }
+        }
+    }
+}
+
+/// The columns gathered from the chunks, in the file's numbering.
+struct Columns {
+    /// The text of the strings not yet handed to [`Interned`], back to back.
+    string_text: String,
+    /// The length in bytes of each of those strings.
+    string_lengths: Vec<u32>,
+    /// Strings of the file so far.
+    n_strings: u64,
+    node_kinds: Vec<NodeKindInfo>,
+    object_id: Vec<u64>,
+    node_kind: Vec<u8>,
+    node_type: Vec<u32>,
+    node_name: Vec<u32>,
+    shallow_size: Vec<u64>,
+    /// CSR offsets: the prefix sums of the nodes' edge counts, starting at 0.
+    first_edge: Vec<u64>,
+    edge_to: Vec<u32>,
+    edge_kind: Vec<EdgeKind>,
+    edge_name: Vec<u32>,
+    root: Option<u32>,
+    dominator: Vec<u32>,
+    retained_size: Vec<u64>,
+    distance: Vec<u32>,
+    /// Chunks of types this version does not read, counted by type.
+    unknown: BTreeMap<String, u64>,
+}
+
+impl Default for Columns {
+    fn default() -> Self {
+        Columns {
+            string_text: String::new(),
+            string_lengths: Vec::new(),
+            n_strings: 0,
+            node_kinds: Vec::new(),
+            object_id: Vec::new(),
+            node_kind: Vec::new(),
+            node_type: Vec::new(),
+            node_name: Vec::new(),
+            shallow_size: Vec::new(),
+            first_edge: vec![0],
+            edge_to: Vec::new(),
+            edge_kind: Vec::new(),
+            edge_name: Vec::new(),
+            root: None,
+            dominator: Vec::new(),
+            retained_size: Vec::new(),
+            distance: Vec::new(),
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+/// What a cut-short file lost, for the note.
+struct Losses {
+    edges_declared: u64,
+    edges_kept: u64,
+    edges_dropped_for_missing_nodes: u64,
+    strings_repaired: u64,
+    kinds_repaired: u64,
+}
+
+impl Columns {
+    /// Appends one chunk's columns. The reader has already checked that the chunk's columns
+    /// agree in length.
+    fn add(&mut self, chunk: Chunk<'_>) -> Result<(), String> {
+        let column = |err: format::ColumnError| err.to_string();
+        match chunk {
+            Chunk::Strings(chunk) => {
+                let strings = chunk.strings()?;
+                self.n_strings += strings.len() as u64;
+                if self.n_strings > u64::from(u32::MAX) {
+                    return Err("the file has more than 2^32 strings".to_owned());
+                }
+                self.string_lengths.reserve(strings.len());
+                for text in strings {
+                    self.string_text.push_str(text);
+                    // A string of a chunk is shorter than a record, so its length fits a u32.
+                    self.string_lengths
+                        .push(u32::try_from(text.len()).unwrap_or(u32::MAX));
+                }
+            }
+            Chunk::NodeKinds(chunk) => {
+                self.node_kinds.extend(
+                    chunk
+                        .names
+                        .into_iter()
+                        .zip(chunk.synthetic)
+                        .map(|(name, synthetic)| NodeKindInfo { name, synthetic }),
+                );
+            }
+            Chunk::Nodes(chunk) => {
+                decode_column(chunk.object_id, &mut self.object_id).map_err(column)?;
+                decode_column(chunk.kind, &mut self.node_kind).map_err(column)?;
+                decode_column(chunk.type_name, &mut self.node_type).map_err(column)?;
+                decode_column(chunk.name, &mut self.node_name).map_err(column)?;
+                decode_column(chunk.shallow_size, &mut self.shallow_size).map_err(column)?;
+                let (edge_counts, _) = chunk.edge_count.as_chunks::<4>();
+                let mut running = self.first_edge.last().copied().unwrap_or_default();
+                self.first_edge.extend(edge_counts.iter().map(|count| {
+                    running += u64::from(u32::from_le_bytes(*count));
+                    running
+                }));
+            }
+            Chunk::Edges(chunk) => {
+                if let Some(pos) = chunk
+                    .kind
+                    .iter()
+                    .position(|&code| EdgeKind::from_u8(code).is_none())
+                {
+                    return Err(format!(
+                        "edge {} has kind code {}; the codes are 0 to {}",
+                        self.edge_kind.len() + pos,
+                        chunk.kind[pos],
+                        EdgeKind::ALL.len() - 1
+                    ));
+                }
+                self.edge_kind.extend(
+                    chunk
+                        .kind
+                        .iter()
+                        .map(|&code| EdgeKind::from_u8(code).unwrap_or(EdgeKind::Weak)),
+                );
+                decode_column(chunk.to, &mut self.edge_to).map_err(column)?;
+                decode_column(chunk.name, &mut self.edge_name).map_err(column)?;
+            }
+            Chunk::Root(root) => {
+                if let Some(first) = self.root {
+                    return Err(format!(
+                        "a second root record (node {}, after node {first})",
+                        root.node
+                    ));
+                }
+                self.root = Some(root.node);
+            }
+            Chunk::Analysis(chunk) => {
+                decode_column(chunk.dominator, &mut self.dominator).map_err(column)?;
+                decode_column(chunk.retained_size, &mut self.retained_size).map_err(column)?;
+                decode_column(chunk.distance, &mut self.distance).map_err(column)?;
+            }
+            other => {
+                *self
+                    .unknown
+                    .entry(other.type_name().to_owned())
+                    .or_default() += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the graph, repairing what a cut-short file left dangling, and checks the stored
+    /// analysis against it.
+    fn finish(
+        mut self,
+        interned: Interned,
+        header: &Header,
+        runtime: Runtime,
+        truncation: Option<&Truncation>,
+    ) -> Result<(HeapGraph, Option<StoredAnalysis>), ImportError> {
+        let n_nodes = self.object_id.len();
+        let cut_offset = truncation.map_or(0, |cut| cut.offset);
+        let mut first_edge = std::mem::take(&mut self.first_edge);
+        let edges_declared = first_edge.last().copied().unwrap_or_default();
+        let edges_read = self.edge_to.len() as u64;
+        let mut losses = Losses {
+            edges_declared,
+            edges_kept: edges_read.min(edges_declared),
+            edges_dropped_for_missing_nodes: 0,
+            strings_repaired: 0,
+            kinds_repaired: 0,
+        };
+        if edges_declared != edges_read {
+            if truncation.is_none() {
+                return Err(inconsistent(format!(
+                    "the nodes own {edges_declared} edges but the file holds {edges_read}"
+                )));
+            }
+            if edges_read < edges_declared {
+                // The nodes whose edges were cut keep those that arrived.
+                for first in &mut first_edge {
+                    *first = (*first).min(edges_read);
+                }
+            } else {
+                let kept = edges_declared as usize;
+                self.edge_to.truncate(kept);
+                self.edge_kind.truncate(kept);
+                self.edge_name.truncate(kept);
+            }
+        }
+
+        let Interned {
+            strings, file_ids, ..
+        } = interned;
+        if let Some(string_ids) = file_ids {
+            let string_ids = &string_ids;
+            let remap =
+                |raw: &mut u32| *raw = string_ids.get(*raw as usize).copied().unwrap_or(u32::MAX);
+            self.node_type.iter_mut().for_each(remap);
+            self.node_name.iter_mut().for_each(remap);
+            for (name, kind) in self.edge_name.iter_mut().zip(&self.edge_kind) {
+                if !kind.is_indexed() {
+                    remap(name);
+                }
+            }
+        }
+        let n_strings = strings.len();
+        let mut bad_strings = 0u64;
+        let mut to_id = |raw: u32| match strings.id_from_raw(raw) {
+            Some(id) => id,
+            None => {
+                bad_strings += 1;
+                StringId::EMPTY
+            }
+        };
+        let node_type: Vec<StringId> = self.node_type.iter().map(|&raw| to_id(raw)).collect();
+        let node_name: Vec<StringId> = self.node_name.iter().map(|&raw| to_id(raw)).collect();
+        if bad_strings > 0 {
+            if truncation.is_none() {
+                let pos = self
+                    .node_type
+                    .iter()
+                    .zip(&self.node_name)
+                    .position(|(&ty, &name)| ty as usize >= n_strings || name as usize >= n_strings)
+                    .unwrap_or_default();
+                return Err(inconsistent(format!(
+                    "node {pos} names a string outside the {n_strings} strings of the file"
+                )));
+            }
+            losses.strings_repaired += bad_strings;
+        }
+        drop(std::mem::take(&mut self.node_type));
+        drop(std::mem::take(&mut self.node_name));
+
+        if truncation.is_some() {
+            self.repair_edges(&mut first_edge, n_nodes, n_strings, &mut losses);
+            let n_kinds = self.node_kinds.len();
+            if self.node_kind.iter().any(|&kind| kind as usize >= n_kinds) {
+                let unknown = u8::try_from(n_kinds).unwrap_or(u8::MAX);
+                self.node_kinds.truncate(usize::from(unknown));
+                self.node_kinds.push(NodeKindInfo {
+                    name: UNKNOWN_KIND.to_owned(),
+                    synthetic: false,
+                });
+                for kind in &mut self.node_kind {
+                    if *kind >= unknown {
+                        *kind = unknown;
+                        losses.kinds_repaired += 1;
+                    }
+                }
+            }
+        }
+
+        let root = match (self.root, truncation) {
+            // `from_parts` checks that the root is a node.
+            (Some(root), None) => root,
+            (Some(root), Some(_)) if (root as usize) < n_nodes => root,
+            (Some(root), Some(_)) => {
+                return Err(ImportError::Truncated {
+                    format: FORMAT,
+                    offset: cut_offset,
+                    expected: format!("node {root}, the root; only {n_nodes} nodes arrived"),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(ImportError::Truncated {
+                    format: FORMAT,
+                    offset: cut_offset,
+                    expected: "the root record".to_owned(),
+                });
+            }
+            (None, None) => return Err(inconsistent("the file has no root record".to_owned())),
+        };
+
+        let mut meta = GraphMeta::new(runtime, &header.source_format);
+        meta.runtime_version.clone_from(&header.runtime_version);
+        meta.captured_at_ms = header.captured_at_ms;
+        meta.pid = header.pid;
+        meta.notes.clone_from(&header.notes);
+        if let Some(truncation) = truncation {
+            meta.notes
+                .push(truncation_note(truncation, header, n_nodes, &losses));
+        }
+        for (type_name, count) in &self.unknown {
+            meta.notes.push(format!(
+                "skipped {count} chunk(s) of type {type_name:?}, which this version of heapgraph does not read"
+            ));
+        }
+
+        let graph_whole = losses.edges_kept == losses.edges_declared
+            && losses.edges_dropped_for_missing_nodes == 0
+            && losses.strings_repaired == 0
+            && losses.kinds_repaired == 0;
+        let analysis = self.stored_analysis(n_nodes, graph_whole, &mut meta.notes);
+
+        let parts = HeapGraphParts {
+            node_object_id: self.object_id,
+            node_kind: self.node_kind,
+            node_type,
+            node_name,
+            node_shallow_size: self.shallow_size,
+            first_edge,
+            edge_to: self.edge_to,
+            edge_kind: self.edge_kind,
+            edge_name: self.edge_name,
+            node_kinds: self.node_kinds,
+            root,
+        };
+        let graph = HeapGraph::from_parts(meta, strings, parts)
+            .map_err(|err| inconsistent(err.to_string()))?;
+        Ok((graph, analysis))
+    }
+
+    /// Takes the strings not yet interned: their text and byte lengths.
+    fn take_strings(&mut self) -> (String, Vec<u32>) {
+        (
+            std::mem::take(&mut self.string_text),
+            std::mem::take(&mut self.string_lengths),
+        )
+    }
+
+    /// In a cut-short file: drops edges to nodes that did not arrive and points named edges
+    /// whose string did not arrive at `""`.
+    fn repair_edges(
+        &mut self,
+        first_edge: &mut [u64],
+        n_nodes: usize,
+        n_strings: usize,
+        losses: &mut Losses,
+    ) {
+        for (name, kind) in self.edge_name.iter_mut().zip(&self.edge_kind) {
+            if !kind.is_indexed() && *name as usize >= n_strings {
+                *name = StringId::EMPTY.to_raw();
+                losses.strings_repaired += 1;
+            }
+        }
+        if self.edge_to.iter().all(|&to| (to as usize) < n_nodes) {
+            return;
+        }
+        let mut kept = 0usize;
+        let mut edge = 0usize;
+        for node in 0..n_nodes {
+            let end = first_edge[node + 1] as usize;
+            first_edge[node] = kept as u64;
+            while edge < end {
+                if (self.edge_to[edge] as usize) < n_nodes {
+                    self.edge_to[kept] = self.edge_to[edge];
+                    self.edge_kind[kept] = self.edge_kind[edge];
+                    self.edge_name[kept] = self.edge_name[edge];
+                    kept += 1;
+                } else {
+                    losses.edges_dropped_for_missing_nodes += 1;
+                }
+                edge += 1;
+            }
+        }
+        first_edge[n_nodes] = kept as u64;
+        self.edge_to.truncate(kept);
+        self.edge_kind.truncate(kept);
+        self.edge_name.truncate(kept);
+    }
+
+    /// The stored analysis, if the file has one for every node of a graph that arrived whole and
+    /// its dominators are nodes; otherwise a note says why it is ignored.
+    fn stored_analysis(
+        &mut self,
+        n_nodes: usize,
+        graph_whole: bool,
+        notes: &mut Vec<String>,
+    ) -> Option<StoredAnalysis> {
+        let n_rows = self.dominator.len();
+        if n_rows == 0 && n_nodes > 0 {
+            return None;
+        }
+        let problem = if n_rows != n_nodes {
+            Some(format!("covers {n_rows} of {n_nodes} nodes"))
+        } else if !graph_whole {
+            Some("describes the whole graph, and part of it is missing".to_owned())
+        } else {
+            self.dominator
+                .iter()
+                .position(|&dominator| {
+                    dominator != StoredAnalysis::NONE && dominator as usize >= n_nodes
+                })
+                .map(|pos| format!("gives node {pos} a dominator outside the graph"))
+        };
+        if let Some(problem) = problem {
+            notes.push(format!(
+                "the stored analysis {problem}; it is ignored and will be recomputed"
+            ));
+            return None;
+        }
+        Some(StoredAnalysis {
+            dominator: std::mem::take(&mut self.dominator),
+            retained_size: std::mem::take(&mut self.retained_size),
+            distance: std::mem::take(&mut self.distance),
+        })
+    }
+}
+
+/// The note for a cut-short file: where it ends and what was read of what.
+fn truncation_note(
+    truncation: &Truncation,
+    header: &Header,
+    n_nodes: usize,
+    losses: &Losses,
+) -> String {
+    let nodes = match header.totals.get(TOTAL_NODES) {
+        Some(&total) => format!("{n_nodes} of {total} nodes"),
+        None => format!("{n_nodes} nodes"),
+    };
+    let edges_total = header
+        .totals
+        .get(TOTAL_EDGES)
+        .copied()
+        .unwrap_or(0)
+        .max(losses.edges_declared);
+    let mut note = format!(
+        "{truncation}: {nodes} and {} of {edges_total} edges were read",
+        losses.edges_kept - losses.edges_dropped_for_missing_nodes
+    );
+    if losses.edges_dropped_for_missing_nodes > 0 {
+        note.push_str(&format!(
+            "; {} edges to nodes that did not arrive were dropped",
+            losses.edges_dropped_for_missing_nodes
+        ));
+    }
+    if losses.strings_repaired > 0 {
+        note.push_str(&format!(
+            "; {} names whose string did not arrive are shown empty",
+            losses.strings_repaired
+        ));
+    }
+    if losses.kinds_repaired > 0 {
+        note.push_str(&format!(
+            "; {} nodes whose kind did not arrive have kind {UNKNOWN_KIND}",
+            losses.kinds_repaired
+        ));
+    }
+    note
+}
+
+/// A complete record that breaks the format, at `offset`.
+fn malformed(offset: u64, message: String) -> ImportError {
+    ImportError::Malformed {
+        format: FORMAT,
+        offset,
+        message,
+    }
+}
+
+/// Columns that do not make a consistent graph.
+fn inconsistent(message: String) -> ImportError {
+    ImportError::Inconsistent {
+        format: FORMAT,
+        message,
+    }
+}
+
+/// The importer's error for a reader's error.
+fn import_error(err: format::Error) -> ImportError {
+    match err {
+        format::Error::Io { source, .. } => ImportError::Io(source),
+        format::Error::TruncatedHeader { offset } => ImportError::Truncated {
+            format: FORMAT,
+            offset,
+            expected: "the header".to_owned(),
+        },
+        format::Error::Malformed {
+            record,
+            offset,
+            message,
+        } => malformed(offset, format!("record {record}: {message}")),
+        other => malformed(other.offset().unwrap_or(0), other.to_string()),
+    }
+}
+
+/// The writer's error as an `io::Error`: the stream's own error where it is one.
+fn write_error(err: format::Error) -> io::Error {
+    match err {
+        format::Error::Io { source, .. } => source,
+        other => io::Error::new(io::ErrorKind::InvalidInput, other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Six nodes with every edge kind, unicode strings, an index name beyond the string table,
+    /// and a node with no edges.
+    fn sample_graph() -> HeapGraph {
+        let mut strings = StringTable::new();
+        let [root, object, array, size, next, items, crab] =
+            ["(root)", "Object", "Array", "größe", "next", "items", "🦀"]
+                .map(|text| strings.intern(text));
+        let empty = StringId::EMPTY;
+        let parts = HeapGraphParts {
+            node_object_id: vec![1, 3, 5, 7, 9, 1 << 53],
+            node_kind: vec![0, 1, 1, 2, 1, 1],
+            node_type: vec![root, object, array, object, size, crab],
+            node_name: vec![root, next, empty, items, empty, crab],
+            node_shallow_size: vec![0, 16, 32, 48, 64, u64::from(u32::MAX) + 1],
+            first_edge: vec![0, 2, 4, 6, 7, 7, 8],
+            edge_to: vec![1, 2, 3, 4, 5, 1, 2, 0],
+            edge_kind: vec![
+                EdgeKind::Shortcut,
+                EdgeKind::Property,
+                EdgeKind::Element,
+                EdgeKind::Weak,
+                EdgeKind::Element,
+                EdgeKind::Hidden,
+                EdgeKind::Context,
+                EdgeKind::Internal,
+            ],
+            edge_name: vec![
+                next.to_raw(),
+                items.to_raw(),
+                1_000_000,
+                next.to_raw(),
+                0,
+                77,
+                size.to_raw(),
+                object.to_raw(),
+            ],
+            node_kinds: vec![
+                NodeKindInfo {
+                    name: "synthetic".to_owned(),
+                    synthetic: true,
+                },
+                NodeKindInfo {
+                    name: "object".to_owned(),
+                    synthetic: false,
+                },
+                NodeKindInfo {
+                    name: "array".to_owned(),
+                    synthetic: false,
+                },
+            ],
+            root: 0,
+        };
+        let mut meta = GraphMeta::new(Runtime::Python, "python-gc");
+        meta.runtime_version = Some("3.11.4".to_owned());
+        meta.captured_at_ms = Some(1_700_000_000_123);
+        meta.pid = Some(31337);
+        meta.notes = vec!["the gil was held".to_owned()];
+        HeapGraph::from_parts(meta, strings, parts).expect("a valid graph")
+    }
+
+    fn sample_analysis() -> StoredAnalysis {
+        StoredAnalysis {
+            dominator: vec![StoredAnalysis::NONE, 0, 0, 1, 1, 1],
+            retained_size: vec![
+                u64::from(u32::MAX) + 161,
+                16 + 48 + 64 + 1 + u64::from(u32::MAX),
+                32,
+                48,
+                64,
+                1 << 32,
+            ],
+            distance: vec![0, 1, 1, 2, 2, StoredAnalysis::NONE],
+        }
+    }
+
+    fn write(graph: &HeapGraph, analysis: Option<&StoredAnalysis>, chunk_rows: usize) -> Vec<u8> {
+        let mut file = Vec::new();
+        write_in_chunks(graph, analysis, &mut file, chunk_rows).expect("written");
+        file
+    }
+
+    fn read(bytes: &[u8]) -> Result<(HeapGraph, Option<StoredAnalysis>), ImportError> {
+        let (dump, analysis) = import_with_analysis(bytes, &Options::default())?;
+        let Dump::HeapGraph(graph) = dump;
+        Ok((graph, analysis))
+    }
+
+    fn strings_of(graph: &HeapGraph) -> Vec<&str> {
+        graph.strings().iter().map(|(_, text)| text).collect()
+    }
+
+    /// Every column, the string table and the metadata are equal.
+    fn assert_same(read: &HeapGraph, written: &HeapGraph) {
+        assert_eq!(read.meta(), written.meta());
+        assert_eq!(strings_of(read), strings_of(written));
+        let (a, b) = (read.parts(), written.parts());
+        assert_eq!(a.node_object_id, b.node_object_id);
+        assert_eq!(a.node_kind, b.node_kind);
+        assert_eq!(a.node_type, b.node_type);
+        assert_eq!(a.node_name, b.node_name);
+        assert_eq!(a.node_shallow_size, b.node_shallow_size);
+        assert_eq!(a.first_edge, b.first_edge);
+        assert_eq!(a.edge_to, b.edge_to);
+        assert_eq!(a.edge_kind, b.edge_kind);
+        assert_eq!(a.edge_name, b.edge_name);
+        assert_eq!(a.node_kinds, b.node_kinds);
+        assert_eq!(a.root, b.root);
+    }
+
+    #[test]
+    fn native_graph_round_trips_without_analysis() {
+        let graph = sample_graph();
+        for chunk_rows in [1, 2, 1 << 20] {
+            let file = write(&graph, None, chunk_rows);
+            let (back, analysis) = read(&file).expect("read back");
+            assert_same(&back, &graph);
+            assert_eq!(analysis, None);
+        }
+    }
+
+    #[test]
+    fn native_graph_round_trips_with_analysis() {
+        let graph = sample_graph();
+        let stored = sample_analysis();
+        for chunk_rows in [1, 4, 1 << 20] {
+            let mut file = Vec::new();
+            if chunk_rows == 1 << 20 {
+                write_heap_graph(&graph, Some(&stored), &mut file).expect("written");
+            } else {
+                file = write(&graph, Some(&stored), chunk_rows);
+            }
+            let (back, analysis) = read(&file).expect("read back");
+            assert_same(&back, &graph);
+            assert_eq!(analysis.as_ref(), Some(&stored));
+        }
+    }
+
+    #[test]
+    fn native_files_are_recognised_by_content() {
+        let file = write(&sample_graph(), None, 2);
+        assert_eq!(sniff(&file), Some(true));
+        assert_eq!(crate::sniff(&file), Some(crate::Format::Native));
+        let Dump::HeapGraph(graph) = crate::import_reader(file.as_slice()).expect("read");
+        assert_eq!(graph.node_count(), 6);
+    }
+
+    #[test]
+    fn native_analysis_of_the_wrong_length_is_refused() {
+        let mut stored = sample_analysis();
+        stored.distance.pop();
+        let err = write_heap_graph(&sample_graph(), Some(&stored), Vec::new())
+            .expect_err("a short column");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn native_cut_at_every_offset_reads_what_arrived_or_says_truncated() {
+        let graph = sample_graph();
+        let stored = sample_analysis();
+        let file = write(&graph, Some(&stored), 2);
+        let full = graph.parts();
+        let mut whole_graphs = 0;
+        for cut in 0..file.len() {
+            match read(&file[..cut]) {
+                Ok((back, analysis)) => {
+                    let notes = &back.meta().notes;
+                    assert!(
+                        notes
+                            .iter()
+                            .any(|note| note.starts_with("the file ends after")),
+                        "cut at {cut}: {notes:?}"
+                    );
+                    let parts = back.parts();
+                    let n = back.node_count();
+                    assert!(full.node_object_id.starts_with(&parts.node_object_id));
+                    assert_eq!(parts.node_type[..], full.node_type[..n]);
+                    assert!(full.edge_to.starts_with(&parts.edge_to) || n < 6);
+                    if n == 6 && back.edge_count() == 8 {
+                        whole_graphs += 1;
+                        assert_eq!(parts.first_edge, full.first_edge);
+                    }
+                    if let Some(analysis) = analysis {
+                        assert_eq!(analysis, stored);
+                        assert_eq!((n, back.edge_count()), (6, 8));
+                    }
+                }
+                Err(ImportError::Truncated { offset, .. }) => assert!(offset <= cut as u64),
+                Err(err) => panic!("cut at {cut}: {err}"),
+            }
+        }
+        assert!(whole_graphs > 0);
+    }
+
+    #[test]
+    fn native_cut_inside_the_edges_keeps_every_node() {
+        let graph = sample_graph();
+        let file = write(&graph, None, 2);
+        // Cut inside the third edges chunk (edges 4 and 5): records are header, 4 strings
+        // chunks, kinds, root, 3 nodes chunks, then edges.
+        let mut cut = None;
+        for len in (0..file.len()).rev() {
+            if let Ok((back, _)) = read(&file[..len])
+                && back.node_count() == 6
+                && back.edge_count() == 4
+            {
+                cut = Some((len, back));
+                break;
+            }
+        }
+        let (len, back) = cut.expect("a cut with 4 edges");
+        assert_eq!(back.parts().first_edge, [0, 2, 4, 4, 4, 4, 4]);
+        let note = back.meta().notes.last().cloned().unwrap_or_default();
+        assert!(
+            note.ends_with(": 6 of 6 nodes and 4 of 8 edges were read"),
+            "{note}"
+        );
+        assert!(
+            note.contains("inside the next record, which is lost"),
+            "cut at {len}: {note}"
+        );
+    }
+
+    /// A writer in another language may repeat strings and need not put `""` first.
+    #[test]
+    fn native_strings_of_a_foreign_writer_are_renumbered() {
+        let mut file = Vec::new();
+        let header = Header::new(KIND_HEAP_GRAPH, "python-gc", "python");
+        let mut writer = Writer::new(&mut file, &header).expect("header");
+        writer.write_strings(["a", "", "a", "b"]).expect("strings");
+        writer.write_node_kinds([("object", false)]).expect("kinds");
+        writer.write_root(0).expect("root");
+        writer
+            .write_nodes(&NodeColumns {
+                object_id: &[10, 20],
+                kind: &[0, 0],
+                type_name: &[2, 3],
+                name: &[1, 0],
+                shallow_size: &[8, 8],
+                edge_count: &[2, 0],
+            })
+            .expect("nodes");
+        writer
+            .write_edges(&EdgeColumns {
+                to: &[1, 1],
+                kind: &[EdgeKind::Property as u8, EdgeKind::Element as u8],
+                name: &[3, 3],
+            })
+            .expect("edges");
+        writer.finish().expect("finish");
+        let (graph, _) = read(&file).expect("read");
+        assert_eq!(strings_of(&graph), ["", "a", "b"]);
+        let first = graph.node(0).expect("node 0");
+        assert_eq!((graph.type_name(first), graph.name(first)), ("a", ""));
+        let second = graph.node(1).expect("node 1");
+        assert_eq!((graph.type_name(second), graph.name(second)), ("b", "a"));
+        assert_eq!(graph.edge_name(0).to_string(), "b");
+        assert_eq!(graph.edge_name(1).to_string(), "[3]");
+    }
+
+    /// A streaming writer may interleave chunks: cut short, the references to what never
+    /// arrived are dropped (edges) or emptied (names), and the note says so.
+    #[test]
+    fn native_a_cut_interleaved_file_drops_dangling_references() {
+        let mut file = Vec::new();
+        let mut header = Header::new(KIND_HEAP_GRAPH, "python-gc", "python");
+        header.totals.insert(TOTAL_NODES.to_owned(), 6);
+        let mut writer = Writer::new(&mut file, &header).expect("header");
+        writer.write_strings(["", "dict"]).expect("strings");
+        writer.write_node_kinds([("object", false)]).expect("kinds");
+        writer.write_root(0).expect("root");
+        writer
+            .write_nodes(&NodeColumns {
+                object_id: &[10, 20],
+                kind: &[0, 0],
+                type_name: &[1, 2],
+                name: &[0, 0],
+                shallow_size: &[8, 8],
+                edge_count: &[2, 2],
+            })
+            .expect("nodes");
+        writer
+            .write_edges(&EdgeColumns {
+                to: &[1, 3, 0, 4],
+                kind: &[2, 2, 1, 2],
+                name: &[1, 1, 9, 2],
+            })
+            .expect("edges");
+        let cut = writer.offset() as usize + 10;
+        writer.write_strings(["list"]).expect("strings");
+        writer.finish().expect("finish");
+
+        let (graph, _) = read(&file[..cut]).expect("read");
+        let parts = graph.parts();
+        assert_eq!(parts.first_edge, [0, 1, 2]);
+        assert_eq!(parts.edge_to, [1, 0]);
+        assert_eq!(graph.type_name(graph.node(1).expect("node 1")), "");
+        assert_eq!(graph.edge_name(1).to_string(), "[9]");
+        let note = graph.meta().notes.last().cloned().unwrap_or_default();
+        assert!(
+            note.ends_with(
+                ": 2 of 6 nodes and 2 of 4 edges were read; 2 edges to nodes that did not \
+                 arrive were dropped; 2 names whose string did not arrive are shown empty"
+            ),
+            "{note}"
+        );
+    }
+
+    /// A complete file whose parts disagree is an error, not a repaired graph.
+    #[test]
+    fn native_complete_files_must_be_consistent() {
+        let write_with = |root: Option<u32>, edge_count: &[u32], to: &[u32]| {
+            let mut file = Vec::new();
+            let header = Header::new(KIND_HEAP_GRAPH, "test", "v8");
+            let mut writer = Writer::new(&mut file, &header).expect("header");
+            writer.write_strings([""]).expect("strings");
+            writer.write_node_kinds([("object", false)]).expect("kinds");
+            if let Some(root) = root {
+                writer.write_root(root).expect("root");
+            }
+            writer
+                .write_nodes(&NodeColumns {
+                    object_id: &[1, 2],
+                    kind: &[0, 0],
+                    type_name: &[0, 0],
+                    name: &[0, 0],
+                    shallow_size: &[1, 1],
+                    edge_count,
+                })
+                .expect("nodes");
+            writer
+                .write_edges(&EdgeColumns {
+                    to,
+                    kind: &vec![2; to.len()],
+                    name: &vec![0; to.len()],
+                })
+                .expect("edges");
+            writer.finish().expect("finish");
+            read(&file).map(drop).map_err(|err| err.to_string())
+        };
+        assert_eq!(write_with(Some(0), &[1, 0], &[1]), Ok(()));
+        assert_eq!(
+            write_with(None, &[1, 0], &[1]),
+            Err("heapgraph .hgd: the file has no root record".to_owned())
+        );
+        assert_eq!(
+            write_with(Some(0), &[2, 0], &[1]),
+            Err("heapgraph .hgd: the nodes own 2 edges but the file holds 1".to_owned())
+        );
+        assert_eq!(
+            write_with(Some(0), &[1, 0], &[2]),
+            Err("heapgraph .hgd: invalid heap graph: edge 0 points to node 2 of 2".to_owned())
+        );
+        assert_eq!(
+            write_with(Some(5), &[1, 0], &[1]),
+            Err("heapgraph .hgd: invalid heap graph: root 5 is not one of 2 nodes".to_owned())
+        );
+    }
+
+    #[test]
+    fn native_unknown_chunks_and_kinds_are_named() {
+        let graph = sample_graph();
+        let file = write(&graph, None, 1 << 20);
+        // Replace the end record (`{type: end, chunks: N}`, the last 17 bytes) by an unknown
+        // chunk and a new end record.
+        let end = b"\x82\xa4type\xa3end\xa6chunks";
+        let at = file.len() - end.len() - 1;
+        assert_eq!(&file[at..at + end.len()], end);
+        let chunks = file[file.len() - 1];
+        let mut patched = file[..at].to_vec();
+        patched.extend_from_slice(b"\x81\xa4type\xa6future");
+        patched.extend_from_slice(end);
+        patched.push(chunks + 1);
+        let (back, _) = read(&patched).expect("read");
+        assert_eq!(
+            back.meta().notes.last().map(String::as_str),
+            Some(
+                "skipped 1 chunk(s) of type \"future\", which this version of heapgraph does not read"
+            )
+        );
+
+        let mut header = Header::new("timeline", "recorder", "python");
+        header.notes.push("x".to_owned());
+        let mut other = Vec::new();
+        Writer::new(&mut other, &header)
+            .and_then(Writer::finish)
+            .expect("written");
+        let err = read(&other).map(drop).expect_err("not a heap graph");
+        assert!(
+            err.to_string().contains("reads only \"heap-graph\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn native_a_corrupt_edge_kind_names_its_record_and_offset() {
+        let graph = sample_graph();
+        let mut file = write(&graph, None, 1 << 20);
+        // The edge kinds blob: `kind`, bin8 of 8 bytes, then the codes 5 2 1 6 1 4 0 3.
+        let codes = [
+            0xa4, b'k', b'i', b'n', b'd', 0xc4, 8, 5, 2, 1, 6, 1, 4, 0, 3,
+        ];
+        let at = file
+            .windows(codes.len())
+            .position(|window| window == codes)
+            .expect("the edge kinds");
+        file[at + 7 + 3] = 9;
+        let err = read(&file).map(drop).expect_err("a bad kind").to_string();
+        assert!(
+            err.contains("edge 3 has kind code 9; the codes are 0 to 6"),
+            "{err}"
+        );
+        assert!(err.starts_with("heapgraph .hgd: at byte "), "{err}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn native_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = read(&bytes);
+        }
+
+        #[test]
+        fn native_a_header_then_arbitrary_bytes_never_panic(
+            tail in proptest::collection::vec(any::<u8>(), 0..400),
+        ) {
+            let mut file = Vec::new();
+            Writer::new(&mut file, &Header::new(KIND_HEAP_GRAPH, "test", "v8")).expect("header");
+            file.extend(tail);
+            let _ = read(&file);
+        }
+
+        #[test]
+        fn native_changed_bytes_never_panic(
+            changes in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+        ) {
+            let mut file = write(&sample_graph(), Some(&sample_analysis()), 2);
+            for (at, byte) in changes {
+                let at = at % file.len();
+                file[at] = byte;
+            }
+            if let Ok((graph, Some(analysis))) = read(&file) {
+                prop_assert_eq!(analysis.dominator.len(), graph.node_count());
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Format detection by content: each importer's `sniff` is asked about the first bytes.
+
+use crate::{native, v8};
+
+/// The formats heapgraph reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// A V8 `.heapsnapshot` (Node.js, Chrome).
+    V8HeapSnapshot,
+    /// heapgraph's own `.hgd`.
+    Native,
+}
+
+/// The format that `prefix` (the first bytes of an uncompressed stream) starts, if any importer
+/// says yes.
+pub fn sniff(prefix: &[u8]) -> Option<Format> {
+    if v8::sniff(prefix) == Some(true) {
+        return Some(Format::V8HeapSnapshot);
+    }
+    if native::sniff(prefix) == Some(true) {
+        return Some(Format::Native);
+    }
+    None
+}

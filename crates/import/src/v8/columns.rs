@@ -1,0 +1,549 @@
+//! The model's columns as the arrays fill them (nodes, edges), and the final step
+//! that checks them against each other and the header and builds the [`HeapGraph`].
+
+use super::header::Layout;
+use super::{NumberSection, Sections, inconsistent, malformed};
+use crate::ImportError;
+use heapgraph_model::{
+    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
+};
+
+/// Entries a column grows by at least, so that small inputs do not reallocate per record.
+const MIN_GROWTH: usize = 1 << 10;
+
+/// Records handed to the columns at a time when decoding a flat array.
+const FLAT_RECORDS_PER_PUSH: usize = 1 << 14;
+
+/// Makes room for `additional` more entries in `column`.
+///
+/// The column doubles, which the data already read justifies (it holds `len` entries), but
+/// never grows past `claimed` (the header's count) while the data stays within it, so a
+/// well-formed file ends with exactly-sized columns and a lying header sizes nothing.
+fn reserve_toward<T>(column: &mut Vec<T>, additional: usize, claimed: u64) {
+    let needed = column.len().saturating_add(additional);
+    if needed <= column.capacity() {
+        return;
+    }
+    let doubled = column
+        .capacity()
+        .saturating_mul(2)
+        .max(needed)
+        .max(MIN_GROWTH);
+    let target = match usize::try_from(claimed) {
+        Ok(claimed) if needed <= claimed => doubled.min(claimed),
+        _ => doubled,
+    };
+    column.reserve_exact(target - column.len());
+}
+
+/// The node columns, filled record by record.
+///
+/// Invariants: all per-node vectors have the same length; `first_edge` has one more entry,
+/// starts at 0 and is the running sum of the nodes' edge counts.
+pub(super) struct NodeColumns {
+    /// Index into the layout's node kinds.
+    kind: Vec<u8>,
+    /// V8 string index of the name (mapped to our ids at the end).
+    name: Vec<u32>,
+    /// V8 `id`.
+    object_id: Vec<u64>,
+    /// `self_size`.
+    shallow_size: Vec<u64>,
+    /// CSR offsets: prefix sums of `edge_count`.
+    first_edge: Vec<u64>,
+    /// The header's node count, a cap on growth (not trusted for sizing).
+    claimed: u64,
+    /// The largest string index of a name, plus one (0 when there are no nodes).
+    strings_named: u32,
+}
+
+impl NodeColumns {
+    /// Empty columns for the nodes of `layout`.
+    pub(super) fn new(layout: &Layout) -> Self {
+        NodeColumns {
+            kind: Vec::new(),
+            name: Vec::new(),
+            object_id: Vec::new(),
+            shallow_size: Vec::new(),
+            first_edge: vec![0],
+            claimed: layout.node_count,
+            strings_named: 0,
+        }
+    }
+
+    /// Decodes a flat `nodes` array read before the layout was known.
+    fn from_flat(layout: &Layout, values: &[u32], offset: u64) -> Result<Self, ImportError> {
+        let fields = layout.node_fields;
+        if !values.len().is_multiple_of(fields) {
+            return Err(malformed(
+                offset,
+                format!(
+                    "`nodes` holds {} numbers, not a multiple of the {fields} node fields",
+                    values.len()
+                ),
+            ));
+        }
+        let mut nodes = NodeColumns::new(layout);
+        for records in values.chunks(fields.saturating_mul(FLAT_RECORDS_PER_PUSH)) {
+            nodes.push(layout, records, offset)?;
+        }
+        Ok(nodes)
+    }
+
+    /// Appends whole node records (`records.len()` is a multiple of the node field count).
+    ///
+    /// # Errors
+    /// [`ImportError::Malformed`], at the array's offset `array_offset`, for a node type
+    /// outside `node_types`.
+    pub(super) fn push(
+        &mut self,
+        layout: &Layout,
+        records: &[u32],
+        array_offset: u64,
+    ) -> Result<(), ImportError> {
+        let count = records.len() / layout.node_fields;
+        reserve_toward(&mut self.kind, count, self.claimed);
+        reserve_toward(&mut self.name, count, self.claimed);
+        reserve_toward(&mut self.object_id, count, self.claimed);
+        reserve_toward(&mut self.shallow_size, count, self.claimed);
+        reserve_toward(&mut self.first_edge, count, self.claimed.saturating_add(1));
+        let fields = layout.node_fields;
+        let n_kinds = layout.node_kinds.len();
+        // Check first, then fill each column in its own tight pass over the (cache-hot) batch.
+        let bad_type = records
+            .chunks_exact(fields)
+            .position(|record| record[layout.node_type] as usize >= n_kinds);
+        if let Some(bad) = bad_type {
+            return Err(malformed(
+                array_offset,
+                format!(
+                    "node {} has type {}, but `snapshot.meta.node_types` lists {n_kinds} types",
+                    self.kind.len() + bad,
+                    records[bad * fields + layout.node_type]
+                ),
+            ));
+        }
+        let records = records.chunks_exact(fields);
+        // Below `n_kinds`, at most 256 (checked by the layout), so the type fits.
+        self.kind
+            .extend(records.clone().map(|record| record[layout.node_type] as u8));
+        let first_name = self.name.len();
+        self.name
+            .extend(records.clone().map(|record| record[layout.node_name]));
+        self.strings_named = self.name[first_name..]
+            .iter()
+            .fold(self.strings_named, |most, &name| {
+                most.max(name.saturating_add(1))
+            });
+        self.object_id.extend(
+            records
+                .clone()
+                .map(|record| u64::from(record[layout.node_id])),
+        );
+        self.shallow_size.extend(
+            records
+                .clone()
+                .map(|record| u64::from(record[layout.node_self_size])),
+        );
+        let mut edge_total = self.first_edge.last().copied().unwrap_or(0);
+        self.first_edge.extend(records.map(|record| {
+            edge_total = edge_total.saturating_add(u64::from(record[layout.node_edge_count]));
+            edge_total
+        }));
+        Ok(())
+    }
+}
+
+impl NodeColumns {
+    /// How many strings the names seen so far need at least.
+    pub(super) fn strings_named(&self) -> u32 {
+        self.strings_named
+    }
+}
+
+/// The edge columns, filled record by record.
+///
+/// Invariants: all vectors have the same length; `to` holds node ordinals (the record's
+/// `to_node` divided by the node field count).
+pub(super) struct EdgeColumns {
+    /// Target node ordinal.
+    to: Vec<u32>,
+    /// Kind.
+    kind: Vec<EdgeKind>,
+    /// V8 string index (named kinds; mapped to our ids at the end) or element index.
+    name: Vec<u32>,
+    /// The header's edge count, a cap on growth (not trusted for sizing).
+    claimed: u64,
+    /// The largest string index of a named edge's name, plus one (0 when there is none).
+    strings_named: u32,
+}
+
+impl EdgeColumns {
+    /// Empty columns for the edges of `layout`.
+    pub(super) fn new(layout: &Layout) -> Self {
+        EdgeColumns {
+            to: Vec::new(),
+            kind: Vec::new(),
+            name: Vec::new(),
+            claimed: layout.edge_count,
+            strings_named: 0,
+        }
+    }
+
+    /// Decodes a flat `edges` array read before the layout was known.
+    fn from_flat(layout: &Layout, values: &[u32], offset: u64) -> Result<Self, ImportError> {
+        let fields = layout.edge_fields;
+        if !values.len().is_multiple_of(fields) {
+            return Err(malformed(
+                offset,
+                format!(
+                    "`edges` holds {} numbers, not a multiple of the {fields} edge fields",
+                    values.len()
+                ),
+            ));
+        }
+        let mut edges = EdgeColumns::new(layout);
+        for records in values.chunks(fields.saturating_mul(FLAT_RECORDS_PER_PUSH)) {
+            edges.push(layout, records, offset)?;
+        }
+        Ok(edges)
+    }
+
+    /// Appends whole edge records (`records.len()` is a multiple of the edge field count).
+    ///
+    /// # Errors
+    /// [`ImportError::Malformed`], at the array's offset `array_offset`, for an edge type
+    /// outside `edge_types` or a `to_node` that is not a multiple of the node field count.
+    pub(super) fn push(
+        &mut self,
+        layout: &Layout,
+        records: &[u32],
+        array_offset: u64,
+    ) -> Result<(), ImportError> {
+        // A constant divisor turns the per-edge division into a multiplication.
+        match layout.node_fields {
+            7 => self.push_records::<7>(layout, records, array_offset),
+            6 => self.push_records::<6>(layout, records, array_offset),
+            5 => self.push_records::<5>(layout, records, array_offset),
+            _ => self.push_records::<0>(layout, records, array_offset),
+        }
+    }
+
+    /// [`Self::push`] for `NODE_FIELDS` node fields (0: the layout's count, whatever it is).
+    fn push_records<const NODE_FIELDS: u32>(
+        &mut self,
+        layout: &Layout,
+        records: &[u32],
+        array_offset: u64,
+    ) -> Result<(), ImportError> {
+        let node_fields = if NODE_FIELDS == 0 {
+            u32::try_from(layout.node_fields).unwrap_or(u32::MAX)
+        } else {
+            NODE_FIELDS
+        };
+        let count = records.len() / layout.edge_fields;
+        reserve_toward(&mut self.to, count, self.claimed);
+        reserve_toward(&mut self.kind, count, self.claimed);
+        reserve_toward(&mut self.name, count, self.claimed);
+        let fields = layout.edge_fields;
+        let n_kinds = layout.edge_kinds.len();
+        // Check first, then fill each column in its own tight pass over the (cache-hot) batch.
+        let bad = records.chunks_exact(fields).position(|record| {
+            record[layout.edge_type] as usize >= n_kinds
+                || record[layout.edge_to] % node_fields != 0
+        });
+        if let Some(bad) = bad {
+            let record = &records[bad * fields..bad * fields + fields];
+            let edge = self.to.len() + bad;
+            let type_number = record[layout.edge_type];
+            let message = if type_number as usize >= n_kinds {
+                format!(
+                    "edge {edge} has type {type_number}, but `snapshot.meta.edge_types` lists {n_kinds} types"
+                )
+            } else {
+                format!(
+                    "edge {edge} has `to_node` {}, which is not a multiple of the {node_fields} node fields",
+                    record[layout.edge_to]
+                )
+            };
+            return Err(malformed(array_offset, message));
+        }
+        let records = records.chunks_exact(fields);
+        let first = self.kind.len();
+        self.kind.extend(records.clone().map(|record| {
+            // Checked above; `Internal` is never used.
+            layout
+                .edge_kinds
+                .get(record[layout.edge_type] as usize)
+                .copied()
+                .unwrap_or(EdgeKind::Internal)
+        }));
+        self.to.extend(
+            records
+                .clone()
+                .map(|record| record[layout.edge_to] / node_fields),
+        );
+        self.name
+            .extend(records.map(|record| record[layout.edge_name]));
+        self.strings_named = self.kind[first..].iter().zip(&self.name[first..]).fold(
+            self.strings_named,
+            |most, (kind, &name)| {
+                if kind.is_indexed() {
+                    most
+                } else {
+                    most.max(name.saturating_add(1))
+                }
+            },
+        );
+        Ok(())
+    }
+}
+
+impl EdgeColumns {
+    /// How many strings the names seen so far need at least.
+    pub(super) fn strings_named(&self) -> u32 {
+        self.strings_named
+    }
+}
+
+/// A section the snapshot object ended without.
+fn missing_section(key: &str, end_offset: u64) -> ImportError {
+    malformed(
+        end_offset,
+        format!("the snapshot object ends without its `{key}` section"),
+    )
+}
+
+/// Checks the sections against each other and the header and builds the graph.
+///
+/// `end_offset` is where the top-level object ended, for errors about missing sections.
+///
+/// # Errors
+/// [`ImportError::Malformed`] for a missing section or an index out of range (at the offset
+/// of the array holding it), [`ImportError::Inconsistent`] when counts disagree.
+pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph, ImportError> {
+    let layout = sections
+        .layout
+        .ok_or_else(|| missing_section("snapshot", end_offset))?;
+    let (nodes_offset, nodes) = sections
+        .nodes
+        .ok_or_else(|| missing_section("nodes", end_offset))?;
+    let nodes = match nodes {
+        NumberSection::Columns(nodes) => nodes,
+        NumberSection::Flat(values) => NodeColumns::from_flat(&layout, &values, nodes_offset)?,
+    };
+    let (edges_offset, edges) = sections
+        .edges
+        .ok_or_else(|| missing_section("edges", end_offset))?;
+    let mut edges = match edges {
+        NumberSection::Columns(edges) => edges,
+        NumberSection::Flat(values) => EdgeColumns::from_flat(&layout, &values, edges_offset)?,
+    };
+    let strings = sections
+        .strings
+        .ok_or_else(|| missing_section("strings", end_offset))?;
+
+    let n_nodes = nodes.kind.len();
+    let n_edges = edges.to.len();
+    if n_nodes as u64 != layout.node_count {
+        return Err(inconsistent(format!(
+            "`snapshot.node_count` is {} but `nodes` holds {n_nodes} nodes",
+            layout.node_count
+        )));
+    }
+    if n_edges as u64 != layout.edge_count {
+        return Err(inconsistent(format!(
+            "`snapshot.edge_count` is {} but `edges` holds {n_edges} edges",
+            layout.edge_count
+        )));
+    }
+    let edge_total = nodes.first_edge.last().copied().unwrap_or(0);
+    if edge_total != n_edges as u64 {
+        return Err(inconsistent(format!(
+            "the nodes' `edge_count` fields add up to {edge_total} but `edges` holds {n_edges} edges"
+        )));
+    }
+    if n_nodes == 0 {
+        return Err(inconsistent("the snapshot has no nodes, not even a root"));
+    }
+    let (mut table, ids) = strings.into_parts();
+    let ids = ids.as_slice();
+    let node_fields = layout.node_fields;
+    // The edges' checks and names on a helper thread while this one names the nodes.
+    let (edges_named, named_nodes) = std::thread::scope(|scope| {
+        let edge_job = std::thread::Builder::new()
+            .name("heapgraph-v8-edges".to_owned())
+            .spawn_scoped(scope, || {
+                name_edges(&mut edges, ids, n_nodes, node_fields, edges_offset)
+            })
+            .ok();
+        let named_nodes = name_nodes(&nodes.name, ids, nodes_offset).map(|node_name| {
+            let node_type = summary_types(&layout.node_kinds, &nodes.kind, &node_name, &mut table);
+            (node_name, node_type)
+        });
+        let edges_named = edge_job.map(|job| match job.join() {
+            Ok(named) => named,
+            Err(panic) => std::panic::resume_unwind(panic),
+        });
+        (edges_named, named_nodes)
+    });
+    match edges_named {
+        Some(named) => named?,
+        // No thread to be had: name them here.
+        None => name_edges(&mut edges, ids, n_nodes, node_fields, edges_offset)?,
+    }
+    let (node_name, node_type) = named_nodes?;
+
+    let root = match layout.root_index {
+        None => 0,
+        Some(root_index) => {
+            let fields = layout.node_fields as u64;
+            let ordinal = root_index / fields;
+            if root_index % fields != 0 || ordinal >= n_nodes as u64 {
+                return Err(malformed(
+                    layout.offset,
+                    format!(
+                        "`snapshot.root_index` {root_index} is not the offset of one of the {n_nodes} nodes"
+                    ),
+                ));
+            }
+            // Below `n_nodes`, which the model requires to fit in u32.
+            u32::try_from(ordinal).unwrap_or(u32::MAX)
+        }
+    };
+
+    let mut meta = GraphMeta::new(Runtime::V8, "v8-heapsnapshot");
+    if !layout.unknown_edge_types.is_empty() {
+        meta.notes.push(format!(
+            "edges of types unknown to heapgraph were read as `internal`: {}",
+            layout.unknown_edge_types.join(", ")
+        ));
+    }
+    let node_kinds = layout
+        .node_kinds
+        .into_iter()
+        .map(|name| NodeKindInfo {
+            synthetic: name == "synthetic",
+            name,
+        })
+        .collect();
+    let parts = HeapGraphParts {
+        node_object_id: nodes.object_id,
+        node_kind: nodes.kind,
+        node_type,
+        node_name,
+        node_shallow_size: nodes.shallow_size,
+        first_edge: nodes.first_edge,
+        edge_to: edges.to,
+        edge_kind: edges.kind,
+        edge_name: edges.name,
+        node_kinds,
+        root,
+    };
+    HeapGraph::from_parts(meta, table, parts).map_err(|error| inconsistent(error.to_string()))
+}
+
+/// Checks that every edge points to a node (`n_nodes` of them) and turns the names of
+/// named edges from V8 string indices into our string ids (`ids`).
+///
+/// # Errors
+/// [`ImportError::Malformed`], at the offset of the `edges` array, for the first edge that
+/// points past the last node or names a string past the last.
+fn name_edges(
+    edges: &mut EdgeColumns,
+    ids: &[StringId],
+    n_nodes: usize,
+    node_fields: usize,
+    edges_offset: u64,
+) -> Result<(), ImportError> {
+    if let Some(edge) = edges.to.iter().position(|&to| to as usize >= n_nodes) {
+        let to = edges.to[edge];
+        return Err(malformed(
+            edges_offset,
+            format!(
+                "edge {edge} points to node {to} (`to_node` {}), past the last of {n_nodes} nodes",
+                u64::from(to).saturating_mul(node_fields as u64)
+            ),
+        ));
+    }
+    for (edge, (kind, name)) in edges.kind.iter().zip(edges.name.iter_mut()).enumerate() {
+        if kind.is_indexed() {
+            continue;
+        }
+        let Some(id) = ids.get(*name as usize) else {
+            return Err(malformed(
+                edges_offset,
+                string_out_of_range(&format!("edge {edge}"), *name, ids.len()),
+            ));
+        };
+        *name = id.to_raw();
+    }
+    Ok(())
+}
+
+/// Our string id of each node's name (`names` holds V8 string indices).
+///
+/// # Errors
+/// [`ImportError::Malformed`], at the offset of the `nodes` array, for the first name past
+/// the last string.
+fn name_nodes(
+    names: &[u32],
+    ids: &[StringId],
+    nodes_offset: u64,
+) -> Result<Vec<StringId>, ImportError> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(node, &index)| {
+            ids.get(index as usize).copied().ok_or_else(|| {
+                malformed(
+                    nodes_offset,
+                    string_out_of_range(&format!("node {node}"), index, ids.len()),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The message for `what` naming string `index` of `n_strings`.
+fn string_out_of_range(what: &str, index: u32, n_strings: usize) -> String {
+    format!("{what} is named by string {index}, but `strings` has {n_strings} entries")
+}
+
+/// DevTools' Summary class name of every node: the node's name for `object` and `native`
+/// nodes, `(system)` for `hidden`, `(compiled code)` for `code`, `(T)` for any other type
+/// `T`. Each class name is interned once, and only for kinds that occur.
+fn summary_types(
+    kind_names: &[String],
+    node_kind: &[u8],
+    node_name: &[StringId],
+    table: &mut StringTable,
+) -> Vec<StringId> {
+    let mut used = [false; 256];
+    for &kind in node_kind {
+        used[usize::from(kind)] = true;
+    }
+    // Per kind: `None` when the type is the node's name.
+    let kind_types: Vec<Option<StringId>> = kind_names
+        .iter()
+        .enumerate()
+        .map(|(kind, name)| match name.as_str() {
+            "object" | "native" => None,
+            _ if !used.get(kind).copied().unwrap_or(false) => None,
+            "hidden" => Some(table.intern("(system)")),
+            "code" => Some(table.intern("(compiled code)")),
+            other => Some(table.intern(&format!("({other})"))),
+        })
+        .collect();
+    node_kind
+        .iter()
+        .zip(node_name)
+        .map(|(&kind, &name)| {
+            kind_types
+                .get(usize::from(kind))
+                .copied()
+                .flatten()
+                .unwrap_or(name)
+        })
+        .collect()
+}

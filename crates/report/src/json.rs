@@ -1,0 +1,215 @@
+//! JSON output: versioned schemas (`heapgraph.summary/1`, …) converted by hand from the views.
+//!
+//! Field names are a contract documented in `docs/json.md`; add fields, never rename them.
+
+use crate::DumpInfo;
+use heapgraph_analyzer::{
+    DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
+};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Dump<'a> {
+    file: &'a str,
+    format: &'a str,
+    runtime: &'a str,
+    notes: &'a [String],
+}
+
+impl<'a> From<&'a DumpInfo> for Dump<'a> {
+    fn from(info: &'a DumpInfo) -> Self {
+        Dump {
+            file: &info.file,
+            format: &info.source_format,
+            runtime: &info.runtime,
+            notes: &info.notes,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Object<'a> {
+    id: u64,
+    kind: &'a str,
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    name: &'a str,
+    shallow_size: u64,
+    retained_size: Option<u64>,
+    distance: Option<u32>,
+}
+
+impl<'a> From<&'a ObjectView> for Object<'a> {
+    fn from(view: &'a ObjectView) -> Self {
+        Object {
+            id: view.id,
+            kind: &view.kind,
+            type_name: &view.type_name,
+            name: &view.name,
+            shallow_size: view.shallow_size,
+            retained_size: view.retained_size,
+            distance: view.distance,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct TypeEntry<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    count: u64,
+    shallow_size: u64,
+    retained_size: u64,
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    objects: u64,
+    references: u64,
+    total_shallow_size: u64,
+    reachable_objects: u64,
+    reachable_size: u64,
+    unreachable_objects: u64,
+    unreachable_size: u64,
+    types: Vec<TypeEntry<'a>>,
+}
+
+/// `heapgraph.summary/1`, with at most `max_types` types (all when `None`).
+pub fn summary(view: &SummaryView, info: &DumpInfo, max_types: Option<usize>) -> String {
+    let shown = max_types.unwrap_or(usize::MAX).min(view.types.len());
+    to_string(&Summary {
+        schema: "heapgraph.summary/1",
+        dump: info.into(),
+        objects: view.objects,
+        references: view.references,
+        total_shallow_size: view.total_shallow_size,
+        reachable_objects: view.reachable_objects,
+        reachable_size: view.reachable_size,
+        unreachable_objects: view.unreachable_objects,
+        unreachable_size: view.unreachable_size,
+        types: view.types[..shown]
+            .iter()
+            .map(|row| TypeEntry {
+                type_name: &row.type_name,
+                count: row.count,
+                shallow_size: row.shallow_size,
+                retained_size: row.retained_size,
+            })
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct Top<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    by: &'static str,
+    objects: Vec<Object<'a>>,
+}
+
+/// `heapgraph.top/1`.
+pub fn top(objects: &[ObjectView], by: RankBy, info: &DumpInfo) -> String {
+    to_string(&Top {
+        schema: "heapgraph.top/1",
+        dump: info.into(),
+        by: crate::rank_name(by),
+        objects: objects.iter().map(Object::from).collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct Step<'a> {
+    id: u64,
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    name: &'a str,
+    edge: Option<&'a str>,
+    edge_kind: Option<&'a str>,
+}
+
+impl<'a> From<&'a PathStep> for Step<'a> {
+    fn from(step: &'a PathStep) -> Self {
+        Step {
+            id: step.object.id,
+            type_name: &step.object.type_name,
+            name: &step.object.name,
+            edge: step.edge.as_deref(),
+            edge_kind: step.edge_kind,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Holders<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    target: Object<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matches: Option<u64>,
+    dominator_chain: Vec<Object<'a>>,
+    paths: Vec<Vec<Step<'a>>>,
+}
+
+/// `heapgraph.holders/1`.
+pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
+    let paths = view
+        .paths
+        .iter()
+        .map(|path| path.iter().map(Step::from).collect())
+        .collect();
+    to_string(&Holders {
+        schema: "heapgraph.holders/1",
+        dump: info.into(),
+        target: (&view.target).into(),
+        matches: view.matches,
+        dominator_chain: view.dominator_chain.iter().map(Object::from).collect(),
+        paths,
+    })
+}
+
+#[derive(Serialize)]
+struct TreeNode<'a> {
+    #[serde(flatten)]
+    object: Object<'a>,
+    depth: u32,
+    share: f64,
+    hidden_children: u64,
+}
+
+#[derive(Serialize)]
+struct Tree<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    total_retained: u64,
+    nodes: Vec<TreeNode<'a>>,
+}
+
+/// `heapgraph.dominators/1`.
+pub fn dominators(view: &DominatorTreeView, info: &DumpInfo) -> String {
+    to_string(&Tree {
+        schema: "heapgraph.dominators/1",
+        dump: info.into(),
+        total_retained: view.total_retained,
+        nodes: view
+            .nodes
+            .iter()
+            .map(|node| TreeNode {
+                object: (&node.object).into(),
+                depth: node.depth,
+                share: node.share,
+                hidden_children: node.hidden_children,
+            })
+            .collect(),
+    })
+}
+
+fn to_string<T: Serialize>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|error| {
+        // Serialising plain structs of numbers and strings cannot fail.
+        format!("{{\"error\":\"{error}\"}}")
+    });
+    text.push('\n');
+    text
+}

@@ -1,0 +1,7 @@
+//! End-to-end tests of the `heapgraph` binary and its libraries on real fixtures: answers that
+//! follow from how the fixtures were built, the peers' answers (memlab, DevTools), and bad input.
+
+mod bad_input;
+mod cli;
+mod oracle;
+mod support;

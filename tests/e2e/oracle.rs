@@ -1,0 +1,214 @@
+//! heapgraph against the peers on every node of the real fixtures: retained sizes and
+//! dominators equal memlab's, distances equal Chrome DevTools' (its own worker code, from the
+//! `heap-snapshot-toolkit` bundle), per-type counts equal an independent count.
+//!
+//! The peers are installed by `npm ci --ignore-scripts` in `tests/oracle` (`.ci/run` does it).
+
+use crate::support::{V8_FIXTURES, fixture, repo_root, temp_dir};
+use heapgraph_analyzer::{EdgeRule, NO_DISTANCE, Options, analyze};
+use heapgraph_import::Dump;
+use heapgraph_model::HeapGraph;
+use std::collections::HashMap;
+use std::process::Command;
+
+fn load(name: &str) -> HeapGraph {
+    match heapgraph_import::import_path(&fixture(name), &Default::default()).expect("fixture loads")
+    {
+        Dump::HeapGraph(graph) => graph,
+        _ => panic!("{name} is not a heap graph"),
+    }
+}
+
+/// Runs `tests/oracle/<script>` on a fixture and parses its JSON.
+fn run_oracle(script: &str, name: &str) -> serde_json::Value {
+    let oracle_dir = repo_root().join("tests/oracle");
+    assert!(
+        oracle_dir.join("node_modules").exists(),
+        "the peer tools are not installed: run `npm ci --ignore-scripts` in tests/oracle (.ci/run does)"
+    );
+    let out = temp_dir("oracle").join(format!("{script}-{}.json", name.replace('/', "_")));
+    let status = Command::new("node")
+        .arg("--max-old-space-size=4000")
+        .arg(oracle_dir.join(script))
+        .arg("-o")
+        .arg(&out)
+        .arg(fixture(name))
+        .status()
+        .expect("node runs");
+    assert!(status.success(), "{script} failed on {name}");
+    let text = std::fs::read_to_string(&out).expect("oracle output");
+    serde_json::from_str(&text).expect("oracle JSON")
+}
+
+fn numbers(value: &serde_json::Value, key: &str) -> Vec<i64> {
+    value[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("oracle output has no {key}"))
+        .iter()
+        .map(|v| v.as_f64().expect("number") as i64)
+        .collect()
+}
+
+#[test]
+fn retained_sizes_and_dominators_equal_memlabs_on_every_node() {
+    for name in V8_FIXTURES {
+        let graph = load(name);
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+            },
+        );
+        let memlab = run_oracle("memlab_oracle.js", name);
+        let ids = numbers(&memlab, "ids");
+        let retained = numbers(&memlab, "retained");
+        let dominator = numbers(&memlab, "dominator");
+        let reach = numbers(&memlab, "reach");
+        assert_eq!(ids.len(), graph.node_count(), "{name}: node count");
+        let tree = &analysis.dominators;
+        let root = graph.root().index();
+        let mut unreachable_total = 0i64;
+        let mut compared = 0;
+        for node in graph.nodes() {
+            let i = node.index();
+            assert_eq!(ids[i] as u64, graph.object_id(node), "{name}: node {i} id");
+            assert_eq!(
+                tree.reachable[i],
+                reach[i] == 1,
+                "{name}: reachability of @{}",
+                ids[i]
+            );
+            if i == root {
+                continue;
+            }
+            if !tree.reachable[i] && tree.idom[i] as usize == root {
+                unreachable_total += retained[i];
+            }
+            assert_eq!(
+                tree.retained_size[i] as i64, retained[i],
+                "{name}: retained size of @{}",
+                ids[i]
+            );
+            let our_dominator = graph.object_id(
+                graph
+                    .node(tree.idom[i] as usize)
+                    .expect("dominator is a node"),
+            );
+            assert_eq!(
+                our_dominator as i64, dominator[i],
+                "{name}: dominator of @{}",
+                ids[i]
+            );
+            compared += 1;
+        }
+        let memlab_root = memlab["root_retained"].as_f64().expect("root_retained") as i64;
+        assert_eq!(
+            tree.retained_size[root] as i64,
+            memlab_root - unreachable_total,
+            "{name}: root"
+        );
+        assert!(compared > 40_000, "{name}: compared only {compared} nodes");
+    }
+}
+
+#[test]
+fn distances_equal_devtools_on_every_node() {
+    for name in V8_FIXTURES {
+        let graph = load(name);
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+            },
+        );
+        let devtools = run_oracle("devtools_oracle.js", name);
+        let distance = numbers(&devtools, "distance");
+        let no_distance = devtools["no_distance"].as_i64().expect("no_distance");
+        assert_eq!(distance.len(), graph.node_count());
+        for node in graph.nodes() {
+            let ours = analysis.distance[node.index()];
+            let expected = distance[node.index()];
+            let ours = if ours == NO_DISTANCE {
+                no_distance
+            } else {
+                i64::from(ours)
+            };
+            assert_eq!(
+                ours,
+                expected,
+                "{name}: distance of @{}",
+                graph.object_id(node)
+            );
+        }
+    }
+}
+
+#[test]
+fn per_type_counts_equal_an_independent_count_of_the_nodes_array() {
+    // The oracle reads the raw JSON with serde_json and applies DevTools' class-name rule.
+    for name in V8_FIXTURES {
+        let graph = load(name);
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+            },
+        );
+        let summary = heapgraph_analyzer::summary(&graph, &analysis);
+        let raw = {
+            let file = std::fs::File::open(fixture(name)).expect("fixture");
+            let reader = flate2::read::GzDecoder::new(file);
+            let value: serde_json::Value = serde_json::from_reader(reader).expect("JSON");
+            value
+        };
+        let meta = &raw["snapshot"]["meta"];
+        let fields: Vec<&str> = meta["node_fields"]
+            .as_array()
+            .expect("fields")
+            .iter()
+            .map(|f| f.as_str().expect("str"))
+            .collect();
+        let at = |field: &str| fields.iter().position(|f| *f == field).expect("field");
+        let (type_at, name_at, size_at) = (at("type"), at("name"), at("self_size"));
+        let types: Vec<&str> = meta["node_types"][0]
+            .as_array()
+            .expect("types")
+            .iter()
+            .map(|t| t.as_str().expect("str"))
+            .collect();
+        let strings = raw["strings"].as_array().expect("strings");
+        let nodes = raw["nodes"].as_array().expect("nodes");
+        let mut expected: HashMap<String, (u64, u64)> = HashMap::new();
+        for node in nodes.chunks(fields.len()) {
+            let kind = types[node[type_at].as_u64().expect("type") as usize];
+            if kind == "synthetic" {
+                continue;
+            }
+            let class = match kind {
+                "hidden" => "(system)".to_owned(),
+                "object" | "native" => strings[node[name_at].as_u64().expect("name") as usize]
+                    .as_str()
+                    .expect("str")
+                    .to_owned(),
+                "code" => "(compiled code)".to_owned(),
+                other => format!("({other})"),
+            };
+            let entry = expected.entry(class).or_default();
+            entry.0 += 1;
+            entry.1 += node[size_at].as_u64().expect("size");
+        }
+        assert_eq!(
+            summary.types.len(),
+            expected.len(),
+            "{name}: number of types"
+        );
+        for row in &summary.types {
+            assert_eq!(
+                expected.get(&row.type_name),
+                Some(&(row.count, row.shallow_size)),
+                "{name}: type {}",
+                row.type_name
+            );
+        }
+    }
+}
