@@ -5,3 +5,4 @@ mod bad_input;
 mod cli;
 mod oracle;
 mod support;
+mod tidy;
