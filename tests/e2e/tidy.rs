@@ -35,7 +35,12 @@ fn every_rust_file_starts_with_a_module_doc() {
             let text = std::fs::read_to_string(path).unwrap_or_default();
             !text.trim_start().starts_with("//!")
         })
-        .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+        .map(|path| {
+            path.strip_prefix(&root)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        })
         .collect();
     assert!(missing.is_empty(), "files without a //! doc: {missing:?}");
 }

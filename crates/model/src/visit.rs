@@ -103,7 +103,7 @@ impl<'a> IntoNeighbors for &'a HeapGraph {
     }
 }
 
-impl<'a> IntoNodeIdentifiers for &'a HeapGraph {
+impl IntoNodeIdentifiers for &HeapGraph {
     type NodeIdentifiers = std::iter::Map<std::ops::Range<u32>, fn(u32) -> NodeId>;
     fn node_identifiers(self) -> Self::NodeIdentifiers {
         (0..HeapGraph::node_count(self) as u32).map(NodeId)
