@@ -203,3 +203,39 @@ fn converted_dumps_answer_the_same() {
         }
     }
 }
+
+/// The text people read: exact wording, alignment and units are part of the contract.
+#[test]
+fn text_output_reads_as_designed() {
+    let path = fixture("v8/app-after.heapsnapshot.gz");
+    let file = path_str(&path);
+    let settings = {
+        let mut settings = insta::Settings::clone_current();
+        settings.add_filter(&regex_escape(file), "[FIXTURE]");
+        settings
+    };
+    settings.bind(|| {
+        insta::assert_snapshot!("summary", heapgraph_ok(&["summary", file, "-n", "12"]));
+        insta::assert_snapshot!("top", heapgraph_ok(&["top", file, "-n", "8"]));
+        insta::assert_snapshot!(
+            "who_holds",
+            heapgraph_ok(&["who-holds", file, "--type", "LeakyRequest", "--paths", "2"])
+        );
+        insta::assert_snapshot!(
+            "dominators",
+            heapgraph_ok(&["dominators", file, "--depth", "3", "--min-share", "2%"])
+        );
+    });
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$".contains(c);
+            special
+                .then_some('\\')
+                .into_iter()
+                .chain(std::iter::once(c))
+        })
+        .collect()
+}

@@ -212,3 +212,41 @@ fn per_type_counts_equal_an_independent_count_of_the_nodes_array() {
         }
     }
 }
+
+#[test]
+fn dominators_equal_petgraphs_simple_fast_on_the_fixtures() {
+    use heapgraph_model::{EdgeKind, EdgeView};
+    use petgraph::visit::{EdgeFiltered, EdgeRef};
+    for name in V8_FIXTURES {
+        let graph = load(name);
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+            },
+        );
+        let root = graph.root();
+        // The V8 rule: weak edges never retain, shortcuts only from the root, self edges never.
+        let strong = EdgeFiltered::from_fn(&graph, |edge: EdgeView| {
+            edge.source() != edge.target()
+                && match edge.kind() {
+                    EdgeKind::Weak => false,
+                    EdgeKind::Shortcut => edge.source() == root,
+                    _ => true,
+                }
+        });
+        let oracle = petgraph::algo::dominators::simple_fast(&strong, root);
+        let tree = &analysis.dominators;
+        for node in graph.nodes() {
+            if node == root || !tree.reachable[node.index()] {
+                continue;
+            }
+            assert_eq!(
+                tree.immediate_dominator(&graph, node),
+                oracle.immediate_dominator(node),
+                "{name}: @{}",
+                graph.object_id(node)
+            );
+        }
+    }
+}
