@@ -2,7 +2,8 @@
 //!
 //! For V8 the rules are Chrome DevTools' (`HeapSnapshot.calculateDistances` with
 //! `JSHeapSnapshot`'s edge filter): user roots (the non-synthetic targets of the root's edges,
-//! such as the global object) are searched first at distance 1; everything they do not reach
+//! such as the global object, and a browser's `(Document DOM trees)`) are searched first at
+//! distance 1; everything they do not reach
 //! is then searched from the root, whose distance is [`BASE_SYSTEM_DISTANCE`] in that pass.
 //! Only weak edges are skipped (shortcuts count), plus the filter's few engine links. Other
 //! runtimes use one search over the retaining edges of their [`EdgeRule`].
@@ -63,7 +64,8 @@ fn devtools_distances(graph: &HeapGraph) -> Vec<u32> {
     for edge in graph.edge_range(root) {
         let to = parts.edge_to[edge];
         let node = graph.node(to as usize).unwrap_or(root);
-        if !graph.is_synthetic(node) {
+        // DevTools' `isUserRoot`: any non-synthetic target, and a browser's DOM trees.
+        if !graph.is_synthetic(node) || graph.name(node) == "(Document DOM trees)" {
             distance[to as usize] = 1;
             queue.push(to);
         }

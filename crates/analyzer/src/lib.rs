@@ -47,7 +47,9 @@ pub struct Analysis {
     pub edge_rule: EdgeRule,
     /// Immediate dominators, retained sizes, reachability.
     pub dominators: DominatorTree,
-    /// Distance from the root per node (`u32::MAX` where unreachable), by the runtime's rules.
+    /// Distance from the root per node, [`NO_DISTANCE`] where the search does not reach, by the
+    /// runtime's rules. For V8 these are DevTools' raw values: nodes reached only from system
+    /// roots count from [`BASE_SYSTEM_DISTANCE`] ([`edges_from_root`] removes it).
     pub distance: Vec<u32>,
 }
 
@@ -56,8 +58,8 @@ pub const NO_DISTANCE: u32 = u32::MAX;
 
 /// Runs the whole-graph analyses (dominators and distances, in parallel).
 ///
-/// Complexity: O((V + E) · α(V)) time, O(V + E) auxiliary space (the essential-edge
-/// predecessor lists of the dominator pass).
+/// Complexity: as [`dominators`] (O((V + E) log V) worst case, near-linear in practice) and
+/// O(V + E) for the distances; O(V + E) auxiliary space.
 pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
     let (dominators, distance) = rayon::join(
         || dominators(graph, &options.edge_rule),

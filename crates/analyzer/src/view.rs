@@ -23,7 +23,8 @@ pub struct ObjectView {
     pub shallow_size: u64,
     /// Bytes freed if the object were released; `None` when it is unreachable.
     pub retained_size: Option<u64>,
-    /// Strong edges on the shortest chain from the root; `None` when unreachable.
+    /// Edges on the chain from the root that the runtime's own tool measures (for V8, DevTools'
+    /// distance less its system-root offset); `None` when unreachable.
     pub distance: Option<u32>,
     /// How many objects its dominator subtree holds, itself included (0 when unreachable).
     pub retained_count: u64,

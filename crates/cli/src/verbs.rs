@@ -132,7 +132,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     out.flush().with_context(context)?;
     spinner.finish_and_clear();
     Ok(format!(
-        "wrote {} ({} objects, {} references, with dominators and retained sizes)\n",
+        "wrote {} ({} nodes, {} references, with dominators, retained sizes and distances)\n",
         args.output.display(),
         loaded.graph.node_count(),
         loaded.graph.edge_count()
