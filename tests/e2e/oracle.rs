@@ -8,7 +8,7 @@ use crate::support::{V8_FIXTURES, fixture, repo_root, temp_dir};
 use heapgraph_analyzer::{EdgeRule, NO_DISTANCE, Options, analyze};
 use heapgraph_import::Dump;
 use heapgraph_model::HeapGraph;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::process::Command;
 
 fn load(name: &str) -> HeapGraph {
@@ -178,7 +178,7 @@ fn per_type_counts_equal_an_independent_count_of_the_nodes_array() {
             .collect();
         let strings = raw["strings"].as_array().expect("strings");
         let nodes = raw["nodes"].as_array().expect("nodes");
-        let mut expected: HashMap<String, (u64, u64)> = HashMap::new();
+        let mut expected: HashMap<String, (u64, u64)> = HashMap::default();
         for node in nodes.chunks(fields.len()) {
             let kind = types[node[type_at].as_u64().expect("type") as usize];
             if kind == "synthetic" {

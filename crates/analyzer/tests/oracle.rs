@@ -7,7 +7,8 @@ use heapgraph_test_support::{graph, graph_from_edges};
 use petgraph::algo::dominators::simple_fast;
 use petgraph::visit::EdgeFiltered;
 use proptest::prelude::*;
-use std::collections::{HashSet, VecDeque};
+use rustc_hash::FxHashSet as HashSet;
+use std::collections::VecDeque;
 
 fn options() -> Options {
     Options {
@@ -149,7 +150,7 @@ proptest! {
             let expected: Vec<usize> = lengths.iter().copied().take(k).collect();
             let got: Vec<usize> = view.paths.iter().map(|path| path.len() - 1).collect();
             prop_assert_eq!(&got, &expected, "chain lengths to {:?}", target);
-            let mut distinct = HashSet::new();
+            let mut distinct = HashSet::default();
             for path in &view.paths {
                 prop_assert_eq!(path[0].object.node, graph.root());
                 prop_assert_eq!(path.last().map(|step| step.object.node), Some(target));

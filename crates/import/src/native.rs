@@ -49,7 +49,8 @@ pub struct StoredAnalysis {
     pub dominator: Vec<u32>,
     /// Retained size in bytes, per node.
     pub retained_size: Vec<u64>,
-    /// Strong edges on the shortest chain from the root, per node.
+    /// Distance from the root per node, as the analyzer computed it (for V8, DevTools' raw
+    /// distance, which counts from 100000000 for nodes reached only from system roots).
     pub distance: Vec<u32>,
 }
 
@@ -103,25 +104,25 @@ pub fn import_with_analysis<R: BufRead>(
         ));
     };
     let mut columns = Columns::default();
-    // The strings (written first) are interned on a second thread while the nodes and edges
-    // are read: interning is a hash-table probe per string, the rest is bulk copying.
-    let interned = std::thread::scope(|scope| -> Result<Interned, ImportError> {
-        let mut interning = None;
+    // The strings (written first) are copied into the table on a second thread while the
+    // nodes and edges are read.
+    let file_strings = std::thread::scope(|scope| -> Result<FileStrings, ImportError> {
+        let mut filling = None;
         loop {
             let start = reader.offset();
             let record = reader.chunks_read() + 1;
             let Some(chunk) = reader.next_chunk().map_err(import_error)? else {
                 break;
             };
-            if interning.is_none()
+            if filling.is_none()
                 && !matches!(chunk, Chunk::Strings(_))
                 && !columns.string_lengths.is_empty()
             {
                 let (text, lengths) = columns.take_strings();
-                interning = Some(scope.spawn(move || {
-                    let mut interned = Interned::with_capacity(lengths.len(), text.len());
-                    interned.add(&text, &lengths);
-                    interned
+                filling = Some(scope.spawn(move || {
+                    let mut file_strings = FileStrings::with_capacity(lengths.len(), text.len());
+                    file_strings.add(&text, &lengths);
+                    file_strings
                 }));
             }
             columns
@@ -129,18 +130,18 @@ pub fn import_with_analysis<R: BufRead>(
                 .map_err(|message| malformed(start, format!("record {record}: {message}")))?;
         }
         let (text, lengths) = columns.take_strings();
-        let mut interned = match interning {
+        let mut file_strings = match filling {
             Some(handle) => handle
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            None => Interned::with_capacity(lengths.len(), text.len()),
+            None => FileStrings::with_capacity(lengths.len(), text.len()),
         };
         // Strings that came after the first other chunk (a streaming writer's), in file order.
-        interned.add(&text, &lengths);
-        Ok(interned)
+        file_strings.add(&text, &lengths);
+        Ok(file_strings)
     })?;
     let truncation = reader.truncation().cloned();
-    let (graph, analysis) = columns.finish(interned, &header, runtime, truncation.as_ref())?;
+    let (graph, analysis) = columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
     Ok((Dump::HeapGraph(graph), analysis))
 }
 
@@ -273,37 +274,42 @@ fn write_in_chunks<W: Write>(
     writer.finish().map_err(write_error)?.flush()
 }
 
-/// The file's strings, interned in file order into a table sized for them ahead, so that its
-/// hash table never grows.
-struct Interned {
+/// The file's strings, pushed in file order (not hashed, so not findable; the node types are
+/// made findable in [`Columns::finish`]) into a table sized for them ahead.
+struct FileStrings {
     strings: StringTable,
     /// The table id of each string of the file, from the first string whose id differs from its
-    /// index in the file (a string repeated, or a first string other than `""`); `None` while
-    /// they agree.
+    /// index in the file (all of them when the first string is not `""`, which the table's own
+    /// `""` then precedes); `None` while they agree.
     file_ids: Option<Vec<u32>>,
-    /// Strings of the file interned so far.
+    /// Strings of the file added so far.
     n_file_strings: usize,
 }
 
-impl Interned {
-    fn with_capacity(n_strings: usize, n_bytes: usize) -> Interned {
-        Interned {
+impl FileStrings {
+    fn with_capacity(n_strings: usize, n_bytes: usize) -> FileStrings {
+        FileStrings {
             strings: StringTable::with_capacity(n_strings, n_bytes),
             file_ids: None,
             n_file_strings: 0,
         }
     }
 
-    /// Interns the strings whose byte `lengths` cut `text`, after those interned before.
+    /// Appends the strings whose byte `lengths` cut `text`, after those added before.
     fn add(&mut self, text: &str, lengths: &[u32]) {
         let mut rest = text;
         for &length in lengths {
             // Each length cut its chunk's text on a char boundary when the chunk was checked.
             let (head, tail) = rest.split_at_checked(length as usize).unwrap_or((rest, ""));
             rest = tail;
-            let id = self.strings.intern(head).to_raw();
             let index = self.n_file_strings;
             self.n_file_strings += 1;
+            // The table's own `""` (id 0) stands for a first string that is `""` too.
+            let id = if index == 0 && head.is_empty() {
+                StringId::EMPTY.to_raw()
+            } else {
+                self.strings.push(head).to_raw()
+            };
             match &mut self.file_ids {
                 Some(file_ids) => file_ids.push(id),
                 None if id as usize == index => {}
@@ -319,7 +325,7 @@ impl Interned {
 
 /// The columns gathered from the chunks, in the file's numbering.
 struct Columns {
-    /// The text of the strings not yet handed to [`Interned`], back to back.
+    /// The text of the strings not yet handed to [`FileStrings`], back to back.
     string_text: String,
     /// The length in bytes of each of those strings.
     string_lengths: Vec<u32>,
@@ -470,7 +476,7 @@ impl Columns {
     /// analysis against it.
     fn finish(
         mut self,
-        interned: Interned,
+        file_strings: FileStrings,
         header: &Header,
         runtime: Runtime,
         truncation: Option<&Truncation>,
@@ -506,9 +512,11 @@ impl Columns {
             }
         }
 
-        let Interned {
-            strings, file_ids, ..
-        } = interned;
+        let FileStrings {
+            mut strings,
+            file_ids,
+            ..
+        } = file_strings;
         if let Some(string_ids) = file_ids {
             let string_ids = &string_ids;
             let remap =
@@ -530,7 +538,7 @@ impl Columns {
                 StringId::EMPTY
             }
         };
-        let node_type: Vec<StringId> = self.node_type.iter().map(|&raw| to_id(raw)).collect();
+        let mut node_type: Vec<StringId> = self.node_type.iter().map(|&raw| to_id(raw)).collect();
         let node_name: Vec<StringId> = self.node_name.iter().map(|&raw| to_id(raw)).collect();
         if bad_strings > 0 {
             if truncation.is_none() {
@@ -546,6 +554,8 @@ impl Columns {
             }
             losses.strings_repaired += bad_strings;
         }
+        // Types are found by name and totalled by id: one findable id per type name.
+        strings.make_findable_all(&mut node_type);
         drop(std::mem::take(&mut self.node_type));
         drop(std::mem::take(&mut self.node_name));
 
@@ -628,7 +638,7 @@ impl Columns {
         Ok((graph, analysis))
     }
 
-    /// Takes the strings not yet interned: their text and byte lengths.
+    /// Takes the strings not yet added to the table: their text and byte lengths.
     fn take_strings(&mut self) -> (String, Vec<u32>) {
         (
             std::mem::take(&mut self.string_text),
@@ -1027,7 +1037,9 @@ mod tests {
         );
     }
 
-    /// A writer in another language may repeat strings and need not put `""` first.
+    /// A writer in another language may repeat strings and need not put `""` first: the
+    /// strings keep their order (after the table's own `""`), and a type name written twice
+    /// still names one type.
     #[test]
     fn native_strings_of_a_foreign_writer_are_renumbered() {
         let mut file = Vec::new();
@@ -1038,12 +1050,12 @@ mod tests {
         writer.write_root(0).expect("root");
         writer
             .write_nodes(&NodeColumns {
-                object_id: &[10, 20],
-                kind: &[0, 0],
-                type_name: &[2, 3],
-                name: &[1, 0],
-                shallow_size: &[8, 8],
-                edge_count: &[2, 0],
+                object_id: &[10, 20, 30],
+                kind: &[0, 0, 0],
+                type_name: &[2, 3, 0],
+                name: &[1, 0, 2],
+                shallow_size: &[8, 8, 8],
+                edge_count: &[2, 0, 0],
             })
             .expect("nodes");
         writer
@@ -1055,11 +1067,16 @@ mod tests {
             .expect("edges");
         writer.finish().expect("finish");
         let (graph, _) = read(&file).expect("read");
-        assert_eq!(strings_of(&graph), ["", "a", "b"]);
+        assert_eq!(strings_of(&graph), ["", "a", "", "a", "b"]);
         let first = graph.node(0).expect("node 0");
         assert_eq!((graph.type_name(first), graph.name(first)), ("a", ""));
         let second = graph.node(1).expect("node 1");
         assert_eq!((graph.type_name(second), graph.name(second)), ("b", "a"));
+        let third = graph.node(2).expect("node 2");
+        assert_eq!((graph.type_name(third), graph.name(third)), ("a", "a"));
+        assert_eq!(graph.type_id(first), graph.type_id(third));
+        assert_eq!(graph.strings().find("a"), Some(graph.type_id(first)));
+        assert_eq!(graph.strings().find("b"), Some(graph.type_id(second)));
         assert_eq!(graph.edge_name(0).to_string(), "b");
         assert_eq!(graph.edge_name(1).to_string(), "[3]");
     }

@@ -10,11 +10,11 @@
 //! Reading happens on the calling thread and parsing on a second one, connected by a channel
 //! of pooled blocks, so decompression or copying overlaps the scan; when the parser falls
 //! behind, the reader also pre-scans the numbers of the blocks it sends, and while `strings`
-//! is read a third thread interns what the parser decodes.
+//! is read a third thread appends what the parser decodes to the string table.
 //!
 //! Submodules: `cursor` owns the blocks and the read position, `json` strings and skipping,
 //! `numbers` the integer-array scanner (with `digits`, its word-at-a-time fast paths),
-//! `header` the `snapshot` header, `strings` the string table (interned on a helper
+//! `header` the `snapshot` header, `strings` the string table (filled on a helper
 //! thread), and `columns` the model's columns and the final checks.
 
 mod columns;
@@ -348,8 +348,7 @@ fn read_section<S: BlockSource>(
 
 /// How many distinct strings to size the string table for, once `offset` bytes are read.
 ///
-/// Sizing up front saves rehashing every string as the table grows, which costs as much as
-/// interning them. Nodes and edges (read before `strings` in real files) name nearly every
+/// Sizing up front saves copying the strings and their ends as the table grows. Nodes and edges (read before `strings` in real files) name nearly every
 /// string, so the largest index they use is a close estimate; without them, a third of the
 /// header's node count is typical. Either is bounded by the bytes already read, so that a
 /// lying file sizes nothing (a string takes more than 8 bytes on average in any real file).

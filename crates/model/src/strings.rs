@@ -4,7 +4,7 @@ use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
 
-/// A string interned in a [`StringTable`]. Dense: ids run `0..table.len()`.
+/// A string of a [`StringTable`]. Dense: ids run `0..table.len()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StringId(pub(crate) u32);
 
@@ -23,14 +23,22 @@ impl StringId {
     }
 }
 
-/// Interned UTF-8 strings in one arena.
+/// UTF-8 strings in one arena, some of them findable by their text.
+///
+/// Strings arrive two ways: [`StringTable::intern`] adds a *findable* string (one that
+/// [`StringTable::find`] and later `intern`s see), and [`StringTable::push`] appends a string
+/// without hashing it, for bulk imports whose strings are nearly all distinct and never looked
+/// up by text; [`StringTable::make_findable`] promotes a pushed string afterwards.
 ///
 /// Invariants: `ends` is monotone and `ends.len()` is the number of strings; string `i` is
-/// `data[ends[i-1]..ends[i]]` (with `ends[-1] = 0`); string 0 is `""`; no text appears twice.
+/// `data[ends[i-1]..ends[i]]` (with `ends[-1] = 0`); string 0 is `""` and findable; `lookup`
+/// holds the ids of the findable strings, and no text appears twice among findable strings
+/// (a pushed string may repeat any text).
 #[derive(Clone)]
 pub struct StringTable {
     data: String,
     ends: Vec<u64>,
+    /// The ids of the findable strings, hashed by text.
     lookup: HashTable<u32>,
 }
 
@@ -58,18 +66,19 @@ impl StringTable {
         table
     }
 
-    /// A table sized for about `n_strings` strings of `n_bytes` bytes in all.
+    /// A table with room for about `n_strings` strings of `n_bytes` bytes in all. The lookup of
+    /// findable strings is not sized: it grows as strings are interned or made findable.
     pub fn with_capacity(n_strings: usize, n_bytes: usize) -> Self {
         let mut table = StringTable {
             data: String::with_capacity(n_bytes),
-            ends: Vec::with_capacity(n_strings + 1),
-            lookup: HashTable::with_capacity(n_strings + 1),
+            ends: Vec::with_capacity(n_strings.saturating_add(1)),
+            lookup: HashTable::new(),
         };
         table.intern("");
         table
     }
 
-    /// The number of distinct strings.
+    /// The number of strings, findable or not.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
@@ -102,40 +111,109 @@ impl StringTable {
         ((raw as usize) < self.ends.len()).then_some(StringId(raw))
     }
 
-    /// The id of `text`, adding it if it is new.
+    /// The findable id of `text`, adding it (findable) if no findable string has that text.
     pub fn intern(&mut self, text: &str) -> StringId {
         let hash = hash_str(text);
-        let data = &self.data;
-        let ends = &self.ends;
-        let text_of = |idx: u32| -> &str {
-            let idx = idx as usize;
-            let end = ends[idx] as usize;
-            let start = if idx == 0 { 0 } else { ends[idx - 1] as usize };
-            &data[start..end]
-        };
-        if let Some(&found) = self.lookup.find(hash, |&idx| text_of(idx) == text) {
-            return StringId(found);
+        if let Some(found) = self.find_hashed(hash, text) {
+            return found;
         }
-        let new_id = u32::try_from(self.ends.len()).expect("more than 4 billion distinct strings");
+        let new_id = self.push(text);
+        self.insert_findable(hash, new_id);
+        new_id
+    }
+
+    /// Appends `text` as a new string, without hashing it: the string is not findable (see
+    /// [`StringTable::make_findable`]), and its text may repeat another string's.
+    ///
+    /// Panics past 2³² strings.
+    pub fn push(&mut self, text: &str) -> StringId {
+        let new_id = u32::try_from(self.ends.len()).expect("more than 4 billion strings");
         self.data.push_str(text);
         self.ends.push(self.data.len() as u64);
+        StringId(new_id)
+    }
+
+    /// Makes the text of `id` findable and returns its canonical id: the findable string with
+    /// that text if there already is one (possibly `id` itself), otherwise `id`, which becomes
+    /// findable.
+    ///
+    /// Panics if `id` came from another table and is out of range here.
+    pub fn make_findable(&mut self, id: StringId) -> StringId {
+        let text = self.get(id);
+        let hash = hash_str(text);
+        if let Some(found) = self.find_hashed(hash, text) {
+            return found;
+        }
+        self.insert_findable(hash, id);
+        id
+    }
+
+    /// Makes the text of every id in `ids` findable and replaces each id by its canonical id
+    /// (see [`StringTable::make_findable`]), so that equal texts in `ids` end up with equal ids.
+    /// Ids are promoted in ascending order, so where `ids` holds several strings with one text
+    /// and none was findable, the lowest id becomes canonical.
+    ///
+    /// For a column such as the node types: O(`ids.len()` + `self.len()` / 64) time, a bitset
+    /// over the table, and one hash per distinct id.
+    ///
+    /// Panics if an id came from another table and is out of range here.
+    pub fn make_findable_all(&mut self, ids: &mut [StringId]) {
+        const WORD_BITS: usize = u64::BITS as usize;
+        let mut marked = vec![0u64; self.len().div_ceil(WORD_BITS)];
+        for id in ids.iter() {
+            marked[id.index() / WORD_BITS] |= 1 << (id.index() % WORD_BITS);
+        }
+        // Ascending (id, canonical id) pairs where the two differ; the bitset is reused to mark
+        // the ids to rewrite.
+        let mut changes: Vec<(StringId, StringId)> = Vec::new();
+        for (word_idx, marked_word) in marked.iter_mut().enumerate() {
+            let mut word = *marked_word;
+            let mut rewrite = 0u64;
+            while word != 0 {
+                let bit = word.trailing_zeros() as usize;
+                word &= word - 1;
+                let id = StringId((word_idx * WORD_BITS + bit) as u32);
+                let canonical = self.make_findable(id);
+                if canonical != id {
+                    changes.push((id, canonical));
+                    rewrite |= 1 << bit;
+                }
+            }
+            *marked_word = rewrite;
+        }
+        if changes.is_empty() {
+            return;
+        }
+        for id in ids.iter_mut() {
+            if marked[id.index() / WORD_BITS] & (1 << (id.index() % WORD_BITS)) != 0 {
+                let at = changes.partition_point(|&(from, _)| from < *id);
+                *id = changes[at].1;
+            }
+        }
+    }
+
+    /// The findable string with text `text`, whose hash is `hash`.
+    fn find_hashed(&self, hash: u64, text: &str) -> Option<StringId> {
+        self.lookup
+            .find(hash, |&idx| self.get(StringId(idx)) == text)
+            .map(|&idx| StringId(idx))
+    }
+
+    /// Adds `id`, whose text hashes to `hash` and is not findable yet, to the lookup.
+    fn insert_findable(&mut self, hash: u64, id: StringId) {
         let data = &self.data;
         let ends = &self.ends;
-        self.lookup.insert_unique(hash, new_id, |&idx| {
+        self.lookup.insert_unique(hash, id.0, |&idx| {
             let idx = idx as usize;
             let end = ends[idx] as usize;
             let start = if idx == 0 { 0 } else { ends[idx - 1] as usize };
             hash_str(&data[start..end])
         });
-        StringId(new_id)
     }
 
-    /// The id of `text` if it is already interned.
+    /// The findable id of `text`, if some findable string has that text.
     pub fn find(&self, text: &str) -> Option<StringId> {
-        let hash = hash_str(text);
-        self.lookup
-            .find(hash, |&idx| self.get(StringId(idx)) == text)
-            .map(|&idx| StringId(idx))
+        self.find_hashed(hash_str(text), text)
     }
 
     /// All strings in id order.
@@ -163,5 +241,55 @@ mod tests {
         assert_eq!(table.len(), 3);
         let texts: Vec<&str> = table.iter().map(|(_, text)| text).collect();
         assert_eq!(texts, ["", "alpha", "beta"]);
+    }
+
+    #[test]
+    fn pushed_strings_are_not_findable_until_made_so() {
+        let mut table = StringTable::with_capacity(4, 16);
+        let first = table.push("alpha");
+        let second = table.push("alpha");
+        assert_ne!(first, second);
+        assert_eq!(table.get(second), "alpha");
+        assert_eq!(table.find("alpha"), None);
+        assert_eq!(table.make_findable(second), second);
+        assert_eq!(table.make_findable(first), second);
+        assert_eq!(table.make_findable(second), second);
+        assert_eq!(table.find("alpha"), Some(second));
+        assert_eq!(table.intern("alpha"), second);
+        assert_eq!(table.len(), 3);
+    }
+
+    #[test]
+    fn make_findable_defers_to_interned_text() {
+        let mut table = StringTable::new();
+        let pushed_empty = table.push("");
+        assert_eq!(table.make_findable(pushed_empty), StringId::EMPTY);
+        let interned = table.intern("(system)");
+        let pushed = table.push("(system)");
+        assert_eq!(table.make_findable(pushed), interned);
+        let texts: Vec<&str> = table.iter().map(|(_, text)| text).collect();
+        assert_eq!(texts, ["", "", "(system)", "(system)"]);
+        assert_eq!(table.find(""), Some(StringId::EMPTY));
+    }
+
+    #[test]
+    fn make_findable_all_gives_equal_texts_one_id() {
+        let mut table = StringTable::new();
+        let system = table.intern("(system)");
+        let [a1, b, a2, pushed_system, a3] =
+            ["A", "B", "A", "(system)", "A"].map(|text| table.push(text));
+        let mut column = vec![a3, b, system, a2, pushed_system, a3, b];
+        table.make_findable_all(&mut column);
+        assert_eq!(column, [a2, b, system, a2, system, a2, b]);
+        assert_eq!(table.find("A"), Some(a2));
+        assert_eq!(table.find("B"), Some(b));
+        assert_eq!(table.find("(system)"), Some(system));
+        // `a1` was never in the column: still not findable, still its own string.
+        assert_eq!(table.get(a1), "A");
+        let mut again = vec![a1, a3];
+        table.make_findable_all(&mut again);
+        assert_eq!(again, [a2, a2]);
+        let mut none: Vec<StringId> = Vec::new();
+        table.make_findable_all(&mut none);
     }
 }

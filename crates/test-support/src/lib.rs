@@ -17,7 +17,7 @@
 use heapgraph_model::{
     EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringTable,
 };
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Builds a graph from the notation above (runtime: Java, so the plain edge rule applies).
 ///
@@ -30,7 +30,7 @@ pub fn graph(notation: &str) -> HeapGraph {
 pub fn graph_for(runtime: Runtime, notation: &str) -> HeapGraph {
     let mut names: Vec<String> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
-    let mut index_of: HashMap<String, u32> = HashMap::new();
+    let mut index_of: HashMap<String, u32> = HashMap::default();
     let mut edges: Vec<(u32, u32, EdgeKind)> = Vec::new();
     let mut node = |token: &str, names: &mut Vec<String>, sizes: &mut Vec<u64>| -> u32 {
         let (name, size) = match token.split_once(':') {

@@ -513,6 +513,10 @@ fn string_out_of_range(what: &str, index: u32, n_strings: usize) -> String {
 /// DevTools' Summary class name of every node: the node's name for `object` and `native`
 /// nodes, `(system)` for `hidden`, `(compiled code)` for `code`, `(T)` for any other type
 /// `T`. Each class name is interned once, and only for kinds that occur.
+///
+/// The strings (pushed, not interned) are findable only once this returns: every type is made
+/// findable, and each node's type is the one findable id of its text, so that a type found by
+/// name and the per-type totals (keyed by id) see every node of that type.
 fn summary_types(
     kind_names: &[String],
     node_kind: &[u8],
@@ -535,7 +539,7 @@ fn summary_types(
             other => Some(table.intern(&format!("({other})"))),
         })
         .collect();
-    node_kind
+    let mut node_type: Vec<StringId> = node_kind
         .iter()
         .zip(node_name)
         .map(|(&kind, &name)| {
@@ -545,5 +549,7 @@ fn summary_types(
                 .flatten()
                 .unwrap_or(name)
         })
-        .collect()
+        .collect();
+    table.make_findable_all(&mut node_type);
+    node_type
 }

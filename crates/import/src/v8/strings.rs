@@ -1,6 +1,9 @@
-//! The `strings` array: decoded on the parsing thread and interned on a helper thread, so
-//! that the two halves of the work (unescaping, hashing into the table) overlap; and the
-//! map from V8 string indices to our [`StringId`]s.
+//! The `strings` array: decoded on the parsing thread and appended to the string table on a
+//! helper thread, so that the two halves of the work (unescaping, copying into the table)
+//! overlap; and the map from V8 string indices to our [`StringId`]s.
+//!
+//! The strings are pushed, not interned: V8 writes each text once, and only type names need to
+//! be findable by text, which the assembly step arranges (`columns::summary_types`).
 
 use super::cursor::{BlockSource, Cursor};
 use super::json::{self, describe_byte};
@@ -9,14 +12,14 @@ use crate::ImportError;
 use heapgraph_model::{StringId, StringTable};
 use std::sync::mpsc::sync_channel;
 
-/// Bytes of decoded text per batch handed to the interner: enough to make the hand-off
+/// Bytes of decoded text per batch handed to the helper thread: enough to make the hand-off
 /// cost nothing, little enough to stay in L2.
 const BATCH_BYTES: usize = 64 << 10;
 
 /// Strings per batch at most, for arrays of many short strings.
 const BATCH_STRINGS: usize = 4096;
 
-/// Batches queued for the interner at most.
+/// Batches queued for the helper thread at most.
 const BATCHES_IN_FLIGHT: usize = 8;
 
 /// Strings the array may hold: string ids are `u32`, and the table also holds `""` and the
@@ -28,9 +31,9 @@ const AVERAGE_STRING_BYTES: usize = 16;
 
 /// The `strings` array: our string table and, per V8 string index, our id.
 pub(super) struct StringColumn {
-    /// The interned strings.
+    /// The strings, pushed in order after the table's own `""` (none of them findable).
     table: StringTable,
-    /// Our id of each V8 string index (V8 repeats texts; we intern them once).
+    /// Our id of each V8 string index.
     ids: Vec<StringId>,
 }
 
@@ -75,7 +78,7 @@ impl StringColumn {
                 Ok(interner) => {
                     let decoded = decode(cursor, |batch| {
                         let full = std::mem::replace(batch, Batch::new());
-                        // A closed channel means the interner panicked; the join says so.
+                        // A closed channel means the helper panicked; the join says so.
                         let _ = sender.send(full);
                         Ok(())
                     });
@@ -87,7 +90,7 @@ impl StringColumn {
                     decoded.map(|()| column)
                 }
                 Err(_) => {
-                    // No thread to be had: intern here.
+                    // No thread to be had: append here.
                     let mut column = StringColumn::new(expected_strings);
                     decode(cursor, |batch| {
                         column.add(batch);
@@ -111,15 +114,15 @@ impl StringColumn {
         }
     }
 
-    /// Interns the strings of `batch`, in order.
+    /// Appends the strings of `batch`, in order.
     fn add(&mut self, batch: &Batch) {
         let mut start = 0;
         for &end in &batch.ends {
             let bytes = batch.text.get(start..end).unwrap_or_default();
             start = end;
             let id = match std::str::from_utf8(bytes) {
-                Ok(text) => self.table.intern(text),
-                Err(_) => self.table.intern(&String::from_utf8_lossy(bytes)),
+                Ok(text) => self.table.push(text),
+                Err(_) => self.table.push(&String::from_utf8_lossy(bytes)),
             };
             self.ids.push(id);
         }
@@ -131,7 +134,7 @@ impl StringColumn {
     }
 }
 
-/// Decoded strings on their way to the interner: their bytes back to back, and where each
+/// Decoded strings on their way to the table: their bytes back to back, and where each
 /// ends.
 struct Batch {
     /// The decoded bytes (UTF-8 unless the input was not).
@@ -155,7 +158,7 @@ impl Batch {
         self.ends.clear();
     }
 
-    /// Whether the batch should go to the interner now.
+    /// Whether the batch should go to the table now.
     fn is_full(&self) -> bool {
         self.text.len() >= BATCH_BYTES || self.ends.len() >= BATCH_STRINGS
     }
