@@ -18,8 +18,11 @@
 //! is the [`EdgeRule`]'s; memlab also filters edges into "page-owned" objects, a rule that
 //! never fires on Node.js snapshots and that `decisions.md` leaves out.
 
-use crate::edge_rule::{EdgeRule, StrongEdges};
-use heapgraph_model::{EdgeKind, HeapGraph, NodeId};
+use crate::edge_rule::EdgeRule;
+use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId};
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -52,6 +55,11 @@ impl DominatorTree {
 
 /// Computes the dominator tree of `graph` from its root over the edges `rule` keeps.
 ///
+/// The search numbers the nodes 1, 2, … in DFS order (0 is "none", as in memlab), and steps 4
+/// and 5 run on arrays indexed by that number, so that they walk memory in order. The
+/// retaining predecessors are gathered on another rayon worker while step 1 runs, then
+/// translated to DFS numbers in parallel.
+///
 /// # Arguments
 /// `graph`: any heap graph; `rule`: which edges retain.
 ///
@@ -61,148 +69,147 @@ impl DominatorTree {
 /// # Complexity
 /// O((V + E) log V) time in the worst case (path compression without balancing), near-linear
 /// in practice; O(V + E') auxiliary space where E' is the number of retaining edges (their
-/// predecessor lists), plus eight `u32` arrays of V + 1 entries.
+/// predecessor lists, E' `u32` and V + 1 offsets, `u32` when E < 2³², held twice while they
+/// are regrouped by DFS number), plus a link-eval forest
+/// of four `u32` per vertex, six more `u32` arrays of V + 1 entries and a DFS stack of at most V
+/// entries.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
-    let strong = StrongEdges::new(graph, rule);
+    if u32::try_from(graph.parts().edge_to.len()).is_ok() {
+        dominators_with::<u32>(graph, rule)
+    } else {
+        dominators_with::<u64>(graph, rule)
+    }
+}
+
+/// An offset into the predecessor lists: `u32` halves the offsets when the edges allow it.
+trait Offset: Copy + Send + Sync {
+    const ZERO: Self;
+    /// `value`, which the caller knows to fit.
+    fn new(value: usize) -> Self;
+    fn get(self) -> usize;
+}
+
+impl Offset for u32 {
+    const ZERO: Self = 0;
+    #[inline]
+    fn new(value: usize) -> Self {
+        value as u32
+    }
+    #[inline]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+impl Offset for u64 {
+    const ZERO: Self = 0;
+    #[inline]
+    fn new(value: usize) -> Self {
+        value as u64
+    }
+    #[inline]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+/// [`dominators`] with predecessor offsets of type `O`, which must hold the edge count.
+fn dominators_with<O: Offset>(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
-    // Vertices are numbered 1..=n_nodes; 0 is "none", as in memlab.
-    let len = n_nodes + 1;
-    let root = root_ordinal + 1;
-    let mut parent = vec![0u32; len];
-    let mut ancestor = vec![0u32; len];
-    let mut vertex = vec![0u32; len];
-    let mut label = vec![0u32; len];
-    let mut semi = vec![0u32; len];
-    let mut dom = vec![0u32; len];
-    // Next edge to look at, per ordinal, for the resumable iterative DFS.
-    let mut next_edge = vec![0u64; n_nodes];
-    let mut n_numbered = 0u32;
+    let mut search = Search::new(parts, rule, root_ordinal);
 
-    let mut dfs = |start: u32,
-                   parent: &mut [u32],
-                   vertex: &mut [u32],
-                   label: &mut [u32],
-                   semi: &mut [u32],
-                   n_numbered: &mut u32| {
-        next_edge[(start - 1) as usize] = parts.first_edge[(start - 1) as usize];
-        let mut v = start;
-        while v != 0 {
-            if semi[v as usize] == 0 {
-                *n_numbered += 1;
-                semi[v as usize] = *n_numbered;
-                vertex[*n_numbered as usize] = v;
-                label[v as usize] = v;
-            }
-            let mut v_next = parent[v as usize];
-            let v_ordinal = (v - 1) as usize;
-            let edges_end = parts.first_edge[v_ordinal + 1];
-            while next_edge[v_ordinal] < edges_end {
-                let edge = next_edge[v_ordinal] as usize;
-                let w_ordinal = parts.edge_to[edge];
-                if strong.retains(v_ordinal as u32, edge, w_ordinal) {
-                    let w = w_ordinal + 1;
-                    if semi[w as usize] == 0 {
-                        parent[w as usize] = v;
-                        next_edge[w_ordinal as usize] = parts.first_edge[w_ordinal as usize];
-                        v_next = w;
-                        break;
-                    }
-                }
-                next_edge[v_ordinal] += 1;
-            }
-            v = v_next;
-        }
-    };
-
-    // Step 1.
-    dfs(
-        root,
-        &mut parent,
-        &mut vertex,
-        &mut label,
-        &mut semi,
-        &mut n_numbered,
+    // Step 1, while another worker gathers the predecessors.
+    let (_, (first_pred, pred_from, non_weak_referrers)) = rayon::join(
+        || search.run(root_ordinal, 0),
+        || retaining_predecessors::<O>(parts, rule, root_ordinal),
     );
-    let n_reachable = n_numbered;
-    let mut reachable = vec![false; n_nodes];
-    for &v in &vertex[1..=n_reachable as usize] {
-        reachable[(v - 1) as usize] = true;
-    }
+    let n_reachable = search.n_numbered;
 
     // Step 2: nodes with only weak or shortcut referrers, and their unvisited descendants.
-    if rule.orphans_under_root && (n_numbered as usize) < n_nodes {
-        let non_weak_referrers = count_non_weak_referrers(graph);
-        for v in 1..=n_nodes as u32 {
-            if semi[v as usize] == 0 && non_weak_referrers[(v - 1) as usize] == 0 {
-                parent[v as usize] = root;
-                dfs(
-                    v,
-                    &mut parent,
-                    &mut vertex,
-                    &mut label,
-                    &mut semi,
-                    &mut n_numbered,
-                );
+    if let Some(non_weak_referrers) = non_weak_referrers
+        && (search.n_numbered as usize) < n_nodes
+    {
+        for (ordinal, &referrers) in non_weak_referrers.iter().enumerate() {
+            if referrers == 0 && search.number[ordinal] == 0 {
+                search.run(ordinal as u32, ROOT);
             }
         }
     }
-    drop(next_edge);
+    let Search {
+        number,
+        vertex,
+        mut parent,
+        n_numbered: mut n,
+        stack,
+        ..
+    } = search;
+    drop(stack);
+    let mut number = number;
+    let mut vertex = vertex;
     // Step 3: whatever is left hangs under the root.
-    if rule.orphans_under_root && (n_numbered as usize) < n_nodes {
-        for v in 1..=n_nodes as u32 {
-            if semi[v as usize] == 0 {
-                parent[v as usize] = root;
-                n_numbered += 1;
-                semi[v as usize] = n_numbered;
-                vertex[n_numbered as usize] = v;
-                label[v as usize] = v;
+    if rule.orphans_under_root && (n as usize) < n_nodes {
+        for (ordinal, slot) in number.iter_mut().enumerate() {
+            if *slot == 0 {
+                n += 1;
+                *slot = n;
+                vertex[n as usize] = ordinal as u32;
+                parent[n as usize] = ROOT;
             }
         }
     }
 
-    // Predecessors over retaining edges, as a CSR over ordinals.
-    let (first_pred, pred_from) = retaining_predecessors(graph, &strong);
-
-    // Step 4. Buckets are intrusive singly linked lists: each vertex is in at most one.
+    // Predecessors regrouped by DFS number and translated to DFS numbers, so that step 4
+    // reads them in order; unnumbered ones (left out by the rule) become 0.
+    let len = n as usize + 1;
+    let (first_pred, pred_from) = by_number(first_pred, pred_from, &number, &vertex[..len]);
+    drop(number);
+    // Step 4, over DFS numbers 1..=n. Buckets are intrusive singly linked lists: each vertex
+    // is in at most one.
+    parent.truncate(len);
+    // Initially every vertex is its own label and semidominator (numbers are DFS numbers).
+    let mut forest: Vec<Link> = (0..len as u32)
+        .map(|k| Link {
+            ancestor: 0,
+            label: k,
+            label_semi: k,
+            semi: k,
+        })
+        .collect();
+    let mut dom = vec![0u32; len];
     let mut bucket_head = vec![0u32; len];
     let mut bucket_next = vec![0u32; len];
     let mut compression_stack: Vec<u32> = Vec::new();
-    for i in (2..=n_numbered).rev() {
-        let w = vertex[i as usize];
-        let w_ordinal = (w - 1) as usize;
-        let preds = &pred_from[first_pred[w_ordinal] as usize..first_pred[w_ordinal + 1] as usize];
+    for w in (2..len).rev() {
+        let preds = &pred_from[first_pred[w].get()..first_pred[w + 1].get()];
+        let mut semi = forest[w].semi;
         if preds.is_empty() {
             // memlab: an orphan is retained by the root.
-            semi[w as usize] = semi[root as usize];
+            semi = forest[ROOT as usize].semi;
         }
-        for &v_ordinal in preds {
-            if semi[v_ordinal as usize + 1] == 0 {
+        for &v in preds {
+            if v == 0 {
                 // An unreachable referrer, left out of the tree by the rule.
                 continue;
             }
-            let u = evaluate(
-                v_ordinal + 1,
-                &mut ancestor,
-                &mut label,
-                &semi,
-                &mut compression_stack,
-            );
-            if semi[u as usize] < semi[w as usize] {
-                semi[w as usize] = semi[u as usize];
+            let (_, u_semi) = evaluate(v, &mut forest, &mut compression_stack);
+            if u_semi < semi {
+                semi = u_semi;
             }
         }
-        let semidominator = vertex[semi[w as usize] as usize];
-        bucket_next[w as usize] = bucket_head[semidominator as usize];
-        bucket_head[semidominator as usize] = w;
-        let w_parent = parent[w as usize];
-        ancestor[w as usize] = w_parent;
+        let w_parent = parent[w];
+        let link = &mut forest[w];
+        link.semi = semi;
+        link.label_semi = semi;
+        link.ancestor = w_parent;
+        bucket_next[w] = bucket_head[semi as usize];
+        bucket_head[semi as usize] = w as u32;
         let mut v = bucket_head[w_parent as usize];
         bucket_head[w_parent as usize] = 0;
         while v != 0 {
-            let u = evaluate(v, &mut ancestor, &mut label, &semi, &mut compression_stack);
-            dom[v as usize] = if semi[u as usize] < semi[v as usize] {
+            let (u, u_semi) = evaluate(v, &mut forest, &mut compression_stack);
+            dom[v as usize] = if u_semi < forest[v as usize].semi {
                 u
             } else {
                 w_parent
@@ -212,43 +219,48 @@ pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     }
     drop(first_pred);
     drop(pred_from);
-    drop(ancestor);
-    drop(label);
     drop(bucket_head);
     drop(bucket_next);
+    drop(parent);
 
     // Step 5.
-    dom[0] = root;
-    dom[root as usize] = root;
-    for i in 2..=n_numbered {
-        let w = vertex[i as usize] as usize;
-        if dom[w] != vertex[semi[w] as usize] {
+    dom[0] = ROOT;
+    dom[ROOT as usize] = ROOT;
+    for w in 2..len {
+        if dom[w] != forest[w].semi {
             dom[w] = dom[dom[w] as usize];
         }
     }
-    drop(semi);
-    drop(parent);
-
-    let mut idom = vec![NO_NODE; n_nodes];
-    for (ordinal, slot) in idom.iter_mut().enumerate() {
-        // Vertices never numbered (unreachable, when orphans are left out) have dom 0.
-        *slot = dom[ordinal + 1].checked_sub(1).unwrap_or(NO_NODE);
-    }
-    drop(dom);
-    let mut retained_size = parts.node_shallow_size.clone();
-    let mut retained_count = vec![1u64; n_nodes];
-    for i in (2..=n_numbered).rev() {
-        let ordinal = (vertex[i as usize] - 1) as usize;
-        let dominator = idom[ordinal] as usize;
-        if dominator == root_ordinal as usize && !reachable[ordinal] {
+    drop(forest);
+    // Retained sizes, summed up the tree in reverse DFS order, by DFS number.
+    let mut size_by_number: Vec<u64> = std::iter::once(0)
+        .chain(
+            vertex[1..len]
+                .iter()
+                .map(|&ordinal| parts.node_shallow_size[ordinal as usize]),
+        )
+        .collect();
+    let mut count_by_number = vec![1u32; len];
+    for w in (2..len).rev() {
+        let dominator = dom[w] as usize;
+        if dominator == ROOT as usize && w > n_reachable as usize {
             continue;
         }
-        retained_size[dominator] += retained_size[ordinal];
-        retained_count[dominator] += retained_count[ordinal];
+        size_by_number[dominator] += size_by_number[w];
+        count_by_number[dominator] += count_by_number[w];
     }
-    if !reachable[root_ordinal as usize] {
-        // The root is always numbered first; this cannot happen.
-        reachable[root_ordinal as usize] = true;
+    // Back to node indices in one pass; vertex[0] = NO_NODE maps "no dominator" through.
+    vertex[0] = NO_NODE;
+    let mut idom = vec![NO_NODE; n_nodes];
+    let mut reachable = vec![false; n_nodes];
+    let mut retained_size = parts.node_shallow_size.clone();
+    let mut retained_count = vec![1u64; n_nodes];
+    for w in 1..len {
+        let ordinal = vertex[w] as usize;
+        idom[ordinal] = vertex[dom[w] as usize];
+        reachable[ordinal] = w <= n_reachable as usize;
+        retained_size[ordinal] = size_by_number[w];
+        retained_count[ordinal] = u64::from(count_by_number[w]);
     }
     DominatorTree {
         idom,
@@ -258,78 +270,374 @@ pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     }
 }
 
-/// memlab's `eval` with iterative path compression.
+/// The root's DFS number: it is always searched first.
+const ROOT: u32 = 1;
+
+/// Whether the edge from `from` to `to` of kind `kind` retains, `from_is_root` telling
+/// whether `from` is the root (see `StrongEdges::retains`).
 #[inline]
-fn evaluate(
-    v: u32,
-    ancestor: &mut [u32],
-    label: &mut [u32],
-    semi: &[u32],
-    stack: &mut Vec<u32>,
-) -> u32 {
-    if ancestor[v as usize] == 0 {
-        return v;
+fn retains(rule: &EdgeRule, from: u32, from_is_root: bool, kind: EdgeKind, to: u32) -> bool {
+    from != to && rule.kind_retains(kind, from_is_root)
+}
+
+/// The iterative depth-first search of steps 1 and 2, numbering nodes in visiting order.
+///
+/// Invariants: `number[o]` is the DFS number of node `o` (0 while unvisited);
+/// `vertex[number[o]] == o`; `parent[k]` is the DFS number of node `k`'s tree parent (0 for
+/// the root); `n_numbered` nodes carry numbers 1..=n_numbered.
+struct Search<'a> {
+    parts: &'a HeapGraphParts,
+    rule: &'a EdgeRule,
+    root_ordinal: u32,
+    number: Vec<u32>,
+    vertex: Vec<u32>,
+    parent: Vec<u32>,
+    n_numbered: u32,
+    /// Per open node: its index, its DFS number, the next edge to look at and its edge end.
+    stack: Vec<(u32, u32, u64, u64)>,
+}
+
+impl<'a> Search<'a> {
+    fn new(parts: &'a HeapGraphParts, rule: &'a EdgeRule, root_ordinal: u32) -> Self {
+        let n_nodes = parts.first_edge.len() - 1;
+        Search {
+            parts,
+            rule,
+            root_ordinal,
+            number: vec![0; n_nodes],
+            vertex: vec![0; n_nodes + 1],
+            parent: vec![0; n_nodes + 1],
+            n_numbered: 0,
+            stack: Vec::new(),
+        }
+    }
+
+    /// Numbers `start` (an unvisited node index) as a child of DFS number `start_parent`,
+    /// then every node it reaches that is unvisited, depth first, in edge order.
+    fn run(&mut self, start: u32, start_parent: u32) {
+        let first_edge = &self.parts.first_edge;
+        let edge_to = &self.parts.edge_to;
+        let edge_kind = &self.parts.edge_kind;
+        let number = &mut self.number;
+        let vertex = &mut self.vertex;
+        let parent = &mut self.parent;
+        let stack = &mut self.stack;
+        let mut n = self.n_numbered + 1;
+        number[start as usize] = n;
+        vertex[n as usize] = start;
+        parent[n as usize] = start_parent;
+        stack.push((
+            start,
+            n,
+            first_edge[start as usize],
+            first_edge[start as usize + 1],
+        ));
+        while let Some(top) = stack.last_mut() {
+            let (v, v_number, mut edge, end) = *top;
+            let from_is_root = v == self.root_ordinal;
+            let mut next = None;
+            while edge < end {
+                let w = edge_to[edge as usize];
+                let kind = edge_kind[edge as usize];
+                edge += 1;
+                if retains(self.rule, v, from_is_root, kind, w) && number[w as usize] == 0 {
+                    next = Some(w);
+                    break;
+                }
+            }
+            top.2 = edge;
+            match next {
+                Some(w) => {
+                    n += 1;
+                    number[w as usize] = n;
+                    vertex[n as usize] = w;
+                    parent[n as usize] = v_number;
+                    stack.push((w, n, first_edge[w as usize], first_edge[w as usize + 1]));
+                }
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+        self.n_numbered = n;
+    }
+}
+
+/// Nodes per parallel job when regrouping predecessors: large enough to amortise a job,
+/// small enough that skewed in-degrees still balance across workers.
+const NODES_PER_JOB: usize = 1 << 16;
+
+/// The predecessor CSR `first`/`from` over node indices, regrouped by the DFS number of the
+/// target (`vertex[k]` is node `k`'s index) with each source replaced by its DFS `number`.
+/// Entry 0 of the result is empty; sources keep their order.
+fn by_number<O: Offset>(
+    first: Vec<O>,
+    from: Vec<u32>,
+    number: &[u32],
+    vertex: &[u32],
+) -> (Vec<O>, Vec<u32>) {
+    let len = vertex.len();
+    let mut first_by_number = vec![O::ZERO; len + 1];
+    first_by_number[2..]
+        .par_chunks_mut(NODES_PER_JOB)
+        .zip(vertex[1..].par_chunks(NODES_PER_JOB))
+        .for_each(|(degrees, nodes)| {
+            for (degree, &node) in degrees.iter_mut().zip(nodes) {
+                *degree = O::new(first[node as usize + 1].get() - first[node as usize].get());
+            }
+        });
+    for k in 1..len {
+        first_by_number[k + 1] = O::new(first_by_number[k + 1].get() + first_by_number[k].get());
+    }
+    let mut from_by_number = vec![0u32; first_by_number[len].get()];
+    let mut jobs = Vec::with_capacity(len / NODES_PER_JOB + 1);
+    let mut rest: &mut [u32] = &mut from_by_number;
+    let mut lo = 1;
+    while lo < len {
+        let hi = (lo + NODES_PER_JOB).min(len);
+        let (chunk, tail) =
+            rest.split_at_mut(first_by_number[hi].get() - first_by_number[lo].get());
+        rest = tail;
+        jobs.push((lo, hi, chunk));
+        lo = hi;
+    }
+    jobs.into_par_iter().for_each(|(lo, hi, chunk)| {
+        let mut out = chunk.iter_mut();
+        for &node in &vertex[lo..hi] {
+            let sources = &from[first[node as usize].get()..first[node as usize + 1].get()];
+            // Sources first: `zip` stops on them without taking a slot.
+            for (&source, slot) in sources.iter().zip(out.by_ref()) {
+                *slot = number[source as usize];
+            }
+        }
+    });
+    drop(first);
+    drop(from);
+    (first_by_number, from_by_number)
+}
+
+/// One vertex of the link-eval forest of step 4, by DFS number; kept together so that a
+/// path step touches one cache line.
+#[derive(Clone, Copy)]
+struct Link {
+    /// Forest parent; 0 while the vertex is not linked.
+    ancestor: u32,
+    /// The vertex of least semidominator on the compressed path.
+    label: u32,
+    /// `semi` of `label`, cached (final once the vertex is linked).
+    label_semi: u32,
+    /// Semidominator, as a DFS number (the vertex's own until step 4 reaches it).
+    semi: u32,
+}
+
+/// memlab's `eval` with iterative path compression: the label of `v` and its semidominator.
+#[inline]
+fn evaluate(v: u32, forest: &mut [Link], stack: &mut Vec<u32>) -> (u32, u32) {
+    let link = forest[v as usize];
+    if link.ancestor == 0 {
+        return (v, link.semi);
     }
     // compress(v)
     let mut node = v;
     stack.clear();
-    while ancestor[ancestor[node as usize] as usize] != 0 {
+    while forest[forest[node as usize].ancestor as usize].ancestor != 0 {
         stack.push(node);
-        node = ancestor[node as usize];
+        node = forest[node as usize].ancestor;
     }
     while let Some(w) = stack.pop() {
-        let w = w as usize;
-        let a = ancestor[w] as usize;
-        if semi[label[a] as usize] < semi[label[w] as usize] {
-            label[w] = label[a];
+        let above = forest[forest[w as usize].ancestor as usize];
+        let link = &mut forest[w as usize];
+        if above.label_semi < link.label_semi {
+            link.label = above.label;
+            link.label_semi = above.label_semi;
         }
-        ancestor[w] = ancestor[a];
+        link.ancestor = above.ancestor;
     }
-    label[v as usize]
+    let link = forest[v as usize];
+    (link.label, link.label_semi)
 }
 
-/// Per node, how many referrers reach it by an edge that is neither weak nor a shortcut
-/// (memlab's `hasOnlyWeakReferrers` is "none").
-fn count_non_weak_referrers(graph: &HeapGraph) -> Vec<u32> {
-    let parts = graph.parts();
-    let mut counts = vec![0u32; graph.node_count()];
-    for (edge, &to) in parts.edge_to.iter().enumerate() {
-        if !matches!(parts.edge_kind[edge], EdgeKind::Weak | EdgeKind::Shortcut) {
+/// The sources of retaining edges into each node, as a CSR (`first`, `from`) over node
+/// indices, sources in index order; and, under [`EdgeRule::orphans_under_root`], per node how
+/// many referrers reach it by an edge that is neither weak nor a shortcut (memlab's
+/// `hasOnlyWeakReferrers` is "none").
+///
+/// The sources are split in two halves of about equal edge counts, each counted and filled by
+/// its own rayon job into disjoint slots (the low half's first), so the output is the same
+/// whichever worker runs which job.
+fn retaining_predecessors<O: Offset>(
+    parts: &HeapGraphParts,
+    rule: &EdgeRule,
+    root_ordinal: u32,
+) -> (Vec<O>, Vec<u32>, Option<Vec<u32>>) {
+    let n_nodes = parts.first_edge.len() - 1;
+    let n_edges = parts.edge_to.len() as u64;
+    let mid = parts
+        .first_edge
+        .partition_point(|&first| first < n_edges / 2)
+        .min(n_nodes) as u32;
+    let low = 0..mid;
+    let high = mid..n_nodes as u32;
+    let ((mut cursor_low, mut cursor_high), non_weak) = rayon::join(
+        || {
+            rayon::join(
+                || count_retaining::<O>(parts, rule, root_ordinal, low.clone()),
+                || count_retaining::<O>(parts, rule, root_ordinal, high.clone()),
+            )
+        },
+        || {
+            rule.orphans_under_root
+                .then(|| count_non_weak_referrers(parts))
+        },
+    );
+    // Counts become cursors: the low half's sources go first in each list.
+    let mut first = vec![O::ZERO; n_nodes + 1];
+    let mut running = 0;
+    for to in 0..n_nodes {
+        first[to] = O::new(running);
+        let (count_low, count_high) = (cursor_low[to].get(), cursor_high[to].get());
+        cursor_low[to] = O::new(running);
+        cursor_high[to] = O::new(running + count_low);
+        running += count_low + count_high;
+    }
+    first[n_nodes] = O::new(running);
+    let from_column: Vec<AtomicU32> = (0..running).map(|_| AtomicU32::new(0)).collect();
+    rayon::join(
+        || {
+            fill_retaining(
+                parts,
+                rule,
+                root_ordinal,
+                low,
+                &mut cursor_low,
+                &from_column,
+            )
+        },
+        || {
+            fill_retaining(
+                parts,
+                rule,
+                root_ordinal,
+                high,
+                &mut cursor_high,
+                &from_column,
+            )
+        },
+    );
+    drop(cursor_low);
+    drop(cursor_high);
+    let from_column = from_column.into_iter().map(AtomicU32::into_inner).collect();
+    (first, from_column, non_weak)
+}
+
+/// Per node, how many retaining edges from the sources `sources` reach it.
+fn count_retaining<O: Offset>(
+    parts: &HeapGraphParts,
+    rule: &EdgeRule,
+    root_ordinal: u32,
+    sources: Range<u32>,
+) -> Vec<O> {
+    let mut counts = vec![O::ZERO; parts.first_edge.len() - 1];
+    for from in sources {
+        let range =
+            parts.first_edge[from as usize] as usize..parts.first_edge[from as usize + 1] as usize;
+        let from_is_root = from == root_ordinal;
+        for (&to, &kind) in parts.edge_to[range.clone()]
+            .iter()
+            .zip(&parts.edge_kind[range])
+        {
+            if retains(rule, from, from_is_root, kind, to) {
+                counts[to as usize] = O::new(counts[to as usize].get() + 1);
+            }
+        }
+    }
+    counts
+}
+
+/// Writes the sources `sources` of retaining edges at `cursor[to]` in `from_column`, advancing
+/// the cursors; the slots are this job's alone.
+fn fill_retaining<O: Offset>(
+    parts: &HeapGraphParts,
+    rule: &EdgeRule,
+    root_ordinal: u32,
+    sources: Range<u32>,
+    cursor: &mut [O],
+    from_column: &[AtomicU32],
+) {
+    for from in sources {
+        let range =
+            parts.first_edge[from as usize] as usize..parts.first_edge[from as usize + 1] as usize;
+        let from_is_root = from == root_ordinal;
+        for (&to, &kind) in parts.edge_to[range.clone()]
+            .iter()
+            .zip(&parts.edge_kind[range])
+        {
+            if retains(rule, from, from_is_root, kind, to) {
+                let slot = &mut cursor[to as usize];
+                from_column[slot.get()].store(from, Ordering::Relaxed);
+                *slot = O::new(slot.get() + 1);
+            }
+        }
+    }
+}
+
+/// Per node, how many referrers reach it by an edge that is neither weak nor a shortcut.
+fn count_non_weak_referrers(parts: &HeapGraphParts) -> Vec<u32> {
+    let mut counts = vec![0u32; parts.first_edge.len() - 1];
+    for (&to, &kind) in parts.edge_to.iter().zip(&parts.edge_kind) {
+        if !matches!(kind, EdgeKind::Weak | EdgeKind::Shortcut) {
             counts[to as usize] = counts[to as usize].saturating_add(1);
         }
     }
     counts
 }
 
-/// The sources of retaining edges into each node, as a CSR (`first`, `from`).
-fn retaining_predecessors(graph: &HeapGraph, strong: &StrongEdges<'_>) -> (Vec<u64>, Vec<u32>) {
-    let parts = graph.parts();
-    let n_nodes = graph.node_count();
-    let mut first = vec![0u64; n_nodes + 1];
-    for from in 0..n_nodes {
-        let range = parts.first_edge[from] as usize..parts.first_edge[from + 1] as usize;
-        for edge in range {
-            let to = parts.edge_to[edge];
-            if strong.retains(from as u32, edge, to) {
-                first[to as usize + 1] += 1;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heapgraph_model::Runtime;
+    use heapgraph_test_support::graph_from_edges;
+
+    /// The `u64` offsets, used only past 2³² edges, give the same tree as the `u32` ones.
+    #[test]
+    fn wide_offsets_give_the_same_tree() {
+        let kinds = [
+            EdgeKind::Property,
+            EdgeKind::Element,
+            EdgeKind::Weak,
+            EdgeKind::Shortcut,
+            EdgeKind::Internal,
+        ];
+        // A fixed linear congruential sequence: sparse graphs with orphans, cycles, weak and
+        // shortcut edges, and self edges.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % bound
+        };
+        for _ in 0..200 {
+            let n_nodes = 1 + next(40) as u32;
+            let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + next(100)).collect();
+            let n_edges = next(u64::from(n_nodes) * 3);
+            let edges: Vec<(u32, u32, EdgeKind)> = (0..n_edges)
+                .map(|_| {
+                    let from = next(u64::from(n_nodes)) as u32;
+                    let to = next(u64::from(n_nodes)) as u32;
+                    (from, to, kinds[next(kinds.len() as u64) as usize])
+                })
+                .collect();
+            let graph = graph_from_edges(&sizes, &edges);
+            for runtime in [Runtime::V8, Runtime::Java] {
+                let rule = EdgeRule::for_runtime(runtime);
+                let narrow = dominators_with::<u32>(&graph, &rule);
+                let wide = dominators_with::<u64>(&graph, &rule);
+                assert_eq!(narrow.idom, wide.idom);
+                assert_eq!(narrow.retained_size, wide.retained_size);
+                assert_eq!(narrow.retained_count, wide.retained_count);
+                assert_eq!(narrow.reachable, wide.reachable);
             }
         }
     }
-    for i in 0..n_nodes {
-        first[i + 1] += first[i];
-    }
-    let mut cursor = first.clone();
-    let mut from_column = vec![0u32; first[n_nodes] as usize];
-    for from in 0..n_nodes {
-        let range = parts.first_edge[from] as usize..parts.first_edge[from + 1] as usize;
-        for edge in range {
-            let to = parts.edge_to[edge];
-            if strong.retains(from as u32, edge, to) {
-                let slot = &mut cursor[to as usize];
-                from_column[*slot as usize] = from as u32;
-                *slot += 1;
-            }
-        }
-    }
-    (first, from_column)
 }
