@@ -5,7 +5,7 @@
 //! The peers are installed by `npm ci --ignore-scripts` in `tests/oracle` (`.ci/run` does it).
 
 use crate::support::{V8_FIXTURES, fixture, repo_root, temp_dir};
-use heapgraph_analyzer::{EdgeRule, NO_DISTANCE, Options, analyze};
+use heapgraph_analyzer::{Analysis, EdgeRule, NO_DISTANCE, Options, analyze};
 use heapgraph_import::Dump;
 use heapgraph_model::HeapGraph;
 use rustc_hash::FxHashMap as HashMap;
@@ -17,6 +17,13 @@ fn load(name: &str) -> HeapGraph {
         Dump::HeapGraph(graph) => graph,
         _ => panic!("{name} is not a heap graph"),
     }
+}
+
+fn load_and_analyze(name: &str) -> (HeapGraph, Analysis) {
+    let graph = load(name);
+    let edge_rule = EdgeRule::for_runtime(graph.meta().runtime);
+    let analysis = analyze(&graph, &Options { edge_rule });
+    (graph, analysis)
 }
 
 /// Runs `tests/oracle/<script>` on a fixture and parses its JSON.
@@ -52,13 +59,7 @@ fn numbers(value: &serde_json::Value, key: &str) -> Vec<i64> {
 #[test]
 fn retained_sizes_and_dominators_equal_memlabs_on_every_node() {
     for name in V8_FIXTURES {
-        let graph = load(name);
-        let analysis = analyze(
-            &graph,
-            &Options {
-                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
-            },
-        );
+        let (graph, analysis) = load_and_analyze(name);
         let memlab = run_oracle("memlab_oracle.js", name);
         let ids = numbers(&memlab, "ids");
         let retained = numbers(&memlab, "retained");
@@ -114,13 +115,7 @@ fn retained_sizes_and_dominators_equal_memlabs_on_every_node() {
 #[test]
 fn distances_equal_devtools_on_every_node() {
     for name in V8_FIXTURES {
-        let graph = load(name);
-        let analysis = analyze(
-            &graph,
-            &Options {
-                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
-            },
-        );
+        let (graph, analysis) = load_and_analyze(name);
         let devtools = run_oracle("devtools_oracle.js", name);
         let distance = numbers(&devtools, "distance");
         let no_distance = devtools["no_distance"].as_i64().expect("no_distance");
@@ -147,13 +142,7 @@ fn distances_equal_devtools_on_every_node() {
 fn per_type_counts_equal_an_independent_count_of_the_nodes_array() {
     // The oracle reads the raw JSON with serde_json and applies DevTools' class-name rule.
     for name in V8_FIXTURES {
-        let graph = load(name);
-        let analysis = analyze(
-            &graph,
-            &Options {
-                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
-            },
-        );
+        let (graph, analysis) = load_and_analyze(name);
         let summary = heapgraph_analyzer::summary(&graph, &analysis);
         let raw = {
             let file = std::fs::File::open(fixture(name)).expect("fixture");
@@ -218,13 +207,7 @@ fn dominators_equal_petgraphs_simple_fast_on_the_fixtures() {
     use heapgraph_model::{EdgeKind, EdgeView};
     use petgraph::visit::{EdgeFiltered, EdgeRef};
     for name in V8_FIXTURES {
-        let graph = load(name);
-        let analysis = analyze(
-            &graph,
-            &Options {
-                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
-            },
-        );
+        let (graph, analysis) = load_and_analyze(name);
         let root = graph.root();
         // The V8 rule: weak edges never retain, shortcuts only from the root, self edges never.
         let strong = EdgeFiltered::from_fn(&graph, |edge: EdgeView| {

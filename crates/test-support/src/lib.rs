@@ -89,16 +89,7 @@ pub fn graph_for(runtime: Runtime, notation: &str) -> HeapGraph {
         node_type: type_ids,
         node_name: name_ids.clone(),
         node_shallow_size: sizes,
-        node_kinds: vec![
-            NodeKindInfo {
-                name: "synthetic".into(),
-                synthetic: true,
-            },
-            NodeKindInfo {
-                name: "object".into(),
-                synthetic: false,
-            },
-        ],
+        node_kinds: root_and_object_kinds(),
         root: 0,
         ..HeapGraphParts::default()
     };
@@ -123,16 +114,7 @@ pub fn graph_from_edges(sizes: &[u64], edges: &[(u32, u32, EdgeKind)]) -> HeapGr
         node_type: (0..n_nodes).map(|i| type_ids[i % 4]).collect(),
         node_name: (0..n_nodes).map(|i| type_ids[i % 4]).collect(),
         node_shallow_size: sizes.to_vec(),
-        node_kinds: vec![
-            NodeKindInfo {
-                name: "synthetic".into(),
-                synthetic: true,
-            },
-            NodeKindInfo {
-                name: "object".into(),
-                synthetic: false,
-            },
-        ],
+        node_kinds: root_and_object_kinds(),
         root: 0,
         ..HeapGraphParts::default()
     };
@@ -161,6 +143,20 @@ pub fn graph_from_edges(sizes: &[u64], edges: &[(u32, u32, EdgeKind)]) -> HeapGr
     }
     HeapGraph::from_parts(GraphMeta::new(Runtime::Java, "test-edges"), strings, parts)
         .expect("edges within range build a valid graph")
+}
+
+/// Kind 0, synthetic, for the root; kind 1 for every other node.
+fn root_and_object_kinds() -> Vec<NodeKindInfo> {
+    vec![
+        NodeKindInfo {
+            name: "synthetic".into(),
+            synthetic: true,
+        },
+        NodeKindInfo {
+            name: "object".into(),
+            synthetic: false,
+        },
+    ]
 }
 
 fn fill_edges(
