@@ -121,7 +121,7 @@ fn distances_equal_devtools_on_every_node() {
         let no_distance = devtools["no_distance"].as_i64().expect("no_distance");
         assert_eq!(distance.len(), graph.node_count());
         for node in graph.nodes() {
-            let ours = analysis.distance[node.index()];
+            let ours = analysis.distances(&graph)[node.index()];
             let expected = distance[node.index()];
             let ours = if ours == NO_DISTANCE {
                 no_distance

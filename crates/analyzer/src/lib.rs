@@ -32,6 +32,7 @@ pub use view::{
 };
 
 use heapgraph_model::HeapGraph;
+use std::sync::OnceLock;
 
 /// What an analysis needs to be told: the caller knows which edges retain, so there is no
 /// `Default`.
@@ -47,32 +48,36 @@ pub struct Analysis {
     pub edge_rule: EdgeRule,
     /// Immediate dominators, retained sizes, reachability.
     pub dominators: DominatorTree,
-    /// Distance from the root per node, [`NO_DISTANCE`] where the search does not reach, by the
-    /// runtime's rules. For V8 these are DevTools' raw values: nodes reached only from system
-    /// roots count from [`BASE_SYSTEM_DISTANCE`] ([`edges_from_root`] removes it).
-    pub distance: Vec<u32>,
+    /// Distances, computed on first use: `summary` needs none.
+    distance: OnceLock<Vec<u32>>,
 }
 
 /// The marker for "no distance" in [`Analysis::distance`].
 pub const NO_DISTANCE: u32 = u32::MAX;
 
-/// Runs the whole-graph analyses (dominators and distances, in parallel).
+/// Computes the dominator tree and retained sizes; distances follow on first use
+/// ([`Analysis::distances`]).
 ///
-/// Complexity: as [`dominators`] (O((V + E) log V) worst case, near-linear in practice) and
-/// O(V + E) for the distances; O(V + E) auxiliary space.
+/// Complexity: as [`dominators`], O((V + E) log V) worst case and near-linear in practice;
+/// O(V + E) auxiliary space.
 pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
-    let (dominators, distance) = rayon::join(
-        || dominators(graph, &options.edge_rule),
-        || bfs_distances(graph, &options.edge_rule),
-    );
     Analysis {
         edge_rule: options.edge_rule.clone(),
-        dominators,
-        distance,
+        dominators: dominators(graph, &options.edge_rule),
+        distance: OnceLock::new(),
     }
 }
 
 impl Analysis {
+    /// Distance from the root per node, [`NO_DISTANCE`] where the search does not reach, by the
+    /// runtime's rules; computed on the first call (O(V + E)). For V8 these are DevTools' raw
+    /// values: nodes reached only from system roots count from [`BASE_SYSTEM_DISTANCE`]
+    /// ([`edges_from_root`] removes it).
+    pub fn distances(&self, graph: &HeapGraph) -> &[u32] {
+        self.distance
+            .get_or_init(|| bfs_distances(graph, &self.edge_rule))
+    }
+
     /// Adopts analysis columns saved with the graph (the native format's trailing section),
     /// so that a converted dump reopens without recomputing.
     ///
@@ -134,13 +139,14 @@ impl Analysis {
         Ok(Analysis {
             edge_rule,
             dominators: tree,
-            distance,
+            distance: OnceLock::from(distance),
         })
     }
 
     /// The analysis as plain columns for storing: `(idom, retained_size, distance)`, with
     /// [`NO_NODE`] as the root's and unreachable nodes' dominator.
     pub fn to_stored(&self, graph: &HeapGraph) -> (Vec<u32>, Vec<u64>, Vec<u32>) {
+        let distance = self.distances(graph).to_vec();
         let tree = &self.dominators;
         let root = graph.root().index();
         let idom = tree
@@ -155,6 +161,6 @@ impl Analysis {
                 }
             })
             .collect();
-        (idom, tree.retained_size.clone(), self.distance.clone())
+        (idom, tree.retained_size.clone(), distance)
     }
 }

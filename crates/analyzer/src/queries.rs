@@ -26,7 +26,7 @@ pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Obje
         shallow_size: graph.shallow_size(node),
         retained_size: reachable.then(|| tree.retained_size[node.index()]),
         distance: if reachable {
-            edges_from_root(analysis.distance[node.index()])
+            edges_from_root(analysis.distances(graph)[node.index()])
         } else {
             None
         },

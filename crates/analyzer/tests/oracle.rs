@@ -105,7 +105,7 @@ proptest! {
         prop_assert_eq!(tree.retained_size[graph.root().index()], reachable_size);
         let expected_distance = oracle_distances(&graph);
         for node in graph.nodes() {
-            let got = (analysis.distance[node.index()] != heapgraph_analyzer::NO_DISTANCE).then_some(analysis.distance[node.index()]);
+            let got = (analysis.distances(&graph)[node.index()] != heapgraph_analyzer::NO_DISTANCE).then_some(analysis.distances(&graph)[node.index()]);
             prop_assert_eq!(got, expected_distance[node.index()]);
         }
     }
@@ -180,7 +180,7 @@ fn a_ten_million_link_chain_does_not_overflow_the_stack() {
     let analysis = analyze(&graph, &options());
     assert_eq!(analysis.dominators.retained_size[0], u64::from(n));
     assert_eq!(analysis.dominators.retained_size[1], u64::from(n - 1));
-    assert_eq!(analysis.distance[(n - 1) as usize], n - 1);
+    assert_eq!(analysis.distances(&graph)[(n - 1) as usize], n - 1);
     let last = graph.node((n - 1) as usize).expect("last node");
     let view = who_holds(&graph, &analysis, last, 1);
     assert_eq!(view.dominator_chain.len(), n as usize);
