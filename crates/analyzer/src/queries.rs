@@ -2,7 +2,7 @@
 
 use crate::Analysis;
 use crate::distances::edges_from_root;
-use crate::histogram::{DominatorChildren, type_totals};
+use crate::histogram::{DominatorChildren, add_retained, type_counts};
 use crate::paths::shortest_chains;
 use crate::view::{
     DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
@@ -67,17 +67,18 @@ pub fn summary(graph: &HeapGraph, analysis: &Analysis) -> SummaryView {
             view.unreachable_size += size;
         }
     }
-    let children = DominatorChildren::build(graph, tree);
-    let totals = type_totals(graph, tree, &children);
+    let (children, (node_type, mut totals)) = rayon::join(
+        || DominatorChildren::build(graph, tree),
+        || type_counts(graph),
+    );
+    add_retained(graph, tree, &children, &node_type, &mut totals);
     let strings = graph.strings();
-    view.types = strings
-        .iter()
-        .filter(|(id, _)| totals.count[id.index()] > 0)
-        .map(|(id, text)| TypeRow {
-            type_name: text.to_owned(),
-            count: totals.count[id.index()],
-            shallow_size: totals.shallow[id.index()],
-            retained_size: totals.retained[id.index()],
+    view.types = (0..totals.types.len())
+        .map(|dense| TypeRow {
+            type_name: strings.get(totals.types[dense]).to_owned(),
+            count: totals.count[dense],
+            shallow_size: totals.shallow[dense],
+            retained_size: totals.retained[dense],
         })
         .collect();
     view.types.sort_by(|a, b| {
