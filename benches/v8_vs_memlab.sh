@@ -13,10 +13,12 @@
 #               `npm ci --ignore-scripts` when missing
 #   MEMLAB_HEAP_MB  --max-old-space-size for memlab (default 16000)
 #   HEAPGRAPH_BIN   use this heapgraph binary and skip `cargo build --release`
+#   REPEAT          runs of each heapgraph step; the median is reported (default 3)
+#   MEMLAB_REPEAT   runs of memlab, likewise (default 1: one run takes about a minute)
 # Needs: node 20, cargo, and GNU time as /usr/bin/time (Debian package `time`;
 # when it is missing and this runs as root, it is installed with apt-get).
 #
-# Steps, each timed alone with /usr/bin/time -v:
+# Steps, each timed alone with /usr/bin/time -v (the median of REPEAT runs):
 #   (a) memlab: ../shared/bench/memlab_bench.js --mode full (parse + shortest
 #       paths + dominators + retained sizes)
 #   (b) heapgraph summary FILE --format json
@@ -31,6 +33,8 @@ SHARED="$ROOT/../shared"
 SIZE="${SIZE:-large}"
 BENCH_DIR="${BENCH_DIR:-/tmp/heapgraph-bench}"
 MEMLAB_HEAP_MB="${MEMLAB_HEAP_MB:-16000}"
+REPEAT="${REPEAT:-3}"
+MEMLAB_REPEAT="${MEMLAB_REPEAT:-1}"
 case "$SIZE" in small|medium|large) ;; *) echo "SIZE must be small, medium or large" >&2; exit 2 ;; esac
 
 if [[ ! -x /usr/bin/time ]]; then
@@ -93,12 +97,24 @@ timed() {
   ' "$LOGS/$name.time" >"$LOGS/$name"
 }
 
+# median NAME N CMD...: runs `timed` N times and keeps the run with the median wall time (the
+# machine is shared and single runs vary by a third).
+median() {
+  local name="$1" n="$2"; shift 2
+  : >"$LOGS/$name.all"
+  for ((i = 1; i <= n; i++)); do
+    timed "$name" "$@"
+    cat "$LOGS/$name" >>"$LOGS/$name.all"
+  done
+  sort -n "$LOGS/$name.all" | sed -n "$(((n + 1) / 2))p" >"$LOGS/$name"
+}
+
 rm -f "$HGD"
-timed memlab node --max-old-space-size="$MEMLAB_HEAP_MB" "$SHARED/bench/memlab_bench.js" \
-  --memlab "$MEMLAB_DIR" --mode full "$SNAP"
-timed summary "$HG" summary "$SNAP" --format json
-timed convert "$HG" convert "$SNAP" -o "$HGD"
-timed summary_hgd "$HG" summary "$HGD" --format json
+median memlab "$MEMLAB_REPEAT" node --max-old-space-size="$MEMLAB_HEAP_MB" \
+  "$SHARED/bench/memlab_bench.js" --memlab "$MEMLAB_DIR" --mode full "$SNAP"
+median summary "$REPEAT" "$HG" summary "$SNAP" --format json
+median convert "$REPEAT" "$HG" convert "$SNAP" -o "$HGD"
+median summary_hgd "$REPEAT" "$HG" summary "$HGD" --format json
 
 read -r MW MR <"$LOGS/memlab"
 read -r SW SR <"$LOGS/summary"
