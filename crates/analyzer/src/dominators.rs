@@ -33,7 +33,8 @@ pub const NO_NODE: u32 = u32::MAX;
 /// node other than the root, `idom` is reachable; `retained_size[v] >= shallow_size[v]`.
 pub struct DominatorTree {
     /// Immediate dominator per node. Unreachable nodes carry the dominator memlab gives them
-    /// (the root or another unreachable node).
+    /// (the root or another unreachable node) under [`EdgeRule::orphans_under_root`], and
+    /// [`NO_NODE`] otherwise.
     pub idom: Vec<u32>,
     /// Retained size per node. The root's counts reachable nodes only.
     pub retained_size: Vec<u64>,
