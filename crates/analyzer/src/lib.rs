@@ -52,7 +52,7 @@ pub struct Analysis {
     distance: OnceLock<Vec<u32>>,
 }
 
-/// The marker for "no distance" in [`Analysis::distance`].
+/// The marker for "no distance" in [`Analysis::distances`].
 pub const NO_DISTANCE: u32 = u32::MAX;
 
 /// Computes the dominator tree and retained sizes; distances follow on first use
@@ -82,7 +82,7 @@ impl Analysis {
     /// so that a converted dump reopens without recomputing.
     ///
     /// `idom` holds [`NO_NODE`] for the root and unreachable nodes; `distance` is as
-    /// [`Analysis::distance`]. The reachable set and retained counts are rebuilt from `idom`.
+    /// [`Analysis::distances`]. The reachable set and retained counts are rebuilt from `idom`.
     ///
     /// # Errors
     /// A message when the columns do not fit the graph or `idom` is not a tree under the root;
