@@ -31,33 +31,22 @@ pub fn bfs_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
 /// Plain breadth-first distances over the retaining edges.
 pub(crate) fn strong_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
     let strong = StrongEdges::new(graph, rule);
-    let parts = graph.parts();
     let mut distance = vec![NO_DISTANCE; graph.node_count()];
-    let mut queue: Vec<u32> = Vec::new();
     let root = graph.root().to_raw();
     distance[root as usize] = 0;
-    queue.push(root);
-    let mut head = 0;
-    while head < queue.len() {
-        let node = queue[head];
-        head += 1;
-        let next = distance[node as usize] + 1;
-        let range =
-            parts.first_edge[node as usize] as usize..parts.first_edge[node as usize + 1] as usize;
-        for edge in range {
-            let to = parts.edge_to[edge];
-            if distance[to as usize] == NO_DISTANCE && strong.retains(node, edge, to) {
-                distance[to as usize] = next;
-                queue.push(to);
-            }
-        }
-    }
+    let mut queue = vec![root];
+    bfs(graph, &mut distance, &mut queue, |from, edge, to| {
+        strong.retains(from, edge, to)
+    });
     distance
 }
 
 fn devtools_distances(graph: &HeapGraph) -> Vec<u32> {
     let parts = graph.parts();
     let mut filter = DevToolsFilter::new(graph);
+    let mut follows = |from: u32, edge: usize, _to: u32| {
+        parts.edge_kind[edge] != EdgeKind::Weak && filter.allows(graph, from, edge)
+    };
     let mut distance = vec![NO_DISTANCE; graph.node_count()];
     let mut queue: Vec<u32> = Vec::with_capacity(graph.node_count().min(1 << 20));
     let root = graph.root();
@@ -71,7 +60,7 @@ fn devtools_distances(graph: &HeapGraph) -> Vec<u32> {
         }
     }
     let found_user_roots = !queue.is_empty();
-    devtools_bfs(graph, &mut filter, &mut distance, &mut queue);
+    bfs(graph, &mut distance, &mut queue, &mut follows);
     distance[root.index()] = if found_user_roots {
         BASE_SYSTEM_DISTANCE
     } else {
@@ -79,15 +68,18 @@ fn devtools_distances(graph: &HeapGraph) -> Vec<u32> {
     };
     queue.clear();
     queue.push(root.to_raw());
-    devtools_bfs(graph, &mut filter, &mut distance, &mut queue);
+    bfs(graph, &mut distance, &mut queue, &mut follows);
     distance
 }
 
-fn devtools_bfs<'g>(
-    graph: &'g HeapGraph,
-    filter: &mut DevToolsFilter<'g>,
+/// Breadth-first search from the nodes in `queue` (their distances already set), giving each
+/// unvisited target one more than its source. `follows` is asked only about edges into
+/// unvisited nodes, in search order (DevTools' filter keeps state, so the order matters).
+fn bfs(
+    graph: &HeapGraph,
     distance: &mut [u32],
     queue: &mut Vec<u32>,
+    mut follows: impl FnMut(u32, usize, u32) -> bool,
 ) {
     let parts = graph.parts();
     let mut head = 0;
@@ -98,18 +90,11 @@ fn devtools_bfs<'g>(
         let range =
             parts.first_edge[node as usize] as usize..parts.first_edge[node as usize + 1] as usize;
         for edge in range {
-            if parts.edge_kind[edge] == EdgeKind::Weak {
-                continue;
-            }
             let to = parts.edge_to[edge];
-            if distance[to as usize] != NO_DISTANCE {
-                continue;
+            if distance[to as usize] == NO_DISTANCE && follows(node, edge, to) {
+                distance[to as usize] = next;
+                queue.push(to);
             }
-            if !filter.allows(graph, node, edge) {
-                continue;
-            }
-            distance[to as usize] = next;
-            queue.push(to);
         }
     }
 }
