@@ -3,12 +3,31 @@
 use crate::dominators::DominatorTree;
 use heapgraph_model::{HeapGraph, StringId};
 
-/// Per-type totals, indexed by a dense type index (`types[i]` is the type's string id).
-pub(crate) struct TypeTotals {
-    pub(crate) types: Vec<StringId>,
-    pub(crate) count: Vec<u64>,
-    pub(crate) shallow: Vec<u64>,
-    pub(crate) retained: Vec<u64>,
+/// Per-type totals over real (non-synthetic) objects, one row per type: column `i` of each
+/// vector describes type `types[i]`. Rows are in order of first appearance in node order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TypeTotals {
+    /// The type's name.
+    pub types: Vec<StringId>,
+    /// Objects of the type.
+    pub count: Vec<u64>,
+    /// Their shallow sizes, summed.
+    pub shallow: Vec<u64>,
+    /// Their retained sizes, with each retained byte counted once (an instance inside the
+    /// dominator subtree of another instance of its type is not added again).
+    pub retained: Vec<u64>,
+}
+
+/// Computes [`TypeTotals`] from the dominator tree.
+///
+/// Complexity: O(V) time and space.
+pub(crate) fn type_totals(graph: &HeapGraph, tree: &DominatorTree) -> TypeTotals {
+    let (children, (node_type, mut totals)) = rayon::join(
+        || DominatorChildren::build(graph, tree),
+        || type_counts(graph),
+    );
+    add_retained(graph, tree, &children, &node_type, &mut totals);
+    totals
 }
 
 /// The children of every reachable node in the dominator tree, as a CSR over node indices,
@@ -53,7 +72,7 @@ impl DominatorChildren {
 ///
 /// Types get dense indices so that the per-type counters of the tree walk stay in cache.
 /// Complexity: O(V) time, O(V + S) space for S strings.
-pub(crate) fn type_counts(graph: &HeapGraph) -> (Vec<u32>, TypeTotals) {
+fn type_counts(graph: &HeapGraph) -> (Vec<u32>, TypeTotals) {
     let parts = graph.parts();
     let mut dense_of_string = vec![u32::MAX; graph.strings().len()];
     let mut types: Vec<StringId> = Vec::new();
@@ -94,7 +113,7 @@ pub(crate) fn type_counts(graph: &HeapGraph) -> (Vec<u32>, TypeTotals) {
 /// instances (a linked list of one class) are not counted twice.
 ///
 /// Complexity: O(V) time (one depth-first walk of the dominator tree), O(T + depth) space.
-pub(crate) fn add_retained(
+fn add_retained(
     graph: &HeapGraph,
     tree: &DominatorTree,
     children: &DominatorChildren,

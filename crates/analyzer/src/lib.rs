@@ -25,6 +25,7 @@ pub mod view;
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, NO_NODE, dominators};
 pub use edge_rule::EdgeRule;
+pub use histogram::TypeTotals;
 pub use queries::{dominator_tree, find_largest_of_type, object_view, summary, top, who_holds};
 pub use view::{
     DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
@@ -50,6 +51,25 @@ pub struct Analysis {
     pub dominators: DominatorTree,
     /// Distances, computed on first use: `summary` needs none.
     distance: OnceLock<Vec<u32>>,
+    /// Per-type totals, computed on first use: only `summary` needs them.
+    type_totals: OnceLock<TypeTotals>,
+}
+
+/// An analysis as plain columns, to store beside the graph (the native format's trailing
+/// section) and adopt again with [`Analysis::from_stored`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredColumns {
+    /// Immediate dominator per node; [`NO_NODE`] for the root and unreachable nodes.
+    pub idom: Vec<u32>,
+    /// Retained size per node.
+    pub retained_size: Vec<u64>,
+    /// Nodes in each node's dominator subtree, itself included; empty when not stored, and
+    /// then rebuilt from `idom`.
+    pub retained_count: Vec<u32>,
+    /// Distance per node, as [`Analysis::distances`].
+    pub distance: Vec<u32>,
+    /// Per-type totals, as [`Analysis::type_totals`]; `None` when not stored.
+    pub type_totals: Option<TypeTotals>,
 }
 
 /// The marker for "no distance" in [`Analysis::distances`].
@@ -65,6 +85,7 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
         edge_rule: options.edge_rule.clone(),
         dominators: dominators(graph, &options.edge_rule),
         distance: OnceLock::new(),
+        type_totals: OnceLock::new(),
     }
 }
 
@@ -78,11 +99,21 @@ impl Analysis {
             .get_or_init(|| bfs_distances(graph, &self.edge_rule))
     }
 
+    /// Per-type totals (count, shallow and retained size per type); computed on the first call
+    /// (O(V), a walk of the dominator tree).
+    pub fn type_totals(&self, graph: &HeapGraph) -> &TypeTotals {
+        self.type_totals
+            .get_or_init(|| histogram::type_totals(graph, &self.dominators))
+    }
+
     /// Adopts analysis columns saved with the graph (the native format's trailing section),
     /// so that a converted dump reopens without recomputing.
     ///
-    /// `idom` holds [`NO_NODE`] for the root and unreachable nodes; `distance` is as
-    /// [`Analysis::distances`]. The reachable set and retained counts are rebuilt from `idom`.
+    /// The reachable set comes from `idom`. Stored retained counts are checked, not trusted:
+    /// each node's count must be one more than the sum of its dominator-tree children's, and
+    /// the root's must be the number of reachable nodes, which no `idom` with a cycle can
+    /// satisfy; without them, the counts are rebuilt by walking the tree. Stored type totals
+    /// must add up to the graph's object count and shallow total.
     ///
     /// # Errors
     /// A message when the columns do not fit the graph or `idom` is not a tree under the root;
@@ -90,63 +121,69 @@ impl Analysis {
     pub fn from_stored(
         graph: &HeapGraph,
         edge_rule: EdgeRule,
-        idom: Vec<u32>,
-        retained_size: Vec<u64>,
-        distance: Vec<u32>,
+        stored: StoredColumns,
     ) -> Result<Analysis, String> {
         let n_nodes = graph.node_count();
+        let StoredColumns {
+            mut idom,
+            retained_size,
+            retained_count,
+            distance,
+            type_totals,
+        } = stored;
         if idom.len() != n_nodes || retained_size.len() != n_nodes || distance.len() != n_nodes {
             return Err(format!(
                 "the stored analysis does not have {n_nodes} entries per column"
             ));
         }
-        let root = graph.root().index();
-        let mut idom = idom;
-        idom[root] = root as u32;
-        let mut reachable = vec![false; n_nodes];
-        reachable[root] = true;
-        for (node, &dominator) in idom.iter().enumerate() {
-            if dominator != NO_NODE {
-                if dominator as usize >= n_nodes {
-                    return Err(format!("node {node} has dominator {dominator}, not a node"));
-                }
-                reachable[node] = true;
-            }
+        if !retained_count.is_empty() && retained_count.len() != n_nodes {
+            return Err(format!(
+                "the stored retained counts do not have {n_nodes} entries"
+            ));
         }
+        let root = graph.root().index();
+        idom[root] = root as u32;
+        if let Some(node) = idom
+            .iter()
+            .position(|&dominator| dominator != NO_NODE && dominator as usize >= n_nodes)
+        {
+            return Err(format!(
+                "node {node} has dominator {}, not a node",
+                idom[node]
+            ));
+        }
+        let reachable: Vec<bool> = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
         let mut tree = DominatorTree {
             idom,
             retained_size,
-            retained_count: vec![1; n_nodes],
+            retained_count: Vec::new(),
             reachable,
         };
-        // Retained counts: sum up the dominator tree in reverse pre-order, which also proves
-        // that every reachable node hangs under the root.
-        let children = histogram::DominatorChildren::build(graph, &tree);
-        let mut preorder = Vec::with_capacity(n_nodes);
-        let mut stack = vec![root as u32];
-        while let Some(node) = stack.pop() {
-            preorder.push(node);
-            stack.extend_from_slice(children.of(node as usize));
-        }
-        let n_reachable = tree.reachable.iter().filter(|&&r| r).count();
-        if preorder.len() != n_reachable {
-            return Err("the stored dominators do not form a tree under the root".to_owned());
-        }
-        for &node in preorder.iter().rev().filter(|&&node| node as usize != root) {
-            let dominator = tree.idom[node as usize] as usize;
-            tree.retained_count[dominator] += tree.retained_count[node as usize];
-        }
+        tree.retained_count = if retained_count.is_empty() {
+            rebuilt_retained_counts(graph, &tree)?
+        } else {
+            checked_retained_counts(graph, &tree, retained_count)?
+        };
+        let type_totals = match type_totals {
+            Some(totals) => {
+                check_type_totals(graph, &totals)?;
+                OnceLock::from(totals)
+            }
+            None => OnceLock::new(),
+        };
         Ok(Analysis {
             edge_rule,
             dominators: tree,
             distance: OnceLock::from(distance),
+            type_totals,
         })
     }
 
-    /// The analysis as plain columns for storing: `(idom, retained_size, distance)`, with
-    /// [`NO_NODE`] as the root's and unreachable nodes' dominator.
-    pub fn to_stored(&self, graph: &HeapGraph) -> (Vec<u32>, Vec<u64>, Vec<u32>) {
+    /// The analysis as plain columns for storing, with distances and type totals computed if
+    /// they were not yet.
+    pub fn to_stored(&self, graph: &HeapGraph) -> StoredColumns {
         let distance = self.distances(graph).to_vec();
+        let type_totals = Some(self.type_totals(graph).clone());
         let tree = &self.dominators;
         let root = graph.root().index();
         let idom = tree
@@ -161,6 +198,175 @@ impl Analysis {
                 }
             })
             .collect();
-        (idom, tree.retained_size.clone(), distance)
+        // A subtree holds at most every node, and node counts fit a u32.
+        let retained_count = tree
+            .retained_count
+            .iter()
+            .map(|&count| count as u32)
+            .collect();
+        StoredColumns {
+            idom,
+            retained_size: tree.retained_size.clone(),
+            retained_count,
+            distance,
+            type_totals,
+        }
+    }
+}
+
+/// Retained counts summed up the dominator tree in reverse pre-order, which also proves that
+/// every reachable node hangs under the root.
+fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Vec<u64>, String> {
+    let n_nodes = graph.node_count();
+    let root = graph.root().index();
+    let children = histogram::DominatorChildren::build(graph, tree);
+    let mut preorder = Vec::with_capacity(n_nodes);
+    let mut stack = vec![root as u32];
+    while let Some(node) = stack.pop() {
+        preorder.push(node);
+        stack.extend_from_slice(children.of(node as usize));
+    }
+    let n_reachable = tree.reachable.iter().filter(|&&r| r).count();
+    if preorder.len() != n_reachable {
+        return Err("the stored dominators do not form a tree under the root".to_owned());
+    }
+    let mut counts = vec![1u64; n_nodes];
+    for &node in preorder.iter().rev().filter(|&&node| node as usize != root) {
+        let dominator = tree.idom[node as usize] as usize;
+        counts[dominator] += counts[node as usize];
+    }
+    Ok(counts)
+}
+
+/// Stored retained counts, checked against the tree (see [`Analysis::from_stored`]): with
+/// every count positive, a cycle of `idom` would need each count on it to exceed the next,
+/// all the way round, so the equations hold only for a tree.
+fn checked_retained_counts(
+    graph: &HeapGraph,
+    tree: &DominatorTree,
+    stored: Vec<u32>,
+) -> Result<Vec<u64>, String> {
+    let root = graph.root().index();
+    let n_reachable = tree.reachable.iter().filter(|&&r| r).count() as u64;
+    let mut children_sum = vec![0u64; graph.node_count()];
+    for (node, &count) in stored.iter().enumerate() {
+        if node != root && tree.reachable[node] {
+            children_sum[tree.idom[node] as usize] += u64::from(count);
+        }
+    }
+    let consistent = stored
+        .iter()
+        .zip(&children_sum)
+        .zip(&tree.reachable)
+        .all(|((&count, &below), &reachable)| !reachable || u64::from(count) == below + 1);
+    if !consistent || u64::from(stored[root]) != n_reachable {
+        return Err("the stored retained counts do not fit the stored dominators".to_owned());
+    }
+    Ok(stored.into_iter().map(u64::from).collect())
+}
+
+/// Refuses stored type totals that do not add up to the graph's real objects.
+fn check_type_totals(graph: &HeapGraph, totals: &TypeTotals) -> Result<(), String> {
+    let n_types = totals.types.len();
+    if totals.count.len() != n_types
+        || totals.shallow.len() != n_types
+        || totals.retained.len() != n_types
+    {
+        return Err("the stored type totals have columns of different lengths".to_owned());
+    }
+    let n_strings = graph.strings().len();
+    if totals.types.iter().any(|id| id.index() >= n_strings) {
+        return Err("a stored type total names a string outside the table".to_owned());
+    }
+    let (objects, shallow) = graph
+        .nodes()
+        .filter(|&node| !graph.is_synthetic(node))
+        .fold((0u64, 0u64), |(objects, shallow), node| {
+            (
+                objects + 1,
+                shallow + graph.parts().node_shallow_size[node.index()],
+            )
+        });
+    if totals.count.iter().sum::<u64>() != objects || totals.shallow.iter().sum::<u64>() != shallow
+    {
+        return Err("the stored type totals do not add up to the graph's objects".to_owned());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heapgraph_test_support::graph;
+
+    fn analysis_of(graph: &HeapGraph) -> Analysis {
+        let options = Options {
+            edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+        };
+        analyze(graph, &options)
+    }
+
+    fn adopt(graph: &HeapGraph, stored: StoredColumns) -> Result<Analysis, String> {
+        Analysis::from_stored(graph, EdgeRule::for_runtime(graph.meta().runtime), stored)
+    }
+
+    /// A tree, a diamond, a nested instance of one type, and an unreachable pair.
+    const NOTATION: &str =
+        "root -> a: 10; a -> b: 5; a -> c: 7; b -> d: 3; c -> d; d -> a2: 4; x: 9; x -> y: 1";
+
+    #[test]
+    fn a_stored_analysis_is_adopted_as_computed() {
+        let graph = graph(NOTATION);
+        let analysis = analysis_of(&graph);
+        let stored = analysis.to_stored(&graph);
+        assert!(stored.type_totals.is_some());
+        for counts_stored in [true, false] {
+            let mut stored = stored.clone();
+            if !counts_stored {
+                stored.retained_count.clear();
+            }
+            let adopted = adopt(&graph, stored).expect("a consistent analysis");
+            let (tree, original) = (&adopted.dominators, &analysis.dominators);
+            assert_eq!(tree.retained_size, original.retained_size);
+            assert_eq!(tree.retained_count, original.retained_count);
+            assert_eq!(tree.reachable, original.reachable);
+            assert_eq!(adopted.distances(&graph), analysis.distances(&graph));
+            assert_eq!(adopted.type_totals(&graph), analysis.type_totals(&graph));
+        }
+    }
+
+    #[test]
+    fn stored_counts_that_do_not_fit_a_tree_are_refused() {
+        let graph = graph(NOTATION);
+        let stored = analysis_of(&graph).to_stored(&graph);
+        let node = |name: &str| {
+            graph
+                .nodes()
+                .find(|&node| graph.name(node) == name)
+                .expect("a node of the notation")
+                .index()
+        };
+        // b and c dominating each other: a cycle that the counts cannot describe.
+        let mut cycle = stored.clone();
+        cycle.idom[node("b")] = node("c") as u32;
+        cycle.idom[node("c")] = node("b") as u32;
+        assert!(adopt(&graph, cycle).is_err());
+        // The same cycle without stored counts is caught by the walk.
+        let mut cycle = stored.clone();
+        cycle.idom[node("b")] = node("c") as u32;
+        cycle.idom[node("c")] = node("b") as u32;
+        cycle.retained_count.clear();
+        assert!(adopt(&graph, cycle).is_err());
+        let mut wrong_count = stored.clone();
+        wrong_count.retained_count[node("a")] += 1;
+        assert!(adopt(&graph, wrong_count).is_err());
+        let mut wrong_totals = stored.clone();
+        if let Some(totals) = &mut wrong_totals.type_totals {
+            totals.count[0] += 1;
+        }
+        assert!(adopt(&graph, wrong_totals).is_err());
+        let mut outside = stored;
+        outside.idom[node("d")] = graph.node_count() as u32;
+        assert!(adopt(&graph, outside).is_err());
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::Analysis;
 use crate::distances::edges_from_root;
-use crate::histogram::{DominatorChildren, add_retained, type_counts};
+use crate::histogram::DominatorChildren;
 use crate::paths::shortest_chains;
 use crate::view::{
     DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
@@ -67,11 +67,7 @@ pub fn summary(graph: &HeapGraph, analysis: &Analysis) -> SummaryView {
             view.unreachable_size += size;
         }
     }
-    let (children, (node_type, mut totals)) = rayon::join(
-        || DominatorChildren::build(graph, tree),
-        || type_counts(graph),
-    );
-    add_retained(graph, tree, &children, &node_type, &mut totals);
+    let totals = analysis.type_totals(graph);
     let strings = graph.strings();
     view.types = (0..totals.types.len())
         .map(|dense| TypeRow {

@@ -2,11 +2,11 @@
 //! a `.hgd` file carries).
 
 use anyhow::{Context, bail};
-use heapgraph_analyzer::{Analysis, EdgeRule, Options};
+use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
 use heapgraph_import::{Dump, Format, native};
 use heapgraph_model::HeapGraph;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Duration;
 
@@ -60,15 +60,8 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
         options
     };
     if is_native(path).with_context(context)? {
-        let file = std::fs::File::open(path).with_context(context)?;
-        let reader = BufReader::with_capacity(
-            1 << 20,
-            ProgressReader {
-                inner: file,
-                bar: &bar.0,
-            },
-        );
-        let (dump, stored) = native::import_with_analysis(reader, &native::Options::default())
+        // Mapped and decoded in parallel: fast enough that a byte count would only flicker.
+        let (dump, stored) = native::import_path_with_analysis(path, &native::Options::default())
             .with_context(context)?;
         bar.0.finish_and_clear();
         return Ok(Loaded {
@@ -102,19 +95,6 @@ fn is_native(path: &Path) -> anyhow::Result<bool> {
     Ok(heapgraph_import::sniff(prefix) == Some(Format::Native))
 }
 
-struct ProgressReader<'a, R> {
-    inner: R,
-    bar: &'a ProgressBar,
-}
-
-impl<R: Read> Read for ProgressReader<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bar.inc(n as u64);
-        Ok(n)
-    }
-}
-
 impl Loaded {
     /// The analysis under the runtime's default edge rule, or with weak edges retaining.
     /// A stored analysis is used when it was made under the same rule (the default).
@@ -124,13 +104,7 @@ impl Loaded {
         if let Some(stored) = self.stored.take()
             && !include_weak
         {
-            match Analysis::from_stored(
-                &self.graph,
-                edge_rule.clone(),
-                stored.dominator,
-                stored.retained_size,
-                stored.distance,
-            ) {
+            match Analysis::from_stored(&self.graph, edge_rule.clone(), columns_of(stored)) {
                 Ok(analysis) => return Ok(analysis),
                 Err(reason) => self.graph.add_note(format!(
                     "the stored analysis was ignored ({reason}); recomputed"
@@ -141,5 +115,37 @@ impl Loaded {
         let analysis = heapgraph_analyzer::analyze(&self.graph, &Options { edge_rule });
         spinner.finish_and_clear();
         Ok(analysis)
+    }
+}
+
+/// A file's stored analysis as the analyzer's columns.
+fn columns_of(stored: native::StoredAnalysis) -> StoredColumns {
+    StoredColumns {
+        idom: stored.dominator,
+        retained_size: stored.retained_size,
+        retained_count: stored.retained_count,
+        distance: stored.distance,
+        type_totals: stored.type_totals.map(|totals| TypeTotals {
+            types: totals.type_name,
+            count: totals.count,
+            shallow: totals.shallow_size,
+            retained: totals.retained_size,
+        }),
+    }
+}
+
+/// The analyzer's columns as a file's stored analysis.
+pub(crate) fn stored_of(columns: StoredColumns) -> native::StoredAnalysis {
+    native::StoredAnalysis {
+        dominator: columns.idom,
+        retained_size: columns.retained_size,
+        distance: columns.distance,
+        retained_count: columns.retained_count,
+        type_totals: columns.type_totals.map(|totals| native::StoredTypeTotals {
+            type_name: totals.types,
+            count: totals.count,
+            shallow_size: totals.shallow,
+            retained_size: totals.retained,
+        }),
     }
 }

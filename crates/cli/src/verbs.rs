@@ -5,7 +5,7 @@ use crate::args::{
     Common, ConvertArgs, DominatorsArgs, OutputFormat, RankByArg, SummaryArgs, TopArgs,
     WhoHoldsArgs,
 };
-use crate::load::{Loaded, load, spinner};
+use crate::load::{Loaded, load, spinner, stored_of};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::RankBy;
 use heapgraph_import::native;
@@ -118,12 +118,7 @@ pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {
 pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let mut loaded = load(&args.file)?;
     let analysis = loaded.analyze(false)?;
-    let (dominator, retained_size, distance) = analysis.to_stored(&loaded.graph);
-    let stored = native::StoredAnalysis {
-        dominator,
-        retained_size,
-        distance,
-    };
+    let stored = stored_of(analysis.to_stored(&loaded.graph));
     let spinner = spinner("writing");
     let context = || format!("cannot write {}", args.output.display());
     let file = std::fs::File::create(&args.output).with_context(context)?;
@@ -132,7 +127,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     out.flush().with_context(context)?;
     spinner.finish_and_clear();
     Ok(format!(
-        "wrote {} ({} nodes, {} references, with dominators, retained sizes and distances)\n",
+        "wrote {} ({} nodes, {} references, with dominators, retained sizes, distances and type totals)\n",
         args.output.display(),
         loaded.graph.node_count(),
         loaded.graph.edge_count()

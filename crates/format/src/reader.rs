@@ -2,10 +2,10 @@
 //! reader's buffer, and a [`Truncation`] note instead of an error when the stream was cut short.
 
 use crate::error::{Error, describe_prefix};
-use crate::frame::{FrameError, Framed, Framer};
+use crate::frame::{FrameError, Framed, Framer, SliceFramer};
 use crate::records::{
     AnalysisChunk, Chunk, EdgesChunk, Header, LITTLE_ENDIAN, MAGIC, NodeKindsChunk, NodesChunk,
-    RootChunk, StringsChunk, UnknownChunk, VERSION,
+    RootChunk, StringsChunk, TypeTotalsChunk, UnknownChunk, VERSION,
 };
 use crate::{MAX_RECORD_BYTES, sniff};
 use serde::Deserialize;
@@ -61,11 +61,16 @@ enum State {
 /// Every record is copied into one reused buffer before it is decoded, and no record may exceed
 /// [`MAX_RECORD_BYTES`]: a length prefix larger than the bytes that follow ends the stream (a
 /// truncation), it never reserves the declared size. The stream is read through a small buffer
-/// of its own, so a plain `File` is fine.
+/// of its own, so a plain `File` is fine. [`SliceReader`] reads a file already in memory (or
+/// memory-mapped) without copying.
 pub struct Reader<R> {
     framer: Framer<R>,
     header: Header,
-    buf: Vec<u8>,
+    progress: Progress,
+}
+
+/// What [`Reader`] and [`SliceReader`] share: how far they got.
+struct Progress {
     chunks_read: u64,
     state: State,
 }
@@ -97,63 +102,18 @@ impl<R: Read> Reader<R> {
             offset: 0,
             source,
         })?;
-        if sniff(prefix) == Some(false) {
-            return Err(Error::NotHgd {
-                found: describe_prefix(prefix, 24),
-            });
-        }
-        let mut buf = Vec::new();
-        match framer.read_value(&mut buf, MAX_RECORD_BYTES) {
+        check_prefix(prefix)?;
+        match framer.read_value(MAX_RECORD_BYTES) {
             Ok(Framed::Value) => {}
             Ok(Framed::End) => return Err(Error::TruncatedHeader { offset: 0 }),
-            Err(FrameError::Eof) => {
-                return Err(match sniff(&buf) {
-                    Some(false) => Error::NotHgd {
-                        found: describe_prefix(&buf, 24),
-                    },
-                    _ => Error::TruncatedHeader {
-                        offset: framer.offset(),
-                    },
-                });
-            }
-            Err(err) => return Err(frame_error(err, 0, 0, &framer)),
+            Err(FrameError::Eof) => return Err(header_cut_short(framer.value(), framer.offset())),
+            Err(err) => return Err(frame_error(err, 0, 0, framer.offset())),
         }
-        if sniff(&buf) != Some(true) {
-            return Err(Error::NotHgd {
-                found: describe_prefix(&buf, 24),
-            });
-        }
-        let malformed = |message: String| Error::Malformed {
-            record: 0,
-            offset: 0,
-            message,
-        };
-        let header: Header = rmp_serde::from_slice(&buf)
-            .map_err(|err| malformed(format!("the header cannot be decoded: {err}")))?;
-        if header.magic != MAGIC {
-            return Err(malformed(format!(
-                "magic is {:?}, not {MAGIC:?}",
-                header.magic
-            )));
-        }
-        if header.version != VERSION {
-            return Err(Error::UnsupportedVersion {
-                version: header.version,
-                supported: VERSION,
-            });
-        }
-        if header.endianness != LITTLE_ENDIAN {
-            return Err(malformed(format!(
-                "endianness is {:?}; only {LITTLE_ENDIAN:?} is defined",
-                header.endianness
-            )));
-        }
+        let header = parse_header(framer.value())?;
         Ok(Reader {
             framer,
             header,
-            buf,
-            chunks_read: 0,
-            state: State::Reading,
+            progress: Progress::new(),
         })
     }
 
@@ -164,7 +124,7 @@ impl<R: Read> Reader<R> {
 
     /// Complete chunks read so far.
     pub fn chunks_read(&self) -> u64 {
-        self.chunks_read
+        self.progress.chunks_read
     }
 
     /// Bytes of the stream consumed so far.
@@ -175,10 +135,7 @@ impl<R: Read> Reader<R> {
     /// How the stream was cut short, once [`Reader::next_chunk`] has returned `None` for a stream
     /// without a complete end record.
     pub fn truncation(&self) -> Option<&Truncation> {
-        match &self.state {
-            State::Truncated(truncation) => Some(truncation),
-            State::Reading | State::Ended => None,
-        }
+        self.progress.truncation()
     }
 
     /// The next chunk, or `None` at the end record or where the stream was cut short (then
@@ -190,50 +147,177 @@ impl<R: Read> Reader<R> {
     /// disagree, or the end record's count is wrong, or data follows it), [`Error::TooLarge`] and
     /// [`Error::Io`].
     pub fn next_chunk(&mut self) -> Result<Option<Chunk<'_>>, Error> {
-        if !matches!(self.state, State::Reading) {
+        if !matches!(self.progress.state, State::Reading) {
             return Ok(None);
         }
-        let record = self.chunks_read + 1;
         let start = self.framer.offset();
-        let partial_record = match self.framer.read_value(&mut self.buf, MAX_RECORD_BYTES) {
-            Ok(Framed::Value) => None,
-            Ok(Framed::End) => Some(false),
-            Err(FrameError::Eof) => Some(true),
-            Err(err) => return Err(frame_error(err, record, start, &self.framer)),
+        let framed = self.framer.read_value(MAX_RECORD_BYTES);
+        let framed = match framed {
+            Ok(Framed::Value) => Ok(true),
+            Ok(Framed::End) => Ok(false),
+            Err(err) => Err(err),
         };
-        if let Some(partial_record) = partial_record {
-            self.state = State::Truncated(Truncation {
-                chunks: self.chunks_read,
-                offset: start,
-                partial_record,
-            });
+        let Some(record) = self.progress.framed(framed, start, self.framer.offset())? else {
+            return Ok(None);
+        };
+        let end_offset = self.framer.offset();
+        let at_end = self.framer.at_end().map_err(|source| Error::Io {
+            record: record + 1,
+            offset: end_offset,
+            source,
+        });
+        self.progress
+            .interpret(self.framer.value(), record, start, end_offset, at_end)
+    }
+}
+
+/// Reads a `.hgd` file that is already in memory, such as a memory-mapped one: as [`Reader`],
+/// but the chunks borrow the slice, not the reader, so they can be kept and decoded together
+/// (in parallel, say).
+pub struct SliceReader<'a> {
+    framer: SliceFramer<'a>,
+    header: Header,
+    progress: Progress,
+}
+
+impl<'a> SliceReader<'a> {
+    /// Reads and checks the header.
+    ///
+    /// # Errors
+    /// As [`Reader::new`].
+    pub fn new(bytes: &'a [u8]) -> Result<SliceReader<'a>, Error> {
+        check_prefix(bytes)?;
+        let mut framer = SliceFramer::new(bytes);
+        let value = match framer.read_value(MAX_RECORD_BYTES) {
+            Ok(Some(value)) => value,
+            Ok(None) => return Err(Error::TruncatedHeader { offset: 0 }),
+            Err(FrameError::Eof) => return Err(header_cut_short(bytes, bytes.len() as u64)),
+            Err(err) => return Err(frame_error(err, 0, 0, 0)),
+        };
+        let header = parse_header(value)?;
+        Ok(SliceReader {
+            framer,
+            header,
+            progress: Progress::new(),
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Complete chunks read so far.
+    pub fn chunks_read(&self) -> u64 {
+        self.progress.chunks_read
+    }
+
+    /// Bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.framer.offset()
+    }
+
+    /// As [`Reader::truncation`].
+    pub fn truncation(&self) -> Option<&Truncation> {
+        self.progress.truncation()
+    }
+
+    /// The next chunk, borrowing the slice; as [`Reader::next_chunk`].
+    ///
+    /// # Errors
+    /// As [`Reader::next_chunk`].
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk<'a>>, Error> {
+        if !matches!(self.progress.state, State::Reading) {
             return Ok(None);
         }
+        let start = self.framer.offset();
+        let framed = self.framer.read_value(MAX_RECORD_BYTES);
+        let (framed, value) = match framed {
+            Ok(Some(value)) => (Ok(true), value),
+            Ok(None) => (Ok(false), &[][..]),
+            Err(err) => (Err(err), &[][..]),
+        };
+        let end = start + value.len() as u64;
+        let Some(record) = self.progress.framed(framed, start, end)? else {
+            return Ok(None);
+        };
+        let at_end = Ok(self.framer.at_end());
+        self.progress.interpret(value, record, start, end, at_end)
+    }
+
+    /// The bytes after the last record read.
+    pub fn rest(&self) -> &'a [u8] {
+        self.framer.rest()
+    }
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            chunks_read: 0,
+            state: State::Reading,
+        }
+    }
+
+    fn truncation(&self) -> Option<&Truncation> {
+        match &self.state {
+            State::Truncated(truncation) => Some(truncation),
+            State::Reading | State::Ended => None,
+        }
+    }
+
+    /// Takes the framing outcome of the record that starts at `start` (a value: `Ok(true)`;
+    /// a clean end: `Ok(false)`): the record's number, or `None` where the stream ends.
+    fn framed(
+        &mut self,
+        framed: Result<bool, FrameError>,
+        start: u64,
+        offset: u64,
+    ) -> Result<Option<u64>, Error> {
+        let record = self.chunks_read + 1;
+        let partial_record = match framed {
+            Ok(true) => return Ok(Some(record)),
+            Ok(false) => false,
+            Err(FrameError::Eof) => true,
+            Err(err) => return Err(frame_error(err, record, start, offset)),
+        };
+        self.state = State::Truncated(Truncation {
+            chunks: self.chunks_read,
+            offset: start,
+            partial_record,
+        });
+        Ok(None)
+    }
+
+    /// Decodes the complete record `value`, number `record`, found at `start` and ending at
+    /// `end`; `at_end` tells whether nothing follows it.
+    fn interpret<'b>(
+        &mut self,
+        value: &'b [u8],
+        record: u64,
+        start: u64,
+        end: u64,
+        at_end: Result<bool, Error>,
+    ) -> Result<Option<Chunk<'b>>, Error> {
         let malformed = |message: String| Error::Malformed {
             record,
             offset: start,
             message,
         };
-        let type_name = record_type(&self.buf).map_err(malformed)?;
+        let type_name = record_type(value).map_err(malformed)?;
         if type_name == "end" {
-            let end: EndCount = rmp_serde::from_slice(&self.buf)
+            let count: EndCount = rmp_serde::from_slice(value)
                 .map_err(|err| malformed(format!("an end record: {err}")))?;
-            if end.chunks != self.chunks_read {
+            if count.chunks != self.chunks_read {
                 return Err(malformed(format!(
                     "the end record counts {} chunks but {} came before it",
-                    end.chunks, self.chunks_read
+                    count.chunks, self.chunks_read
                 )));
             }
-            let end_offset = self.framer.offset();
-            let at_end = self.framer.at_end().map_err(|source| Error::Io {
-                record: record + 1,
-                offset: end_offset,
-                source,
-            })?;
-            if !at_end {
+            if !at_end? {
                 return Err(Error::Malformed {
                     record: record + 1,
-                    offset: end_offset,
+                    offset: end,
                     message: "data follows the end record".to_owned(),
                 });
             }
@@ -241,10 +325,63 @@ impl<R: Read> Reader<R> {
             return Ok(None);
         }
         self.chunks_read = record;
-        decode_chunk(&self.buf, type_name)
-            .map(Some)
-            .map_err(malformed)
+        decode_chunk(value, type_name).map(Some).map_err(malformed)
     }
+}
+
+/// Refuses a prefix that cannot start a `.hgd` stream.
+fn check_prefix(prefix: &[u8]) -> Result<(), Error> {
+    if sniff(prefix) == Some(false) {
+        return Err(Error::NotHgd {
+            found: describe_prefix(prefix, 24),
+        });
+    }
+    Ok(())
+}
+
+/// The error for a stream that ends inside its first record, of which `arrived` came.
+fn header_cut_short(arrived: &[u8], offset: u64) -> Error {
+    match sniff(arrived) {
+        Some(false) => Error::NotHgd {
+            found: describe_prefix(arrived, 24),
+        },
+        _ => Error::TruncatedHeader { offset },
+    }
+}
+
+/// Decodes and checks the header record.
+fn parse_header(value: &[u8]) -> Result<Header, Error> {
+    if sniff(value) != Some(true) {
+        return Err(Error::NotHgd {
+            found: describe_prefix(value, 24),
+        });
+    }
+    let malformed = |message: String| Error::Malformed {
+        record: 0,
+        offset: 0,
+        message,
+    };
+    let header: Header = rmp_serde::from_slice(value)
+        .map_err(|err| malformed(format!("the header cannot be decoded: {err}")))?;
+    if header.magic != MAGIC {
+        return Err(malformed(format!(
+            "magic is {:?}, not {MAGIC:?}",
+            header.magic
+        )));
+    }
+    if header.version != VERSION {
+        return Err(Error::UnsupportedVersion {
+            version: header.version,
+            supported: VERSION,
+        });
+    }
+    if header.endianness != LITTLE_ENDIAN {
+        return Err(malformed(format!(
+            "endianness is {:?}; only {LITTLE_ENDIAN:?} is defined",
+            header.endianness
+        )));
+    }
+    Ok(header)
 }
 
 /// The `type` of one framed record.
@@ -268,6 +405,9 @@ fn decode_chunk<'a>(buf: &'a [u8], type_name: &str) -> Result<Chunk<'a>, String>
         "analysis" => {
             Chunk::Analysis(rmp_serde::from_slice::<AnalysisChunk<'_>>(buf).map_err(bad)?)
         }
+        "type_totals" => {
+            Chunk::TypeTotals(rmp_serde::from_slice::<TypeTotalsChunk<'_>>(buf).map_err(bad)?)
+        }
         "header" => return Err("a second header".to_owned()),
         other => Chunk::Unknown(UnknownChunk {
             type_name: other.to_owned(),
@@ -279,12 +419,13 @@ fn decode_chunk<'a>(buf: &'a [u8], type_name: &str) -> Result<Chunk<'a>, String>
     Ok(chunk)
 }
 
-/// The error for a framing failure other than a clean or partial end.
-fn frame_error<R: Read>(err: FrameError, record: u64, start: u64, framer: &Framer<R>) -> Error {
+/// The error for a framing failure other than a clean or partial end, in the record that starts
+/// at `start`; `offset` is where the stream stands.
+fn frame_error(err: FrameError, record: u64, start: u64, offset: u64) -> Error {
     match err {
         FrameError::Io(source) => Error::Io {
             record,
-            offset: framer.offset(),
+            offset,
             source,
         },
         FrameError::TooLarge { declared } => Error::TooLarge {
@@ -298,8 +439,6 @@ fn frame_error<R: Read>(err: FrameError, record: u64, start: u64, framer: &Frame
             offset: start,
             message: format!("byte {offset} is 0xc1, which messagepack never uses"),
         },
-        FrameError::Eof => Error::TruncatedHeader {
-            offset: framer.offset(),
-        },
+        FrameError::Eof => Error::TruncatedHeader { offset },
     }
 }

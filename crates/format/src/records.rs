@@ -77,7 +77,7 @@ impl Header {
 /// A record after the header. A reader concatenates chunks of the same type in stream order.
 ///
 /// Serialized as a MessagePack map whose `type` key names the variant (`strings`, `node_kinds`,
-/// `nodes`, `edges`, `root`, `analysis`), followed by the variant's fields. Column fields are
+/// `nodes`, `edges`, `root`, `analysis`, `type_totals`), followed by the variant's fields. Column fields are
 /// `bin` blobs of little-endian integers that borrow from the reader's buffer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -95,6 +95,8 @@ pub enum Chunk<'a> {
     Root(RootChunk),
     /// Stored analysis results, per node.
     Analysis(AnalysisChunk<'a>),
+    /// Stored per-type totals, per type.
+    TypeTotals(TypeTotalsChunk<'a>),
     /// A chunk of a type this version does not know; the reader skips its content. Never written.
     #[serde(skip)]
     Unknown(UnknownChunk),
@@ -110,6 +112,7 @@ impl Chunk<'_> {
             Chunk::Edges(_) => "edges",
             Chunk::Root(_) => "root",
             Chunk::Analysis(_) => "analysis",
+            Chunk::TypeTotals(_) => "type_totals",
             Chunk::Unknown(unknown) => &unknown.type_name,
         }
     }
@@ -125,6 +128,7 @@ impl Chunk<'_> {
             Chunk::Nodes(chunk) => chunk.rows().map(drop),
             Chunk::Edges(chunk) => chunk.rows().map(drop),
             Chunk::Analysis(chunk) => chunk.rows().map(drop),
+            Chunk::TypeTotals(chunk) => chunk.rows().map(drop),
             Chunk::Root(_) | Chunk::Unknown(_) => Ok(()),
         }
     }
@@ -350,6 +354,15 @@ pub struct AnalysisChunk<'a> {
     /// Strong edges from the root: `u32` per node.
     #[serde(borrow, with = "serde_bytes")]
     pub distance: &'a [u8],
+    /// Nodes in the node's dominator subtree, itself included: `u32` per node. Optional (an
+    /// empty blob, or no field, when the writer left it out).
+    #[serde(
+        borrow,
+        with = "serde_bytes",
+        default,
+        skip_serializing_if = "<[u8]>::is_empty"
+    )]
+    pub retained_count: &'a [u8],
 }
 
 impl AnalysisChunk<'_> {
@@ -358,10 +371,47 @@ impl AnalysisChunk<'_> {
     /// # Errors
     /// A lower-case message naming the column that disagrees.
     pub fn rows(&self) -> Result<usize, String> {
-        common_len(&[
+        let mut columns = vec![
             column::<u32>("dominator", self.dominator),
             column::<u64>("retained_size", self.retained_size),
             column::<u32>("distance", self.distance),
+        ];
+        if !self.retained_count.is_empty() {
+            columns.push(column::<u32>("retained_count", self.retained_count));
+        }
+        common_len(&columns)
+    }
+}
+
+/// Stored per-type totals of the analysis (what `summary` lists), one row per type, so that a
+/// converted file answers `summary` without walking the dominator tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypeTotalsChunk<'a> {
+    /// The type's name, a string index: `u32` per type.
+    #[serde(borrow, with = "serde_bytes")]
+    pub type_name: &'a [u8],
+    /// Real objects of the type: `u64` per type.
+    #[serde(borrow, with = "serde_bytes")]
+    pub count: &'a [u8],
+    /// Their shallow sizes, summed: `u64` per type.
+    #[serde(borrow, with = "serde_bytes")]
+    pub shallow_size: &'a [u8],
+    /// Their retained sizes, each byte counted once: `u64` per type.
+    #[serde(borrow, with = "serde_bytes")]
+    pub retained_size: &'a [u8],
+}
+
+impl TypeTotalsChunk<'_> {
+    /// The number of types, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("type_name", self.type_name),
+            column::<u64>("count", self.count),
+            column::<u64>("shallow_size", self.shallow_size),
+            column::<u64>("retained_size", self.retained_size),
         ])
     }
 }

@@ -5,6 +5,7 @@ use crate::column::{LeInt, encode_column};
 use crate::error::Error;
 use crate::records::{
     AnalysisChunk, Chunk, EdgesChunk, Header, NodeKindsChunk, NodesChunk, RootChunk, StringsChunk,
+    TypeTotalsChunk,
 };
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
 use serde::Serialize;
@@ -57,6 +58,21 @@ pub struct AnalysisColumns<'a> {
     pub retained_size: &'a [u64],
     /// Strong edges from the root, per node.
     pub distance: &'a [u32],
+    /// Nodes in each node's dominator subtree; empty to leave the column out.
+    pub retained_count: &'a [u32],
+}
+
+/// Per-type totals, per type, all of the same length.
+#[derive(Clone, Copy, Debug)]
+pub struct TypeTotalsColumns<'a> {
+    /// The type's name, a string index.
+    pub type_name: &'a [u32],
+    /// Real objects of the type.
+    pub count: &'a [u64],
+    /// Their shallow sizes, summed.
+    pub shallow_size: &'a [u64],
+    /// Their retained sizes, each byte counted once.
+    pub retained_size: &'a [u64],
 }
 
 /// The end record as written.
@@ -324,23 +340,60 @@ impl<W: Write> Writer<W> {
                 ("distance", analysis.distance.len()),
             ],
         )?;
+        if !analysis.retained_count.is_empty() {
+            self.check_lengths(n_rows, &[("retained_count", analysis.retained_count.len())])?;
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut result = Ok(());
         for start in (0..n_rows).step_by(self.chunk_rows) {
             let rows = start..(start + self.chunk_rows).min(n_rows);
-            let [dominator, retained_size, distance, ..] = &mut scratch;
+            let [dominator, retained_size, distance, retained_count, ..] = &mut scratch;
             encode_fresh(&analysis.dominator[rows.clone()], dominator);
             encode_fresh(&analysis.retained_size[rows.clone()], retained_size);
-            encode_fresh(&analysis.distance[rows], distance);
+            encode_fresh(&analysis.distance[rows.clone()], distance);
+            retained_count.clear();
+            if !analysis.retained_count.is_empty() {
+                encode_column(&analysis.retained_count[rows], retained_count);
+            }
             result = self.write_chunk(&Chunk::Analysis(AnalysisChunk {
                 dominator,
                 retained_size,
                 distance,
+                retained_count,
             }));
             if result.is_err() {
                 break;
             }
         }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Writes stored per-type totals as one `type_totals` chunk (types are few).
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_type_totals(&mut self, totals: &TypeTotalsColumns<'_>) -> Result<(), Error> {
+        self.check_lengths(
+            totals.type_name.len(),
+            &[
+                ("count", totals.count.len()),
+                ("shallow_size", totals.shallow_size.len()),
+                ("retained_size", totals.retained_size.len()),
+            ],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let [type_name, count, shallow_size, retained_size, ..] = &mut scratch;
+        encode_fresh(totals.type_name, type_name);
+        encode_fresh(totals.count, count);
+        encode_fresh(totals.shallow_size, shallow_size);
+        encode_fresh(totals.retained_size, retained_size);
+        let result = self.write_chunk(&Chunk::TypeTotals(TypeTotalsChunk {
+            type_name,
+            count,
+            shallow_size,
+            retained_size,
+        }));
         self.scratch = scratch;
         result
     }
@@ -413,7 +466,8 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
             c.edge_count,
         ],
         Chunk::Edges(c) => &[c.to, c.kind, c.name],
-        Chunk::Analysis(c) => &[c.dominator, c.retained_size, c.distance],
+        Chunk::Analysis(c) => &[c.dominator, c.retained_size, c.distance, c.retained_count],
+        Chunk::TypeTotals(c) => &[c.type_name, c.count, c.shallow_size, c.retained_size],
         Chunk::NodeKinds(c) => {
             return c
                 .names

@@ -2,7 +2,7 @@
 
 use heapgraph_format::{
     AnalysisColumns, Chunk, EdgeColumns, Error, Header, KIND_HEAP_GRAPH, MAX_RECORD_BYTES,
-    NodeColumns, Reader, Writer, decode_column, sniff,
+    NodeColumns, Reader, SliceReader, TypeTotalsColumns, Writer, decode_column, sniff,
 };
 use proptest::prelude::*;
 use serde::Serialize;
@@ -25,6 +25,9 @@ struct Decoded {
     dominator: Vec<u32>,
     retained_size: Vec<u64>,
     distance: Vec<u32>,
+    retained_count: Vec<u32>,
+    /// (type name, count, shallow, retained) per type.
+    type_totals: Vec<(u32, u64, u64, u64)>,
     unknown: Vec<String>,
     chunks: u64,
 }
@@ -75,8 +78,17 @@ fn small_file() -> Vec<u8> {
             dominator: &[u32::MAX, 0, 0, 1, u32::MAX],
             retained_size: &[96, 64, 32, 48, 1 << 40],
             distance: &[0, 1, 1, 2, u32::MAX],
+            retained_count: &[4, 2, 1, 1, 1],
         })
         .expect("analysis");
+    writer
+        .write_type_totals(&TypeTotalsColumns {
+            type_name: &[1, 2, 3],
+            count: &[2, 1, 1],
+            shallow_size: &[64, 32, 1 << 40],
+            retained_size: &[64, 32, 1 << 40],
+        })
+        .expect("type totals");
     writer.finish().expect("finish");
     file
 }
@@ -100,10 +112,12 @@ fn expected() -> Decoded {
         dominator: vec![u32::MAX, 0, 0, 1, u32::MAX],
         retained_size: vec![96, 64, 32, 48, 1 << 40],
         distance: vec![0, 1, 1, 2, u32::MAX],
+        retained_count: vec![4, 2, 1, 1, 1],
+        type_totals: vec![(1, 2, 64, 64), (2, 1, 32, 32), (3, 1, 1 << 40, 1 << 40)],
         unknown: Vec::new(),
-        // At 2 rows per chunk: 3 of strings, 1 of kinds, 1 root, 3 of nodes, 3 of edges and
-        // 3 of analysis.
-        chunks: 3 + 1 + 1 + 3 + 3 + 3,
+        // At 2 rows per chunk: 3 of strings, 1 of kinds, 1 root, 3 of nodes, 3 of edges,
+        // 3 of analysis and 1 of type totals.
+        chunks: 3 + 1 + 1 + 3 + 3 + 3 + 1,
     }
 }
 
@@ -136,6 +150,19 @@ fn read_all<R: std::io::Read>(
                 decode_column(chunk.dominator, &mut out.dominator)?;
                 decode_column(chunk.retained_size, &mut out.retained_size)?;
                 decode_column(chunk.distance, &mut out.distance)?;
+                decode_column(chunk.retained_count, &mut out.retained_count)?;
+            }
+            Chunk::TypeTotals(chunk) => {
+                let (mut name, mut count, mut shallow, mut retained) =
+                    (Vec::<u32>::new(), Vec::new(), Vec::new(), Vec::new());
+                decode_column(chunk.type_name, &mut name)?;
+                decode_column(chunk.count, &mut count)?;
+                decode_column(chunk.shallow_size, &mut shallow)?;
+                decode_column(chunk.retained_size, &mut retained)?;
+                for i in 0..name.len() {
+                    out.type_totals
+                        .push((name[i], count[i], shallow[i], retained[i]));
+                }
             }
             Chunk::Unknown(unknown) => out.unknown.push(unknown.type_name),
             other => return Err(format!("unexpected chunk {}", other.type_name()).into()),
@@ -429,6 +456,80 @@ fn the_writer_refuses_columns_of_different_lengths() {
     );
 }
 
+/// Everything a reader reports for `bytes`, as text: the header or the error, then each chunk
+/// and the outcome.
+fn stream_log(bytes: &[u8]) -> Vec<String> {
+    let mut log = Vec::new();
+    match Reader::new(bytes) {
+        Err(err) => log.push(format!("error {err}")),
+        Ok(mut reader) => {
+            log.push(format!("header {:?}", reader.header()));
+            loop {
+                match reader.next_chunk() {
+                    Ok(Some(chunk)) => log.push(format!("{chunk:?}")),
+                    Ok(None) => break,
+                    Err(err) => {
+                        // Where a reader stands after an error is not part of its contract.
+                        log.push(format!("error {err}"));
+                        return log;
+                    }
+                }
+            }
+            log.push(format!(
+                "{} chunks, at {}, truncation {:?}",
+                reader.chunks_read(),
+                reader.offset(),
+                reader.truncation()
+            ));
+        }
+    }
+    log
+}
+
+/// [`stream_log`] through a [`SliceReader`].
+fn slice_log(bytes: &[u8]) -> Vec<String> {
+    let mut log = Vec::new();
+    match SliceReader::new(bytes) {
+        Err(err) => log.push(format!("error {err}")),
+        Ok(mut reader) => {
+            log.push(format!("header {:?}", reader.header()));
+            loop {
+                match reader.next_chunk() {
+                    Ok(Some(chunk)) => log.push(format!("{chunk:?}")),
+                    Ok(None) => break,
+                    Err(err) => {
+                        // Where a reader stands after an error is not part of its contract.
+                        log.push(format!("error {err}"));
+                        return log;
+                    }
+                }
+            }
+            log.push(format!(
+                "{} chunks, at {}, truncation {:?}",
+                reader.chunks_read(),
+                reader.offset(),
+                reader.truncation()
+            ));
+        }
+    }
+    log
+}
+
+#[test]
+fn the_slice_reader_reports_what_the_stream_reader_does_at_every_cut() {
+    let file = small_file();
+    for cut in 0..=file.len() {
+        assert_eq!(
+            stream_log(&file[..cut]),
+            slice_log(&file[..cut]),
+            "cut at {cut}"
+        );
+    }
+    let mut trailing = file.clone();
+    trailing.push(0xc0);
+    assert_eq!(stream_log(&trailing), slice_log(&trailing));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -437,6 +538,7 @@ proptest! {
         if let Ok(mut reader) = Reader::new(bytes.as_slice()) {
             let _ = read_all(&mut reader);
         }
+        prop_assert_eq!(stream_log(&bytes), slice_log(&bytes));
     }
 
     #[test]
@@ -447,6 +549,7 @@ proptest! {
         file.extend(tail);
         let mut reader = Reader::new(file.as_slice()).expect("header");
         let _ = read_all(&mut reader);
+        prop_assert_eq!(stream_log(&file), slice_log(&file));
     }
 
     #[test]
@@ -457,5 +560,6 @@ proptest! {
         if let Ok(mut reader) = Reader::new(file.as_slice()) {
             let _ = read_all(&mut reader);
         }
+        prop_assert_eq!(stream_log(&file), slice_log(&file));
     }
 }

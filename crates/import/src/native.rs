@@ -9,7 +9,7 @@
 use crate::{Dump, ImportError};
 use heapgraph_format::{
     self as format, AnalysisColumns, Chunk, EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns,
-    Reader, Truncation, Writer, decode_column,
+    Reader, SliceReader, Truncation, TypeTotalsColumns, Writer, decode_column,
 };
 use heapgraph_model::{
     EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
@@ -52,6 +52,23 @@ pub struct StoredAnalysis {
     /// Distance from the root per node, as the analyzer computed it (for V8, DevTools' raw
     /// distance, which counts from 100000000 for nodes reached only from system roots).
     pub distance: Vec<u32>,
+    /// Nodes in each node's dominator subtree, itself included; empty when not stored.
+    pub retained_count: Vec<u32>,
+    /// Per-type totals, where stored.
+    pub type_totals: Option<StoredTypeTotals>,
+}
+
+/// Per-type totals stored in an `.hgd` file, one row per type.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredTypeTotals {
+    /// The type's name, in the graph's string table (findable).
+    pub type_name: Vec<StringId>,
+    /// Real objects of the type.
+    pub count: Vec<u64>,
+    /// Their shallow sizes, summed.
+    pub shallow_size: Vec<u64>,
+    /// Their retained sizes, each byte counted once.
+    pub retained_size: Vec<u64>,
 }
 
 impl StoredAnalysis {
@@ -85,24 +102,7 @@ pub fn import_with_analysis<R: BufRead>(
 ) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
     let mut reader = Reader::new(reader).map_err(import_error)?;
     let header = reader.header().clone();
-    if header.kind != KIND_HEAP_GRAPH {
-        return Err(malformed(
-            0,
-            format!(
-                "the file holds a {:?}; this version of heapgraph reads only {KIND_HEAP_GRAPH:?}",
-                header.kind
-            ),
-        ));
-    }
-    let Some(runtime) = Runtime::from_name(&header.runtime) else {
-        return Err(malformed(
-            0,
-            format!(
-                "the runtime is {:?}; expected \"v8\", \"java\" or \"python\"",
-                header.runtime
-            ),
-        ));
-    };
+    let runtime = check_header(&header)?;
     let mut columns = Columns::default();
     // The strings (written first) are copied into the table on a second thread while the
     // nodes and edges are read.
@@ -143,6 +143,366 @@ pub fn import_with_analysis<R: BufRead>(
     let truncation = reader.truncation().cloned();
     let (graph, analysis) = columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
     Ok((Dump::HeapGraph(graph), analysis))
+}
+
+/// The runtime of a heap-graph file, after checking that the header describes one.
+fn check_header(header: &Header) -> Result<Runtime, ImportError> {
+    if header.kind != KIND_HEAP_GRAPH {
+        return Err(malformed(
+            0,
+            format!(
+                "the file holds a {:?}; this version of heapgraph reads only {KIND_HEAP_GRAPH:?}",
+                header.kind
+            ),
+        ));
+    }
+    Runtime::from_name(&header.runtime).ok_or_else(|| {
+        malformed(
+            0,
+            format!(
+                "the runtime is {:?}; expected \"v8\", \"java\" or \"python\"",
+                header.runtime
+            ),
+        )
+    })
+}
+
+/// Imports an `.hgd` file that is wholly in memory (a memory-mapped file, say), with its stored
+/// analysis: as [`import_with_analysis`], with the same results, but the chunks are borrowed
+/// from `bytes` rather than copied, and the columns are decoded in parallel, each straight into
+/// a vector of its final size.
+///
+/// # Errors
+/// As [`import_with_analysis`].
+pub fn import_slice_with_analysis(
+    bytes: &[u8],
+    _options: &Options,
+) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+    let mut reader = SliceReader::new(bytes).map_err(import_error)?;
+    let header = reader.header().clone();
+    let runtime = check_header(&header)?;
+    let mut columns = Columns::default();
+    let mut bulk = Vec::new();
+    let mut string_chunks = Vec::new();
+    // Chunks are checked as they are framed, and their bulk columns decoded after the loop;
+    // where several records are bad, the earliest is reported, as by the streaming reader.
+    let mut framing_error = None;
+    loop {
+        let start = reader.offset();
+        let record = reader.chunks_read() + 1;
+        let chunk = match reader.next_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(err) => {
+                framing_error = Some(import_error(err));
+                break;
+            }
+        };
+        match chunk {
+            Chunk::Nodes(_) | Chunk::Edges(_) | Chunk::Analysis(_) => bulk.push(Located {
+                record,
+                start,
+                chunk,
+            }),
+            Chunk::Strings(chunk) => string_chunks.push(Located {
+                record,
+                start,
+                chunk,
+            }),
+            other => {
+                if let Err(message) = columns.add(other) {
+                    framing_error = Some(malformed(start, format!("record {record}: {message}")));
+                    break;
+                }
+            }
+        }
+    }
+    let (file_strings, bulk_columns) = rayon::join(
+        || file_strings_of(&string_chunks),
+        || BulkColumns::decode(&bulk),
+    );
+    let (file_strings, bulk_columns) = match (file_strings, bulk_columns, framing_error) {
+        (Ok(file_strings), Ok(bulk_columns), None) => (file_strings, bulk_columns),
+        (file_strings, bulk_columns, framing_error) => {
+            let earliest = [file_strings.err(), bulk_columns.err(), framing_error]
+                .into_iter()
+                .flatten()
+                .min_by_key(error_offset);
+            return Err(earliest.unwrap_or_else(|| malformed(0, "unreadable".to_owned())));
+        }
+    };
+    bulk_columns.move_into(&mut columns);
+    let truncation = reader.truncation().cloned();
+    let (graph, analysis) = columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
+    Ok((Dump::HeapGraph(graph), analysis))
+}
+
+/// Imports the uncompressed `.hgd` file at `path`, with its stored analysis, by mapping it into
+/// memory and calling [`import_slice_with_analysis`].
+///
+/// # Errors
+/// [`ImportError::Io`] when the file cannot be opened or mapped; otherwise as
+/// [`import_with_analysis`].
+pub fn import_path_with_analysis(
+    path: &std::path::Path,
+    options: &Options,
+) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: the map is only read, and dropped before this returns. Another process could
+    // change the file meanwhile, as with any memory-mapped input; heapgraph's inputs are dumps
+    // written once and then read, and every byte read is checked as if it were hostile.
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+    import_slice_with_analysis(&map, options)
+}
+
+/// Where an error was found, to report the earliest of several; unplaced errors sort last.
+fn error_offset(err: &ImportError) -> u64 {
+    match err {
+        ImportError::Malformed { offset, .. } | ImportError::Truncated { offset, .. } => *offset,
+        _ => u64::MAX,
+    }
+}
+
+/// A chunk with the record number and byte offset that errors name.
+struct Located<C> {
+    record: u64,
+    start: u64,
+    chunk: C,
+}
+
+impl<C> Located<C> {
+    fn error(&self, message: impl std::fmt::Display) -> ImportError {
+        malformed(self.start, format!("record {}: {message}", self.record))
+    }
+}
+
+/// The string table of the file's strings chunks, in file order.
+fn file_strings_of(
+    chunks: &[Located<format::StringsChunk<'_>>],
+) -> Result<FileStrings, ImportError> {
+    let mut n_strings = 0u64;
+    let mut n_bytes = 0usize;
+    for located in chunks {
+        n_strings += located.chunk.rows().map_err(|err| located.error(err))? as u64;
+        n_bytes += located.chunk.data.len();
+    }
+    if n_strings > u64::from(u32::MAX) {
+        return Err(chunks[chunks.len() - 1].error("the file has more than 2^32 strings"));
+    }
+    let mut file_strings = FileStrings::with_capacity(n_strings as usize, n_bytes);
+    for located in chunks {
+        for text in located.chunk.strings().map_err(|err| located.error(err))? {
+            file_strings.push(text);
+        }
+    }
+    Ok(file_strings)
+}
+
+/// The bulk columns of a file (nodes, edges, analysis), decoded one column per task.
+#[derive(Default)]
+struct BulkColumns {
+    object_id: Vec<u64>,
+    node_kind: Vec<u8>,
+    node_type: Vec<u32>,
+    node_name: Vec<u32>,
+    shallow_size: Vec<u64>,
+    first_edge: Vec<u64>,
+    edge_to: Vec<u32>,
+    edge_kind: Vec<EdgeKind>,
+    edge_name: Vec<u32>,
+    dominator: Vec<u32>,
+    retained_size: Vec<u64>,
+    distance: Vec<u32>,
+    retained_count: Vec<u32>,
+    retained_count_missing: bool,
+}
+
+impl BulkColumns {
+    /// Decodes the columns of `chunks` (nodes, edges and analysis chunks, in file order).
+    fn decode(chunks: &[Located<Chunk<'_>>]) -> Result<BulkColumns, ImportError> {
+        let nodes: Vec<_> = chunks
+            .iter()
+            .filter_map(|located| match &located.chunk {
+                Chunk::Nodes(chunk) => Some(located_as(located, chunk)),
+                _ => None,
+            })
+            .collect();
+        let edges: Vec<_> = chunks
+            .iter()
+            .filter_map(|located| match &located.chunk {
+                Chunk::Edges(chunk) => Some(located_as(located, chunk)),
+                _ => None,
+            })
+            .collect();
+        let analysis: Vec<_> = chunks
+            .iter()
+            .filter_map(|located| match &located.chunk {
+                Chunk::Analysis(chunk) => Some(located_as(located, chunk)),
+                _ => None,
+            })
+            .collect();
+        let mut out = BulkColumns::default();
+        // Each task reports its error here; `scope` returns once all of them are done.
+        let errors: std::sync::Mutex<Vec<ImportError>> = std::sync::Mutex::new(Vec::new());
+        let report = |result: Result<(), ImportError>| {
+            if let Err(err) = result {
+                errors
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(err);
+            }
+        };
+        rayon::scope(|scope| {
+            let BulkColumns {
+                object_id,
+                node_kind,
+                node_type,
+                node_name,
+                shallow_size,
+                first_edge,
+                edge_to,
+                edge_kind,
+                edge_name,
+                dominator,
+                retained_size,
+                distance,
+                retained_count,
+                retained_count_missing,
+            } = &mut out;
+            let report = &report;
+            macro_rules! spawn_column {
+                ($chunks:expr, $out:expr, $field:ident) => {{
+                    let chunks = &$chunks;
+                    let out = $out;
+                    scope.spawn(move |_| report(concat_column(chunks, out, |chunk| chunk.$field)));
+                }};
+            }
+            spawn_column!(nodes, object_id, object_id);
+            spawn_column!(nodes, node_kind, kind);
+            spawn_column!(nodes, node_type, type_name);
+            spawn_column!(nodes, node_name, name);
+            spawn_column!(nodes, shallow_size, shallow_size);
+            spawn_column!(edges, edge_to, to);
+            spawn_column!(edges, edge_name, name);
+            spawn_column!(analysis, dominator, dominator);
+            spawn_column!(analysis, retained_size, retained_size);
+            spawn_column!(analysis, distance, distance);
+            spawn_column!(analysis, retained_count, retained_count);
+            *retained_count_missing = analysis
+                .iter()
+                .any(|located| located.chunk.retained_count.is_empty());
+            let nodes = &nodes;
+            scope.spawn(move |_| report(prefix_sums_of_edge_counts(nodes, first_edge)));
+            let edges = &edges;
+            scope.spawn(move |_| report(edge_kinds_of(edges, edge_kind)));
+        });
+        // Report the error of the earliest record, as a sequential read would.
+        errors
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .into_iter()
+            .min_by_key(error_offset)
+            .map_or(Ok(out), Err)
+    }
+
+    /// Moves the columns into `columns`, which holds none of them yet.
+    fn move_into(self, columns: &mut Columns) {
+        columns.object_id = self.object_id;
+        columns.node_kind = self.node_kind;
+        columns.node_type = self.node_type;
+        columns.node_name = self.node_name;
+        columns.shallow_size = self.shallow_size;
+        columns.first_edge = self.first_edge;
+        columns.edge_to = self.edge_to;
+        columns.edge_kind = self.edge_kind;
+        columns.edge_name = self.edge_name;
+        columns.dominator = self.dominator;
+        columns.retained_size = self.retained_size;
+        columns.distance = self.distance;
+        columns.retained_count = self.retained_count;
+        columns.retained_count_missing = self.retained_count_missing;
+    }
+}
+
+/// `located` with its chunk narrowed to `chunk`.
+fn located_as<'c, C>(located: &Located<Chunk<'_>>, chunk: &'c C) -> Located<&'c C> {
+    Located {
+        record: located.record,
+        start: located.start,
+        chunk,
+    }
+}
+
+/// Concatenates the column that `blob` picks from each chunk into `out`, sized once.
+fn concat_column<'a, C: 'a, T: format::LeInt>(
+    chunks: &[Located<&C>],
+    out: &mut Vec<T>,
+    blob: impl Fn(&C) -> &'a [u8],
+) -> Result<(), ImportError> {
+    let total: usize = chunks
+        .iter()
+        .map(|located| blob(located.chunk).len() / T::WIDTH)
+        .sum();
+    out.reserve_exact(total);
+    for located in chunks {
+        decode_column(blob(located.chunk), out).map_err(|err| located.error(err))?;
+    }
+    Ok(())
+}
+
+/// The CSR offsets from the nodes chunks' edge counts (`out` is empty): 0, then the running
+/// sums.
+fn prefix_sums_of_edge_counts(
+    chunks: &[Located<&format::NodesChunk<'_>>],
+    out: &mut Vec<u64>,
+) -> Result<(), ImportError> {
+    let total: usize = chunks
+        .iter()
+        .map(|located| located.chunk.edge_count.len() / 4)
+        .sum();
+    out.reserve_exact(total + 1);
+    out.push(0);
+    let mut running = 0u64;
+    for located in chunks {
+        let (edge_counts, _) = located.chunk.edge_count.as_chunks::<4>();
+        out.extend(edge_counts.iter().map(|count| {
+            running += u64::from(u32::from_le_bytes(*count));
+            running
+        }));
+    }
+    Ok(())
+}
+
+/// The edge kinds of the edges chunks, each code checked.
+fn edge_kinds_of(
+    chunks: &[Located<&format::EdgesChunk<'_>>],
+    out: &mut Vec<EdgeKind>,
+) -> Result<(), ImportError> {
+    let total: usize = chunks.iter().map(|located| located.chunk.kind.len()).sum();
+    out.reserve_exact(total);
+    for located in chunks {
+        let codes = located.chunk.kind;
+        if let Some(pos) = codes
+            .iter()
+            .position(|&code| EdgeKind::from_u8(code).is_none())
+        {
+            return Err(located.error(bad_edge_kind(out.len() + pos, codes[pos])));
+        }
+        out.extend(
+            codes
+                .iter()
+                .map(|&code| EdgeKind::from_u8(code).unwrap_or(EdgeKind::Weak)),
+        );
+    }
+    Ok(())
+}
+
+/// The message for edge number `edge` with the unknown kind code `code`.
+fn bad_edge_kind(edge: usize, code: u8) -> String {
+    format!(
+        "edge {edge} has kind code {code}; the codes are 0 to {}",
+        EdgeKind::ALL.len() - 1
+    )
 }
 
 /// Writes `graph` (and `analysis`, when given) as an `.hgd` stream: header, strings in id order,
@@ -268,8 +628,21 @@ fn write_in_chunks<W: Write>(
                 dominator: &analysis.dominator,
                 retained_size: &analysis.retained_size,
                 distance: &analysis.distance,
+                retained_count: &analysis.retained_count,
             })
             .map_err(write_error)?;
+        if let Some(totals) = &analysis.type_totals {
+            // Strings are written in id order, so an id is its string's index in the file.
+            let type_name: Vec<u32> = totals.type_name.iter().map(|id| id.to_raw()).collect();
+            writer
+                .write_type_totals(&TypeTotalsColumns {
+                    type_name: &type_name,
+                    count: &totals.count,
+                    shallow_size: &totals.shallow_size,
+                    retained_size: &totals.retained_size,
+                })
+                .map_err(write_error)?;
+        }
     }
     writer.finish().map_err(write_error)?.flush()
 }
@@ -302,22 +675,27 @@ impl FileStrings {
             // Each length cut its chunk's text on a char boundary when the chunk was checked.
             let (head, tail) = rest.split_at_checked(length as usize).unwrap_or((rest, ""));
             rest = tail;
-            let index = self.n_file_strings;
-            self.n_file_strings += 1;
-            // The table's own `""` (id 0) stands for a first string that is `""` too.
-            let id = if index == 0 && head.is_empty() {
-                StringId::EMPTY.to_raw()
-            } else {
-                self.strings.push(head).to_raw()
-            };
-            match &mut self.file_ids {
-                Some(file_ids) => file_ids.push(id),
-                None if id as usize == index => {}
-                None => {
-                    let mut file_ids: Vec<u32> = (0..index as u32).collect();
-                    file_ids.push(id);
-                    self.file_ids = Some(file_ids);
-                }
+            self.push(head);
+        }
+    }
+
+    /// Appends the file's next string.
+    fn push(&mut self, text: &str) {
+        let index = self.n_file_strings;
+        self.n_file_strings += 1;
+        // The table's own `""` (id 0) stands for a first string that is `""` too.
+        let id = if index == 0 && text.is_empty() {
+            StringId::EMPTY.to_raw()
+        } else {
+            self.strings.push(text).to_raw()
+        };
+        match &mut self.file_ids {
+            Some(file_ids) => file_ids.push(id),
+            None if id as usize == index => {}
+            None => {
+                let mut file_ids: Vec<u32> = (0..index as u32).collect();
+                file_ids.push(id);
+                self.file_ids = Some(file_ids);
             }
         }
     }
@@ -346,6 +724,10 @@ struct Columns {
     dominator: Vec<u32>,
     retained_size: Vec<u64>,
     distance: Vec<u32>,
+    retained_count: Vec<u32>,
+    /// Whether an analysis chunk came without retained counts.
+    retained_count_missing: bool,
+    type_totals: RawTypeTotals,
     /// Chunks of types this version does not read, counted by type.
     unknown: BTreeMap<String, u64>,
 }
@@ -370,6 +752,9 @@ impl Default for Columns {
             dominator: Vec::new(),
             retained_size: Vec::new(),
             distance: Vec::new(),
+            retained_count: Vec::new(),
+            retained_count_missing: false,
+            type_totals: RawTypeTotals::default(),
             unknown: BTreeMap::new(),
         }
     }
@@ -382,6 +767,15 @@ struct Losses {
     edges_dropped_for_missing_nodes: u64,
     strings_repaired: u64,
     kinds_repaired: u64,
+}
+
+/// Per-type totals as read, type names still in the file's string numbering.
+#[derive(Default)]
+struct RawTypeTotals {
+    type_name: Vec<u32>,
+    count: Vec<u64>,
+    shallow_size: Vec<u64>,
+    retained_size: Vec<u64>,
 }
 
 impl Columns {
@@ -432,12 +826,7 @@ impl Columns {
                     .iter()
                     .position(|&code| EdgeKind::from_u8(code).is_none())
                 {
-                    return Err(format!(
-                        "edge {} has kind code {}; the codes are 0 to {}",
-                        self.edge_kind.len() + pos,
-                        chunk.kind[pos],
-                        EdgeKind::ALL.len() - 1
-                    ));
+                    return Err(bad_edge_kind(self.edge_kind.len() + pos, chunk.kind[pos]));
                 }
                 self.edge_kind.extend(
                     chunk
@@ -461,6 +850,15 @@ impl Columns {
                 decode_column(chunk.dominator, &mut self.dominator).map_err(column)?;
                 decode_column(chunk.retained_size, &mut self.retained_size).map_err(column)?;
                 decode_column(chunk.distance, &mut self.distance).map_err(column)?;
+                self.retained_count_missing |= chunk.retained_count.is_empty();
+                decode_column(chunk.retained_count, &mut self.retained_count).map_err(column)?;
+            }
+            Chunk::TypeTotals(chunk) => {
+                let totals = &mut self.type_totals;
+                decode_column(chunk.type_name, &mut totals.type_name).map_err(column)?;
+                decode_column(chunk.count, &mut totals.count).map_err(column)?;
+                decode_column(chunk.shallow_size, &mut totals.shallow_size).map_err(column)?;
+                decode_column(chunk.retained_size, &mut totals.retained_size).map_err(column)?;
             }
             other => {
                 *self
@@ -517,7 +915,7 @@ impl Columns {
             file_ids,
             ..
         } = file_strings;
-        if let Some(string_ids) = file_ids {
+        if let Some(string_ids) = &file_ids {
             let string_ids = &string_ids;
             let remap =
                 |raw: &mut u32| *raw = string_ids.get(*raw as usize).copied().unwrap_or(u32::MAX);
@@ -556,6 +954,19 @@ impl Columns {
         }
         // Types are found by name and totalled by id: one findable id per type name.
         strings.make_findable_all(&mut node_type);
+        let type_total_names: Option<Vec<StringId>> = {
+            let file_ids = file_ids.as_deref();
+            std::mem::take(&mut self.type_totals.type_name)
+                .into_iter()
+                .map(|raw| {
+                    let raw = match file_ids {
+                        Some(ids) => *ids.get(raw as usize)?,
+                        None => raw,
+                    };
+                    strings.id_from_raw(raw).map(|id| strings.make_findable(id))
+                })
+                .collect()
+        };
         drop(std::mem::take(&mut self.node_type));
         drop(std::mem::take(&mut self.node_name));
 
@@ -618,7 +1029,8 @@ impl Columns {
             && losses.edges_dropped_for_missing_nodes == 0
             && losses.strings_repaired == 0
             && losses.kinds_repaired == 0;
-        let analysis = self.stored_analysis(n_nodes, graph_whole, &mut meta.notes);
+        let analysis =
+            self.stored_analysis(n_nodes, graph_whole, type_total_names, &mut meta.notes);
 
         let parts = HeapGraphParts {
             node_object_id: self.object_id,
@@ -688,11 +1100,14 @@ impl Columns {
     }
 
     /// The stored analysis, if the file has one for every node of a graph that arrived whole and
-    /// its dominators are nodes; otherwise a note says why it is ignored.
+    /// its dominators are nodes; otherwise a note says why it is ignored. Retained counts and
+    /// type totals (`type_names`: the types' names in the table, `None` if one is not a
+    /// string) are kept where they are whole.
     fn stored_analysis(
         &mut self,
         n_nodes: usize,
         graph_whole: bool,
+        type_names: Option<Vec<StringId>>,
         notes: &mut Vec<String>,
     ) -> Option<StoredAnalysis> {
         let n_rows = self.dominator.len();
@@ -717,10 +1132,40 @@ impl Columns {
             ));
             return None;
         }
+        let retained_count = std::mem::take(&mut self.retained_count);
+        let retained_count = if self.retained_count_missing || retained_count.len() != n_nodes {
+            Vec::new()
+        } else {
+            retained_count
+        };
+        let totals = std::mem::take(&mut self.type_totals);
+        let n_types = totals.count.len();
+        let type_totals = match type_names {
+            Some(type_name)
+                if type_name.len() == n_types
+                    && totals.shallow_size.len() == n_types
+                    && totals.retained_size.len() == n_types =>
+            {
+                (n_types > 0).then_some(StoredTypeTotals {
+                    type_name,
+                    count: totals.count,
+                    shallow_size: totals.shallow_size,
+                    retained_size: totals.retained_size,
+                })
+            }
+            _ => {
+                notes.push(
+                    "the stored type totals do not fit together; they are ignored".to_owned(),
+                );
+                None
+            }
+        };
         Some(StoredAnalysis {
             dominator: std::mem::take(&mut self.dominator),
             retained_size: std::mem::take(&mut self.retained_size),
             distance: std::mem::take(&mut self.distance),
+            retained_count,
+            type_totals,
         })
     }
 }
@@ -876,6 +1321,10 @@ mod tests {
     }
 
     fn sample_analysis() -> StoredAnalysis {
+        let strings = sample_graph().strings().clone();
+        let type_name = ["Object", "Array", "größe", "🦀"]
+            .map(|text| strings.find(text).expect("a type of the sample"))
+            .to_vec();
         StoredAnalysis {
             dominator: vec![StoredAnalysis::NONE, 0, 0, 1, 1, 1],
             retained_size: vec![
@@ -887,6 +1336,13 @@ mod tests {
                 1 << 32,
             ],
             distance: vec![0, 1, 1, 2, 2, StoredAnalysis::NONE],
+            retained_count: vec![6, 4, 1, 1, 1, 1],
+            type_totals: Some(StoredTypeTotals {
+                type_name,
+                count: vec![2, 1, 1, 1],
+                shallow_size: vec![64, 32, 64, 1 << 32],
+                retained_size: vec![16 + 48 + 64 + 1 + u64::from(u32::MAX), 32, 64, 1 << 32],
+            }),
         }
     }
 
@@ -896,10 +1352,30 @@ mod tests {
         file
     }
 
+    /// Reads `bytes` as a stream and as a slice, and checks that both give the same graph,
+    /// analysis or error.
     fn read(bytes: &[u8]) -> Result<(HeapGraph, Option<StoredAnalysis>), ImportError> {
-        let (dump, analysis) = import_with_analysis(bytes, &Options::default())?;
-        let Dump::HeapGraph(graph) = dump;
-        Ok((graph, analysis))
+        let streamed = import_with_analysis(bytes, &Options::default());
+        let sliced = import_slice_with_analysis(bytes, &Options::default());
+        match (streamed, sliced) {
+            (
+                Ok((Dump::HeapGraph(graph), analysis)),
+                Ok((Dump::HeapGraph(other), other_analysis)),
+            ) => {
+                assert_same(&other, &graph);
+                assert_eq!(other_analysis, analysis);
+                Ok((graph, analysis))
+            }
+            (Err(err), Err(other)) => {
+                assert_eq!(other.to_string(), err.to_string());
+                Err(err)
+            }
+            (streamed, sliced) => panic!(
+                "the stream and slice readers disagree: {:?} against {:?}",
+                streamed.err().map(|err| err.to_string()),
+                sliced.err().map(|err| err.to_string())
+            ),
+        }
     }
 
     fn strings_of(graph: &HeapGraph) -> Vec<&str> {
@@ -996,7 +1472,11 @@ mod tests {
                         whole_graphs += 1;
                         assert_eq!(parts.first_edge, full.first_edge);
                     }
-                    if let Some(analysis) = analysis {
+                    if let Some(mut analysis) = analysis {
+                        // The type totals come last: a cut before them leaves them out.
+                        if analysis.type_totals.is_none() {
+                            analysis.type_totals.clone_from(&stored.type_totals);
+                        }
                         assert_eq!(analysis, stored);
                         assert_eq!((n, back.edge_count()), (6, 8));
                     }
