@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod cli;
+mod hprof;
 mod oracle;
 mod support;
 mod tidy;

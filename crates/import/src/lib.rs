@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod hprof;
 pub mod native;
 mod sniff;
 pub mod v8;
@@ -72,6 +73,19 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, counted);
     let prefix = reader.fill_buf()?;
+    if hprof::sniff(prefix) == Some(true) {
+        // Two passes over the dump: it is mapped, not streamed.
+        drop(reader);
+        let file = std::fs::File::open(path)?;
+        // SAFETY: the map is only read, and dropped before this returns. Another process could
+        // change the file meanwhile, as with any memory-mapped input; every byte read is checked
+        // as if it were hostile.
+        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
+        if let Some(progress) = options.progress {
+            progress.advance(map.len() as u64);
+        }
+        return hprof::import_slice(&map, &hprof::Options::default()).map(Dump::HeapGraph);
+    }
     if prefix.starts_with(&GZIP_MAGIC) {
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);
         let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
@@ -92,6 +106,9 @@ pub fn import_reader<R: BufRead>(mut reader: R) -> Result<Dump, ImportError> {
             v8::import(reader, &v8::Options::default()).map(Dump::HeapGraph)
         }
         Some(Format::Native) => native::import(reader, &native::Options::default()),
+        Some(Format::Hprof) => {
+            hprof::import(reader, &hprof::Options::default()).map(Dump::HeapGraph)
+        }
         None => Err(ImportError::UnknownFormat {
             prefix: error::describe_prefix(prefix, 24),
         }),

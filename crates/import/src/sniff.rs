@@ -1,6 +1,6 @@
 //! Format detection by content: each importer's `sniff` is asked about the first bytes.
 
-use crate::{native, v8};
+use crate::{hprof, native, v8};
 
 /// The formats heapgraph reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -10,6 +10,8 @@ pub enum Format {
     V8HeapSnapshot,
     /// heapgraph's own `.hgd`.
     Native,
+    /// A Java heap dump (HPROF).
+    Hprof,
 }
 
 /// The format that `prefix` (the first bytes of an uncompressed stream) starts, if any importer
@@ -20,6 +22,9 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     }
     if native::sniff(prefix) == Some(true) {
         return Some(Format::Native);
+    }
+    if hprof::sniff(prefix) == Some(true) {
+        return Some(Format::Hprof);
     }
     None
 }

@@ -1,0 +1,152 @@
+//! The HPROF importer: Java heap dumps (`jcmd GC.heap_dump`, `jmap`, `-XX:+HeapDumpOnOutOfMemoryError`,
+//! Android's `1.0.3`), plain or gzipped, into a [`HeapGraph`].
+//!
+//! The dump is read from memory (a memory-mapped file, or the decompressed bytes) in two passes,
+//! each parallel over heap segments: pass 1 (`scan`) reads the top-level records and indexes each
+//! segment's sub-records (roots, class dumps, object ids); then the class layouts are built
+//! (`classes`), the ids indexed (`ids`), and pass 2 (`graph`) decodes every object's references
+//! into edges. `docs/formats.md` §2 says what is read and how sizes are computed.
+//!
+//! The graph has a synthetic super-root (node 0) with an edge to every GC root, named by root
+//! kind; thread-local roots hang under their thread's stack frames instead, as synthetic frame
+//! nodes (`com.example.Worker.run(Worker.java:42)`) after the objects.
+
+mod bytes;
+mod classes;
+mod graph;
+mod ids;
+mod scan;
+
+use crate::ImportError;
+use heapgraph_model::HeapGraph;
+use std::io::Read;
+
+/// The format name in errors.
+const FORMAT: &str = "hprof";
+
+/// Whether `prefix` starts an HPROF dump (`JAVA PROFILE 1.0.`); `None` when it is too short to
+/// tell.
+pub fn sniff(prefix: &[u8]) -> Option<bool> {
+    scan::sniff(prefix)
+}
+
+/// Settings of the HPROF importer (none yet).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Options {}
+
+/// Reads a whole HPROF stream into memory and imports it (see [`import_slice`]).
+///
+/// # Errors
+/// As [`import_slice`], and [`ImportError::Io`] when reading fails.
+pub fn import<R: Read>(mut reader: R, options: &Options) -> Result<HeapGraph, ImportError> {
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes)?;
+    import_slice(&bytes, options)
+}
+
+/// Imports the HPROF dump `bytes`.
+///
+/// Node kinds are `instance`, `class`, `object-array` and `primitive-array`, plus the synthetic
+/// `root` and `frame`. A node's type is its Java class name as `jcmd GC.class_histogram` prints
+/// it, with arrays in source form (`byte[]`, `java.lang.Object[]`); class objects have type
+/// `java.lang.Class` and their class's name as name. Strings are named by their value and
+/// threads by their name. Instance fields are `property` edges named by field, array slots
+/// `element` edges, the `referent` of `java.lang.ref.Reference` a `weak` edge, and links to
+/// the class, superclass, loader and frames `internal` edges (`<class>`, `<super>`, …).
+///
+/// A dump cut short (a crash during the dump) is read as far as it goes, with a note saying
+/// where it ends and what was lost.
+///
+/// # Errors
+/// [`ImportError::Malformed`] with a byte offset for a header or record that is not well formed
+/// (a corrupt length, an unknown sub-record); [`ImportError::Truncated`] when not even the
+/// header arrived.
+pub fn import_slice(bytes: &[u8], _options: &Options) -> Result<HeapGraph, ImportError> {
+    graph::build(bytes)
+}
+
+/// How the JVM laid its objects out, which HPROF does not say: header and array header sizes
+/// and the size of a reference, each a candidate that the object addresses vote for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Bytes of an object header.
+    pub(crate) header: u64,
+    /// Where an array's elements start.
+    pub(crate) array_base: u64,
+    /// Bytes of a reference field or element.
+    pub(crate) reference: u64,
+    /// How the layout is described in notes.
+    pub(crate) description: &'static str,
+}
+
+impl Layout {
+    /// The layouts a 64-bit HotSpot uses (8-byte ids), most common first, then a 32-bit one.
+    pub(crate) const CANDIDATES: [Layout; 5] = [
+        Layout {
+            header: 12,
+            array_base: 16,
+            reference: 4,
+            description: "64-bit, compressed oops and class pointers (12-byte headers, 4-byte references)",
+        },
+        Layout {
+            header: 12,
+            array_base: 16,
+            reference: 8,
+            description: "64-bit, compressed class pointers only (12-byte headers, 8-byte references)",
+        },
+        Layout {
+            header: 16,
+            array_base: 24,
+            reference: 8,
+            description: "64-bit, uncompressed (16-byte headers, 8-byte references)",
+        },
+        Layout {
+            header: 16,
+            array_base: 24,
+            reference: 4,
+            description: "64-bit, compressed oops only (16-byte headers, 4-byte references)",
+        },
+        Layout {
+            header: 8,
+            array_base: 12,
+            reference: 4,
+            description: "32-bit (8-byte headers, 4-byte references)",
+        },
+    ];
+
+    /// Index in [`Layout::CANDIDATES`] of the 32-bit layout, the only one for 4-byte ids.
+    const THIRTY_TWO_BIT: usize = 4;
+
+    /// Picks the layout with the most votes among those possible for the id size; ties go to the
+    /// more common layout.
+    pub(crate) fn choose(votes: &[u64; 5], id_size: usize) -> (Layout, bool) {
+        if id_size == 4 {
+            return (Layout::CANDIDATES[Layout::THIRTY_TWO_BIT], true);
+        }
+        let best = (0..Layout::THIRTY_TWO_BIT)
+            .max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))
+            .unwrap_or(0);
+        (Layout::CANDIDATES[best], votes[best] > 0)
+    }
+
+    /// Shallow size of an instance with `prim_bytes` of primitive fields and `n_refs`
+    /// references: header and fields, aligned to 8 bytes.
+    pub(crate) fn instance_size(&self, prim_bytes: u64, n_refs: u64) -> u64 {
+        align8(self.header + prim_bytes + n_refs * self.reference)
+    }
+
+    /// Shallow size of an array of `length` elements of basic type `element`.
+    pub(crate) fn array_size(&self, element: u8, length: u64) -> u64 {
+        let element_size = match element {
+            scan::basic::OBJECT => self.reference,
+            code => scan::value_size(code, 8).unwrap_or(0) as u64,
+        };
+        align8(self.array_base + length * element_size)
+    }
+}
+
+/// `n` rounded up to a multiple of 8, HotSpot's object alignment.
+fn align8(n: u64) -> u64 {
+    n.div_ceil(8) * 8
+}

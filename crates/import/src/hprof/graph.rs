@@ -1,0 +1,922 @@
+//! Pass 2 and assembly: every object's references as edges, the super-root and the stack
+//! frames, names for strings and threads, and the notes on what the dump lacked.
+
+use super::Layout;
+use super::bytes::{Cursor, Short, read_id};
+use super::classes::{self, ClassInfo};
+use super::ids::IdIndex;
+use super::scan::{self, Root, RootKind, SegmentIndex, Stop, TopLevel, basic, sub};
+use crate::ImportError;
+use heapgraph_model::{
+    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
+};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use std::ops::Range;
+
+/// Node kinds, in the order of [`node_kinds`].
+const KIND_INSTANCE: u8 = 0;
+const KIND_CLASS: u8 = 1;
+const KIND_OBJECT_ARRAY: u8 = 2;
+const KIND_PRIMITIVE_ARRAY: u8 = 3;
+const KIND_ROOT: u8 = 4;
+const KIND_FRAME: u8 = 5;
+
+/// Characters of a string's value kept as its node's name.
+const STRING_NAME_CHARS: usize = 1024;
+
+fn node_kinds() -> Vec<NodeKindInfo> {
+    [
+        ("instance", false),
+        ("class", false),
+        ("object-array", false),
+        ("primitive-array", false),
+        ("root", true),
+        ("frame", true),
+    ]
+    .into_iter()
+    .map(|(name, synthetic)| NodeKindInfo {
+        name: name.to_owned(),
+        synthetic,
+    })
+    .collect()
+}
+
+/// Names of the edges the dump does not name, interned once.
+struct EdgeNames {
+    class: StringId,
+    super_class: StringId,
+    /// Class loader, signers, protection domain.
+    class_references: [StringId; 3],
+}
+
+/// What pass 2 reads while it walks a segment.
+struct Context<'a> {
+    bytes: &'a [u8],
+    id_size: usize,
+    layout: Layout,
+    classes: &'a [ClassInfo],
+    class_by_id: &'a FxHashMap<u64, u32>,
+    ids: &'a IdIndex,
+    names: &'a EdgeNames,
+    class_type: StringId,
+    /// Instance size of `java.lang.Class`, the base of a class object's size.
+    class_object_size: u64,
+    /// Type of a primitive array, by element basic type.
+    primitive_types: [StringId; 12],
+    /// Class object node of a primitive array's class, by element basic type.
+    primitive_class_nodes: [Option<u32>; 12],
+    /// The type of instances and arrays whose class has no class dump.
+    unknown_type: StringId,
+    /// Edges that threads get besides their fields: to their frames and direct locals.
+    thread_edges: &'a FxHashMap<u32, Vec<(u32, StringId)>>,
+}
+
+/// Pass 2's output for a run of consecutive segments.
+#[derive(Default)]
+struct Part {
+    node_kind: Vec<u8>,
+    node_type: Vec<StringId>,
+    node_name: Vec<StringId>,
+    shallow: Vec<u64>,
+    /// Edges of the part after each node.
+    edge_end: Vec<u64>,
+    edge_to: Vec<u32>,
+    edge_kind: Vec<EdgeKind>,
+    edge_name: Vec<u32>,
+    /// `java.lang.String` instances: node, its `value` array's node, its coder (if any).
+    strings: Vec<(u32, u32, Option<u8>)>,
+    /// `byte[]` and `char[]` arrays: node, where their data starts, length, element type.
+    text_arrays: Vec<(u32, usize, u32, u8)>,
+    /// References to ids with no object in the dump.
+    dangling: u64,
+    /// Instances and arrays whose class has no class dump.
+    unknown_class: u64,
+    /// Instances whose field bytes disagree with their class's layout.
+    layout_mismatch: u64,
+}
+
+impl Part {
+    fn edge(&mut self, to: u32, kind: EdgeKind, name: u32) {
+        self.edge_to.push(to);
+        self.edge_kind.push(kind);
+        self.edge_name.push(name);
+    }
+
+    /// An edge to object `id` unless it is null; a dangling id is counted and left out.
+    fn edge_to_id(&mut self, ids: &IdIndex, id: u64, kind: EdgeKind, name: u32) {
+        if id == 0 {
+            return;
+        }
+        match ids.get(id) {
+            Some(to) => self.edge(to, kind, name),
+            None => self.dangling += 1,
+        }
+    }
+
+    fn node(&mut self, kind: u8, type_name: StringId, name: StringId, shallow: u64) {
+        self.node_kind.push(kind);
+        self.node_type.push(type_name);
+        self.node_name.push(name);
+        self.shallow.push(shallow);
+    }
+
+    fn end_node(&mut self) {
+        self.edge_end.push(self.edge_to.len() as u64);
+    }
+}
+
+/// Imports `bytes` as described in [`super::import_slice`].
+pub(super) fn build(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
+    let header = scan::header(bytes)?;
+    let id_size = header.id_size;
+    let top = scan::top_level(bytes, header.body_start, id_size)?;
+    let cut_in_segment = top.cut.is_some_and(|cut| {
+        matches!(
+            cut.tag,
+            Some(scan::tag::HEAP_DUMP | scan::tag::HEAP_DUMP_SEGMENT)
+        ) && cut.declared.is_some()
+    });
+    let n_segments = top.segments.len();
+    let mut indexes: Vec<SegmentIndex> = top
+        .segments
+        .par_iter()
+        .enumerate()
+        .map(|(i, body)| {
+            let is_cut = cut_in_segment && i + 1 == n_segments;
+            scan::index_segment(bytes, body.clone(), id_size, is_cut)
+        })
+        .collect();
+    if let Some((offset, message)) = indexes.iter().find_map(|index| match &index.stop {
+        Some(Stop::Corrupt { offset, message }) => Some((*offset, message.clone())),
+        _ => None,
+    }) {
+        return Err(scan::malformed(offset, message));
+    }
+    let mut votes = [0u64; 5];
+    for index in &indexes {
+        for (total, vote) in votes.iter_mut().zip(index.layout_votes) {
+            *total += vote;
+        }
+    }
+    let (layout, layout_detected) = Layout::choose(&votes, id_size);
+
+    let mut strings = StringTable::new();
+    let class_dumps: Vec<scan::ClassDump> = indexes
+        .iter_mut()
+        .flat_map(|index| std::mem::take(&mut index.classes))
+        .collect();
+    let (classes, class_by_id, broken_chains) =
+        classes::build_classes(class_dumps, &top, layout, id_size, &mut strings);
+
+    // Node 0 is the super-root; objects follow in file order; frames come last.
+    let n_objects: usize = indexes.iter().map(|index| index.object_ids.len()).sum();
+    if n_objects + 1 >= u32::MAX as usize {
+        return Err(scan::malformed(
+            0,
+            format!("the dump holds {n_objects} objects; heapgraph handles fewer than 2^32"),
+        ));
+    }
+    let mut all_ids = Vec::with_capacity(n_objects);
+    for index in &indexes {
+        all_ids.extend_from_slice(&index.object_ids);
+    }
+    let (ids, duplicate_ids) = IdIndex::new(&all_ids, 1);
+    let roots: Vec<Root> = indexes
+        .iter_mut()
+        .flat_map(|index| std::mem::take(&mut index.roots))
+        .collect();
+    let objects_per_segment: Vec<usize> =
+        indexes.iter().map(|index| index.object_ids.len()).collect();
+    drop(indexes);
+
+    let plan = RootPlan::new(
+        &roots,
+        &top,
+        &ids,
+        &classes,
+        &class_by_id,
+        &mut strings,
+        n_objects,
+    );
+    drop(roots);
+    let names = EdgeNames {
+        class: strings.intern("<class>"),
+        super_class: strings.intern("<super>"),
+        class_references: [
+            strings.intern("<classloader>"),
+            strings.intern("<signers>"),
+            strings.intern("<protection domain>"),
+        ],
+    };
+    let mut primitive_types = [StringId::EMPTY; 12];
+    let mut primitive_class_nodes = [None; 12];
+    for code in [
+        basic::BOOLEAN,
+        basic::CHAR,
+        basic::FLOAT,
+        basic::DOUBLE,
+        basic::BYTE,
+        basic::SHORT,
+        basic::INT,
+        basic::LONG,
+    ] {
+        let name = classes::primitive_array_name(code);
+        primitive_types[usize::from(code)] = strings.intern(name);
+        primitive_class_nodes[usize::from(code)] = classes
+            .iter()
+            .find(|class| strings.get(class.name) == name)
+            .and_then(|class| ids.get(class.dump.id));
+    }
+    let class_object_size = classes
+        .iter()
+        .find(|class| strings.get(class.name) == "java.lang.Class")
+        .map_or(layout.instance_size(0, 0), |class| class.instance_size);
+    let context = Context {
+        bytes,
+        id_size,
+        layout,
+        classes: &classes,
+        class_by_id: &class_by_id,
+        ids: &ids,
+        names: &names,
+        class_type: strings.intern("java.lang.Class"),
+        class_object_size,
+        primitive_types,
+        primitive_class_nodes,
+        unknown_type: strings.intern("<unknown class>"),
+        thread_edges: &plan.thread_edges,
+    };
+
+    // Pass 2 over runs of consecutive segments of about equal bytes, one per task.
+    let runs = split_runs(&top.segments, rayon::current_num_threads() * 4);
+    let parts: Vec<Result<Part, ImportError>> = runs
+        .par_iter()
+        .map(|run| {
+            let mut part = Part::default();
+            for segment in run.clone() {
+                let before = part.node_kind.len();
+                walk_segment(&context, top.segments[segment].clone(), &mut part);
+                let walked = part.node_kind.len() - before;
+                if walked != objects_per_segment[segment] {
+                    return Err(scan::malformed(
+                        top.segments[segment].start,
+                        format!(
+                            "the second pass read {walked} objects in this segment where the first read {}",
+                            objects_per_segment[segment]
+                        ),
+                    ));
+                }
+            }
+            Ok(part)
+        })
+        .collect();
+    let parts = parts
+        .into_iter()
+        .collect::<Result<Vec<Part>, ImportError>>()?;
+    drop(ids);
+
+    let mut meta = GraphMeta::new(Runtime::Java, "hprof");
+    meta.captured_at_ms = Some(header.timestamp_ms).filter(|&ms| ms > 0);
+    meta.notes.push(format!(
+        "{}, {id_size}-byte ids; sizes assume {}{}",
+        header.version,
+        layout.description,
+        if layout_detected {
+            ", as the object addresses show"
+        } else {
+            " (the addresses did not tell)"
+        }
+    ));
+    let mut graph_parts = assemble(bytes, parts, &plan, all_ids, &mut strings, &mut meta);
+    graph_parts.node_kinds = node_kinds();
+    if let Some(cut) = top.cut {
+        meta.notes.push(cut_note(&cut, bytes.len()));
+    } else if !top.ended {
+        meta.notes.push(format!(
+            "the dump ends at byte {} after a complete record but without the HEAP DUMP END record: it may have been cut short, and what came after is missing",
+            bytes.len()
+        ));
+    }
+    for (tag, count) in &top.skipped {
+        meta.notes.push(format!(
+            "skipped {count} record(s) of tag {tag:#04x}, which heapgraph does not read"
+        ));
+    }
+    if duplicate_ids > 0 {
+        meta.notes.push(format!(
+            "{duplicate_ids} object id(s) appear more than once; references go to the first"
+        ));
+    }
+    if broken_chains > 0 {
+        meta.notes.push(format!(
+            "{broken_chains} class(es) have a superclass with no class dump, or a cycle of superclasses; their inherited fields are unknown"
+        ));
+    }
+    HeapGraph::from_parts(meta, strings, graph_parts).map_err(|err| ImportError::Inconsistent {
+        format: super::FORMAT,
+        message: err.to_string(),
+    })
+}
+
+/// Splits segments into at most `n_runs` runs of consecutive segments with about equal bytes.
+fn split_runs(segments: &[Range<usize>], n_runs: usize) -> Vec<Range<usize>> {
+    let total: usize = segments.iter().map(ExactSizeIterator::len).sum();
+    let target = total / n_runs.max(1) + 1;
+    let mut runs = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, segment) in segments.iter().enumerate() {
+        bytes += segment.len();
+        if bytes >= target {
+            runs.push(start..i + 1);
+            start = i + 1;
+            bytes = 0;
+        }
+    }
+    if start < segments.len() {
+        runs.push(start..segments.len());
+    }
+    runs
+}
+
+/// Pass 2 over one segment: nodes and edges for its objects, in file order.
+fn walk_segment(context: &Context<'_>, body: Range<usize>, part: &mut Part) {
+    let mut cursor = Cursor::new(context.bytes, body.start, body.end, context.id_size);
+    while cursor.remaining() > 0 {
+        // Pass 1 read the same sub-records: a short one ends a cut segment there.
+        if walk_sub_record(context, &mut cursor, part).is_err() {
+            break;
+        }
+    }
+}
+
+/// Reads one sub-record; objects become nodes of `part`.
+fn walk_sub_record(
+    context: &Context<'_>,
+    cursor: &mut Cursor<'_>,
+    part: &mut Part,
+) -> Result<(), Short> {
+    let id_size = context.id_size;
+    let sub_tag = cursor.u1()?;
+    match sub_tag {
+        sub::ROOT_UNKNOWN
+        | sub::ROOT_STICKY_CLASS
+        | sub::ROOT_MONITOR_USED
+        | sub::ROOT_INTERNED_STRING
+        | sub::ROOT_FINALIZING
+        | sub::ROOT_DEBUGGER
+        | sub::ROOT_REFERENCE_CLEANUP
+        | sub::ROOT_VM_INTERNAL
+        | sub::ROOT_UNREACHABLE => cursor.skip(id_size)?,
+        sub::ROOT_JNI_GLOBAL => cursor.skip(2 * id_size)?,
+        sub::ROOT_JNI_LOCAL | sub::ROOT_JAVA_FRAME | sub::ROOT_JNI_MONITOR => {
+            cursor.skip(id_size + 8)?;
+        }
+        sub::ROOT_NATIVE_STACK | sub::ROOT_THREAD_BLOCK | sub::HEAP_DUMP_INFO => {
+            cursor.skip(id_size + 4)?;
+        }
+        sub::ROOT_THREAD_OBJECT => cursor.skip(id_size + 8)?,
+        sub::CLASS_DUMP => {
+            let dump = scan::class_dump(cursor).map_err(|_| Short)?;
+            class_node(context, dump.id, part);
+        }
+        sub::INSTANCE_DUMP => {
+            let id = cursor.id()?;
+            cursor.u4()?;
+            let class_id = cursor.id()?;
+            let n_bytes = cursor.u4()? as usize;
+            let values = cursor.take(n_bytes)?;
+            instance_node(context, id, class_id, values, part);
+        }
+        sub::OBJ_ARRAY_DUMP => {
+            let id = cursor.id()?;
+            cursor.u4()?;
+            let length = cursor.u4()?;
+            let class_id = cursor.id()?;
+            let elements = cursor.take((length as usize).checked_mul(id_size).ok_or(Short)?)?;
+            object_array_node(context, id, class_id, elements, part);
+        }
+        sub::PRIM_ARRAY_DUMP | sub::PRIM_ARRAY_NODATA => {
+            let id = cursor.id()?;
+            cursor.u4()?;
+            let length = cursor.u4()?;
+            let element = cursor.u1()?;
+            let size = scan::value_size(element, id_size).ok_or(Short)?;
+            let data_start = cursor.pos();
+            if sub_tag == sub::PRIM_ARRAY_DUMP {
+                cursor.skip((length as usize).checked_mul(size).ok_or(Short)?)?;
+            }
+            let node = context.ids.get(id);
+            if sub_tag == sub::PRIM_ARRAY_DUMP
+                && matches!(element, basic::BYTE | basic::CHAR)
+                && let Some(node) = node
+            {
+                part.text_arrays.push((node, data_start, length, element));
+            }
+            let code = usize::from(element).min(11);
+            part.node(
+                KIND_PRIMITIVE_ARRAY,
+                context.primitive_types[code],
+                StringId::EMPTY,
+                context.layout.array_size(element, u64::from(length)),
+            );
+            if let Some(class_node) = context.primitive_class_nodes[code] {
+                part.edge(class_node, EdgeKind::Internal, context.names.class.to_raw());
+            }
+            part.end_node();
+        }
+        _ => return Err(Short),
+    }
+    Ok(())
+}
+
+/// A class object: its superclass, loader, signers, protection domain and static references.
+fn class_node(context: &Context<'_>, id: u64, part: &mut Part) {
+    let names = context.names;
+    let Some(&index) = context.class_by_id.get(&id) else {
+        part.node(
+            KIND_CLASS,
+            context.class_type,
+            context.unknown_type,
+            context.class_object_size,
+        );
+        part.end_node();
+        return;
+    };
+    let class = &context.classes[index as usize];
+    part.node(
+        KIND_CLASS,
+        context.class_type,
+        class.name,
+        context.class_object_size + class.static_bytes,
+    );
+    part.edge_to_id(
+        context.ids,
+        class.dump.super_id,
+        EdgeKind::Internal,
+        names.super_class.to_raw(),
+    );
+    for (&reference, name) in class.dump.references.iter().zip(names.class_references) {
+        part.edge_to_id(context.ids, reference, EdgeKind::Internal, name.to_raw());
+    }
+    for &(name, target) in &class.static_refs {
+        part.edge_to_id(context.ids, target, EdgeKind::Property, name.to_raw());
+    }
+    part.end_node();
+}
+
+/// An instance: its class, then its non-null reference fields in layout order.
+fn instance_node(context: &Context<'_>, id: u64, class_id: u64, values: &[u8], part: &mut Part) {
+    let id_size = context.id_size;
+    let Some(&class_index) = context.class_by_id.get(&class_id) else {
+        part.unknown_class += 1;
+        part.node(
+            KIND_INSTANCE,
+            context.unknown_type,
+            StringId::EMPTY,
+            context.layout.instance_size(values.len() as u64, 0),
+        );
+        part.end_node();
+        return;
+    };
+    let class = &context.classes[class_index as usize];
+    if class.instance_bytes != values.len() as u64 {
+        part.layout_mismatch += 1;
+    }
+    part.node(
+        KIND_INSTANCE,
+        class.name,
+        StringId::EMPTY,
+        class.instance_size,
+    );
+    part.edge_to_id(
+        context.ids,
+        class_id,
+        EdgeKind::Internal,
+        context.names.class.to_raw(),
+    );
+    for field in &class.ref_fields {
+        let at = field.offset as usize;
+        let Some(bytes) = values.get(at..at + id_size) else {
+            continue;
+        };
+        let kind = if field.weak {
+            EdgeKind::Weak
+        } else {
+            EdgeKind::Property
+        };
+        part.edge_to_id(context.ids, read_id(bytes), kind, field.name.to_raw());
+    }
+    if let Some((value_at, coder_at)) = class.string_fields {
+        let at = value_at as usize;
+        let value = values.get(at..at + id_size).map_or(0, read_id);
+        let coder = coder_at.and_then(|at| values.get(at as usize).copied());
+        if let (Some(node), Some(value_node)) = (context.ids.get(id), context.ids.get(value)) {
+            part.strings.push((node, value_node, coder));
+        }
+    }
+    if let Some(node) = context.ids.get(id)
+        && let Some(extra) = context.thread_edges.get(&node)
+    {
+        for &(to, name) in extra {
+            part.edge(to, EdgeKind::Internal, name.to_raw());
+        }
+    }
+    part.end_node();
+}
+
+/// An object array: its class, then its non-null elements by index.
+fn object_array_node(
+    context: &Context<'_>,
+    _id: u64,
+    class_id: u64,
+    elements: &[u8],
+    part: &mut Part,
+) {
+    let id_size = context.id_size;
+    let type_name = match context.class_by_id.get(&class_id) {
+        Some(&index) => context.classes[index as usize].name,
+        None => {
+            part.unknown_class += 1;
+            context.unknown_type
+        }
+    };
+    let length = (elements.len() / id_size) as u64;
+    part.node(
+        KIND_OBJECT_ARRAY,
+        type_name,
+        StringId::EMPTY,
+        context.layout.array_size(basic::OBJECT, length),
+    );
+    part.edge_to_id(
+        context.ids,
+        class_id,
+        EdgeKind::Internal,
+        context.names.class.to_raw(),
+    );
+    for (index, element) in elements.chunks_exact(id_size).enumerate() {
+        part.edge_to_id(
+            context.ids,
+            read_id(element),
+            EdgeKind::Element,
+            index as u32,
+        );
+    }
+    part.end_node();
+}
+
+/// Where the GC roots go: edges from the super-root, and the stack frames of threads.
+struct RootPlan {
+    /// Super-root edges: target node and name, one per target.
+    root_edges: Vec<(u32, StringId)>,
+    /// Extra edges of thread nodes, to their frames and their frameless locals.
+    thread_edges: FxHashMap<u32, Vec<(u32, StringId)>>,
+    /// Frame nodes, after the objects: label and locals (node, edge name).
+    frames: Vec<(StringId, Vec<(u32, StringId)>)>,
+    /// Thread objects (roots) by node.
+    thread_nodes: Vec<u32>,
+    /// Roots whose object is not in the dump.
+    missing: u64,
+    type_root: StringId,
+    type_frame: StringId,
+}
+
+impl RootPlan {
+    fn new(
+        roots: &[Root],
+        top: &TopLevel<'_>,
+        ids: &IdIndex,
+        classes: &[ClassInfo],
+        class_by_id: &FxHashMap<u64, u32>,
+        strings: &mut StringTable,
+        n_objects: usize,
+    ) -> RootPlan {
+        // Threads by serial: node and stack trace.
+        let mut threads: FxHashMap<u32, (u32, Option<u32>)> = FxHashMap::default();
+        for root in roots {
+            if root.kind == RootKind::ThreadObject
+                && let (Some(serial), Some(node)) = (root.thread_serial, ids.get(root.object))
+            {
+                threads.entry(serial).or_insert((node, root.trace_serial));
+            }
+        }
+        let mut plan = RootPlan {
+            root_edges: Vec::new(),
+            thread_edges: FxHashMap::default(),
+            frames: Vec::new(),
+            thread_nodes: threads.values().map(|&(node, _)| node).collect(),
+            missing: 0,
+            type_root: strings.intern("(GC roots)"),
+            type_frame: strings.intern("frame"),
+        };
+        let mut labels: FxHashMap<RootKind, StringId> = FxHashMap::default();
+        let mut label = |kind: RootKind, strings: &mut StringTable| {
+            *labels
+                .entry(kind)
+                .or_insert_with(|| strings.intern(kind.label()))
+        };
+        let mut frame_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut seen_root: FxHashMap<u32, ()> = FxHashMap::default();
+        let mut seen_thread_edge: FxHashMap<(u32, u32), ()> = FxHashMap::default();
+        let local = strings.intern("<local>");
+        let first_frame_node = 1 + n_objects as u32;
+        for root in roots {
+            let Some(node) = ids.get(root.object) else {
+                plan.missing += 1;
+                continue;
+            };
+            let thread = root
+                .thread_serial
+                .filter(|_| root.kind != RootKind::ThreadObject)
+                .and_then(|serial| threads.get(&serial).map(|&thread| (serial, thread)));
+            match (thread, root.frame_depth) {
+                (Some((serial, (thread_node, trace))), Some(depth)) => {
+                    let frame = *frame_of.entry((serial, depth)).or_insert_with(|| {
+                        let text = frame_label(top, classes, class_by_id, trace, depth, strings);
+                        let frame_name = strings.push(&text);
+                        plan.frames.push((frame_name, Vec::new()));
+                        let frame = (plan.frames.len() - 1) as u32;
+                        let edge_name = strings.intern(&format!("<frame {depth}>"));
+                        plan.thread_edges
+                            .entry(thread_node)
+                            .or_default()
+                            .push((first_frame_node + frame, edge_name));
+                        frame
+                    });
+                    let name = if root.kind == RootKind::JavaFrame {
+                        local
+                    } else {
+                        label(root.kind, strings)
+                    };
+                    plan.frames[frame as usize].1.push((node, name));
+                }
+                (Some((_, (thread_node, _))), None) => {
+                    if seen_thread_edge.insert((thread_node, node), ()).is_none() {
+                        let name = label(root.kind, strings);
+                        plan.thread_edges
+                            .entry(thread_node)
+                            .or_default()
+                            .push((node, name));
+                    }
+                }
+                (None, _) => {
+                    if seen_root.insert(node, ()).is_none() {
+                        let name = label(root.kind, strings);
+                        plan.root_edges.push((node, name));
+                    }
+                }
+            }
+        }
+        for edges in plan.thread_edges.values_mut() {
+            // Frames by depth (their names sort so), then direct locals; stable for equal names.
+            edges.sort_by_key(|&(to, _)| to < first_frame_node);
+        }
+        plan
+    }
+}
+
+/// `com.example.Worker.run(Worker.java:42)`: frame `depth` of stack trace `trace`.
+fn frame_label(
+    top: &TopLevel<'_>,
+    classes: &[ClassInfo],
+    class_by_id: &FxHashMap<u64, u32>,
+    trace: Option<u32>,
+    depth: u32,
+    strings: &StringTable,
+) -> String {
+    let frame = trace
+        .and_then(|serial| top.traces.get(&serial))
+        .and_then(|trace| trace.frames.get(depth as usize))
+        .and_then(|frame_id| top.frames.get(frame_id));
+    let Some(frame) = frame else {
+        return format!("frame {depth} (no stack trace in the dump)");
+    };
+    let class = top
+        .class_by_serial
+        .get(&frame.class_serial)
+        .and_then(|class_id| class_by_id.get(class_id))
+        .map_or_else(
+            || "<unknown class>".to_owned(),
+            |&index| strings.get(classes[index as usize].name).to_owned(),
+        );
+    let method = classes::utf8_text(top, frame.method).unwrap_or_else(|| "<unknown>".to_owned());
+    let location = match frame.line {
+        line if line > 0 => format!(
+            "{}:{line}",
+            classes::utf8_text(top, frame.source).unwrap_or_else(|| "Unknown Source".to_owned())
+        ),
+        -2 => "Compiled Code".to_owned(),
+        -3 => "Native Method".to_owned(),
+        _ => classes::utf8_text(top, frame.source).unwrap_or_else(|| "Unknown Source".to_owned()),
+    };
+    format!("{class}.{method}({location})")
+}
+
+/// Joins the parts behind the super-root, adds the frames, and names strings and threads.
+fn assemble(
+    bytes: &[u8],
+    parts: Vec<Part>,
+    plan: &RootPlan,
+    object_ids: Vec<u64>,
+    strings: &mut StringTable,
+    meta: &mut GraphMeta,
+) -> HeapGraphParts {
+    let n_objects = object_ids.len();
+    let n_nodes = 1 + n_objects + plan.frames.len();
+    let n_edges = plan.root_edges.len()
+        + parts.iter().map(|part| part.edge_to.len()).sum::<usize>()
+        + plan
+            .frames
+            .iter()
+            .map(|(_, locals)| locals.len())
+            .sum::<usize>();
+    let mut graph = HeapGraphParts {
+        node_object_id: Vec::with_capacity(n_nodes),
+        node_kind: Vec::with_capacity(n_nodes),
+        node_type: Vec::with_capacity(n_nodes),
+        node_name: Vec::with_capacity(n_nodes),
+        node_shallow_size: Vec::with_capacity(n_nodes),
+        first_edge: Vec::with_capacity(n_nodes + 1),
+        edge_to: Vec::with_capacity(n_edges),
+        edge_kind: Vec::with_capacity(n_edges),
+        edge_name: Vec::with_capacity(n_edges),
+        node_kinds: Vec::new(),
+        root: 0,
+    };
+    // The super-root.
+    graph.node_object_id.push(0);
+    graph.node_kind.push(KIND_ROOT);
+    graph.node_type.push(plan.type_root);
+    graph.node_name.push(plan.type_root);
+    graph.node_shallow_size.push(0);
+    graph.first_edge.push(0);
+    for &(to, name) in &plan.root_edges {
+        graph.edge_to.push(to);
+        graph.edge_kind.push(EdgeKind::Internal);
+        graph.edge_name.push(name.to_raw());
+    }
+    graph.first_edge.push(graph.edge_to.len() as u64);
+    graph.node_object_id.extend_from_slice(&object_ids);
+    drop(object_ids);
+    let (mut dangling, mut unknown_class, mut layout_mismatch) = (0, 0, 0);
+    let mut string_refs = Vec::new();
+    let mut text_arrays = Vec::new();
+    for part in parts {
+        let base = graph.edge_to.len() as u64;
+        graph.node_kind.extend_from_slice(&part.node_kind);
+        graph.node_type.extend_from_slice(&part.node_type);
+        graph.node_name.extend_from_slice(&part.node_name);
+        graph.node_shallow_size.extend_from_slice(&part.shallow);
+        graph
+            .first_edge
+            .extend(part.edge_end.iter().map(|&end| base + end));
+        graph.edge_to.extend_from_slice(&part.edge_to);
+        graph.edge_kind.extend_from_slice(&part.edge_kind);
+        graph.edge_name.extend_from_slice(&part.edge_name);
+        string_refs.extend_from_slice(&part.strings);
+        text_arrays.extend_from_slice(&part.text_arrays);
+        dangling += part.dangling;
+        unknown_class += part.unknown_class;
+        layout_mismatch += part.layout_mismatch;
+    }
+    for (label, locals) in &plan.frames {
+        graph.node_object_id.push(0);
+        graph.node_kind.push(KIND_FRAME);
+        graph.node_type.push(plan.type_frame);
+        graph.node_name.push(*label);
+        graph.node_shallow_size.push(0);
+        for &(to, name) in locals {
+            graph.edge_to.push(to);
+            graph.edge_kind.push(EdgeKind::Internal);
+            graph.edge_name.push(name.to_raw());
+        }
+        graph.first_edge.push(graph.edge_to.len() as u64);
+    }
+    name_strings(&mut graph, bytes, &string_refs, &text_arrays, strings);
+    name_threads(&mut graph, plan, strings);
+    if dangling > 0 {
+        meta.notes.push(format!(
+            "{dangling} reference(s) point to objects the dump does not hold (VM-internal or archived ones); they are left out"
+        ));
+    }
+    if plan.missing > 0 {
+        meta.notes.push(format!(
+            "{} GC root record(s) name objects the dump does not hold",
+            plan.missing
+        ));
+    }
+    if unknown_class > 0 {
+        meta.notes.push(format!(
+            "{unknown_class} object(s) have a class with no class dump: typed <unknown class>, without their fields"
+        ));
+    }
+    if layout_mismatch > 0 {
+        meta.notes.push(format!(
+            "{layout_mismatch} instance(s) hold a different number of field bytes than their class declares"
+        ));
+    }
+    graph
+}
+
+/// Names each `java.lang.String` by its value (up to [`STRING_NAME_CHARS`] characters).
+fn name_strings(
+    graph: &mut HeapGraphParts,
+    bytes: &[u8],
+    string_refs: &[(u32, u32, Option<u8>)],
+    text_arrays: &[(u32, usize, u32, u8)],
+    strings: &mut StringTable,
+) {
+    // Arrays come in node order within each part, and parts in order: sorted by node.
+    let texts: Vec<(u32, String)> = string_refs
+        .par_iter()
+        .filter_map(|&(node, value_node, coder)| {
+            let at = text_arrays
+                .binary_search_by_key(&value_node, |array| array.0)
+                .ok()?;
+            let (_, data, length, element) = text_arrays[at];
+            Some((node, decode_string(bytes, data, length, element, coder)))
+        })
+        .collect();
+    for (node, text) in texts {
+        graph.node_name[node as usize] = strings.push(&text);
+    }
+}
+
+/// Decodes a string value, keeping its first [`STRING_NAME_CHARS`] characters: Latin-1
+/// (`coder` 0) or UTF-16 in the JVM's byte order, little-endian on the platforms HotSpot runs
+/// on (`coder` 1), for a `byte[]`; big-endian UTF-16 code units for a `char[]` (JDK 8 and
+/// before; HPROF writes every value big-endian). The array's data was bounds-checked by the
+/// pass that found it.
+fn decode_string(bytes: &[u8], data: usize, length: u32, element: u8, coder: Option<u8>) -> String {
+    let length = length as usize;
+    let (n_chars, mut text) = match (element, coder) {
+        (basic::BYTE, Some(1)) => {
+            let n_units = length / 2;
+            let kept = n_units.min(STRING_NAME_CHARS);
+            let units: Vec<u16> = bytes[data..data + 2 * kept]
+                .chunks_exact(2)
+                .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+                .collect();
+            (n_units, String::from_utf16_lossy(&units))
+        }
+        (basic::BYTE, _) => {
+            let kept = length.min(STRING_NAME_CHARS);
+            let text = bytes[data..data + kept]
+                .iter()
+                .map(|&b| char::from(b))
+                .collect();
+            (length, text)
+        }
+        _ => {
+            let kept = length.min(STRING_NAME_CHARS);
+            let units: Vec<u16> = bytes[data..data + 2 * kept]
+                .chunks_exact(2)
+                .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+                .collect();
+            (length, String::from_utf16_lossy(&units))
+        }
+    };
+    if n_chars > STRING_NAME_CHARS {
+        text.push_str(&format!("… ({n_chars} chars)"));
+    }
+    text
+}
+
+/// Names each thread object by the string its `name` field holds.
+fn name_threads(graph: &mut HeapGraphParts, plan: &RootPlan, strings: &StringTable) {
+    let Some(name_field) = strings.find("name") else {
+        return;
+    };
+    for &thread in &plan.thread_nodes {
+        let thread = thread as usize;
+        let edges = graph.first_edge[thread] as usize..graph.first_edge[thread + 1] as usize;
+        let field = edges.into_iter().find(|&edge| {
+            graph.edge_kind[edge] == EdgeKind::Property
+                && graph.edge_name[edge] == name_field.to_raw()
+        });
+        if let Some(edge) = field {
+            graph.node_name[thread] = graph.node_name[graph.edge_to[edge] as usize];
+        }
+    }
+}
+
+/// The note for a dump cut short.
+fn cut_note(cut: &scan::Cut, file_len: usize) -> String {
+    let what = match cut.tag {
+        Some(scan::tag::HEAP_DUMP | scan::tag::HEAP_DUMP_SEGMENT) => "a heap dump segment",
+        Some(scan::tag::UTF8) => "a name (UTF8) record",
+        Some(_) => "a record",
+        None => "a record header",
+    };
+    match cut.declared {
+        Some(declared) => format!(
+            "the dump ends at byte {file_len}, inside {what} that starts at byte {} and declares {declared} bytes of which {} arrived; objects after the last complete one are missing, and references to them are left out",
+            cut.record_offset, cut.available
+        ),
+        None => format!(
+            "the dump ends at byte {file_len}, inside {what} at byte {}; everything after it is missing",
+            cut.record_offset
+        ),
+    }
+}
