@@ -327,3 +327,78 @@ fn a_dump_cut_anywhere_reads_what_arrived_or_says_why_not() {
         }
     }
 }
+
+#[test]
+fn suspects_find_the_growing_map_and_what_accumulates_in_it() {
+    let file = fixture("java/default.hprof.gz");
+    let file = file.to_str().expect("utf-8 path");
+    let report = crate::support::json(&["suspects", file, "--format", "json"]);
+    assert_eq!(report["schema"], "heapgraph.suspects/1");
+    let suspects = report["suspects"].as_array().expect("suspects");
+    let cache = suspects
+        .iter()
+        .find(|suspect| {
+            suspect["accumulated"]
+                .as_array()
+                .is_some_and(|rows| rows.iter().any(|row| row["type"] == "com.example.Session"))
+        })
+        .expect("a suspect holding the sessions");
+    assert_eq!(cache["rule"], "single-object");
+    let point = &cache["accumulation_point"];
+    assert_eq!(point["type"], "java.util.HashMap$Node[]");
+    let sessions = cache["accumulated"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["type"] == "com.example.Session")
+        .expect("sessions");
+    assert_eq!(sessions["count"], 400);
+    // The chain runs from the root to the accumulation point, through the cache's map.
+    let path = cache["path"].as_array().expect("path");
+    assert_eq!(path[0]["edge"], serde_json::Value::Null);
+    assert_eq!(path.last().expect("a step")["id"], point["id"]);
+    let edges: Vec<&str> = path
+        .iter()
+        .filter_map(|step| step["edge"].as_str())
+        .collect();
+    assert!(
+        edges.ends_with(&["INSTANCE", "sessions", "table"]),
+        "{edges:?}"
+    );
+    // Shares are of the reachable heap, at or above the threshold.
+    for suspect in suspects {
+        assert!(suspect["share"].as_f64().expect("share") >= 0.1);
+    }
+    let lower = crate::support::json(&["suspects", file, "--threshold", "1%", "--format", "json"]);
+    assert!(lower["suspects"].as_array().expect("suspects").len() > suspects.len());
+}
+
+#[test]
+fn duplicate_strings_and_the_bytes_they_waste() {
+    let file = fixture("java/default.hprof.gz");
+    let file = file.to_str().expect("utf-8 path");
+    let report = crate::support::json(&["strings", file, "--duplicates", "--format", "json"]);
+    assert_eq!(report["schema"], "heapgraph.strings/1");
+    let values = report["values"].as_array().expect("values");
+    let planted = &expected()["planted"]["duplicate_strings"];
+    // Each copy is a 24-byte String and its own value array of 16 + 26 bytes, aligned to 48:
+    // all but one waste 72 bytes.
+    for (row, coder) in values.iter().zip(["latin1", "utf16"]) {
+        let count = planted[coder]["count"].as_u64().expect("count");
+        assert_eq!(row["value"], planted[coder]["content"]);
+        assert_eq!(row["count"], count);
+        assert_eq!(row["wasted_bytes"], (count - 1) * 72);
+        assert_eq!(row["total_bytes"], count * 72);
+    }
+    assert!(
+        values
+            .iter()
+            .all(|row| row["count"].as_u64().expect("count") > 1)
+    );
+    let wasted: u64 = values
+        .iter()
+        .map(|row| row["wasted_bytes"].as_u64().expect("bytes"))
+        .sum();
+    assert!(report["wasted_bytes"].as_u64().expect("total") >= wasted);
+    assert_eq!(report["strings"], 4073);
+}

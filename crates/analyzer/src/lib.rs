@@ -20,6 +20,7 @@ mod edge_rule;
 mod histogram;
 mod paths;
 mod queries;
+mod suspects;
 pub mod view;
 
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
@@ -27,8 +28,10 @@ pub use dominators::{DominatorTree, NO_NODE, dominators};
 pub use edge_rule::EdgeRule;
 pub use histogram::TypeTotals;
 pub use queries::{dominator_tree, find_largest_of_type, object_view, summary, top, who_holds};
+pub use suspects::{ACCUMULATION_SHARE, strings, suspects};
 pub use view::{
-    DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
+    AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HoldersView,
+    ObjectView, PathStep, RankBy, StringsView, SummaryView, Suspect, SuspectRule, SuspectsView,
     TypeRow,
 };
 

@@ -186,7 +186,7 @@ pub fn who_holds(
 }
 
 /// An edge's name as chains print it: a property name, or `[index]`.
-fn edge_text(graph: &HeapGraph, edge: usize) -> String {
+pub(crate) fn edge_text(graph: &HeapGraph, edge: usize) -> String {
     match graph.edge_name(edge) {
         EdgeName::Named(name) => name.to_owned(),
         EdgeName::Index(index) => format!("[{index}]"),

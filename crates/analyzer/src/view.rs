@@ -122,3 +122,99 @@ pub struct DominatorTreeView {
     /// Nodes in pre-order; a node's children follow it with `depth + 1`.
     pub nodes: Vec<DominatorTreeNode>,
 }
+
+/// Which rule made a leak suspect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SuspectRule {
+    /// One object retains a large share of the heap.
+    SingleObject,
+    /// The top-level instances of one type (each held from several places, by no single
+    /// object) together retain a large share.
+    ManyInstances,
+}
+
+impl SuspectRule {
+    /// The rule's name in JSON: `single-object`, `many-instances`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SuspectRule::SingleObject => "single-object",
+            SuspectRule::ManyInstances => "many-instances",
+        }
+    }
+}
+
+/// Objects of one type below an accumulation point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccumulatedType {
+    /// The type.
+    pub type_name: String,
+    /// How many of its objects the accumulation point dominates.
+    pub count: u64,
+    /// What they retain, each byte counted once.
+    pub retained_size: u64,
+}
+
+/// A leak suspect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suspect {
+    /// The rule that found it.
+    pub rule: SuspectRule,
+    /// Its retained size as a share of the reachable heap.
+    pub share: f64,
+    /// The suspect object (single object), or the largest of the instances (many instances).
+    pub object: Option<ObjectView>,
+    /// The suspect's type, or the type of the instances.
+    pub type_name: String,
+    /// 1, or the number of instances.
+    pub count: u64,
+    /// Bytes retained.
+    pub retained_size: u64,
+    /// Single object: where the retained bytes accumulate, down the dominator tree.
+    pub accumulation_point: Option<ObjectView>,
+    /// Single object: the objects the accumulation point dominates, by type, largest first.
+    pub accumulated: Vec<AccumulatedType>,
+    /// The shortest chain from the root to the accumulation point (single object) or to the
+    /// largest instance (many instances); empty when there is none.
+    pub path: Vec<PathStep>,
+}
+
+/// Leak suspects, largest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuspectsView {
+    /// The share of the heap a suspect must retain.
+    pub threshold: f64,
+    /// The reachable heap's size (the root's retained size).
+    pub total_retained: u64,
+    /// The suspects.
+    pub suspects: Vec<Suspect>,
+}
+
+/// One string value and the strings that hold it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DuplicateString {
+    /// The value, as the dump names the strings.
+    pub value: String,
+    /// Strings with this value.
+    pub count: u64,
+    /// Their bytes, with their character data.
+    pub total_bytes: u64,
+    /// The bytes of every copy but one.
+    pub wasted_bytes: u64,
+}
+
+/// Strings grouped by value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StringsView {
+    /// String objects in the heap.
+    pub strings: u64,
+    /// Their bytes, with their character data.
+    pub total_bytes: u64,
+    /// Distinct values.
+    pub distinct_values: u64,
+    /// Values held by two strings or more.
+    pub duplicated_values: u64,
+    /// Bytes all copies beyond the first waste.
+    pub wasted_bytes: u64,
+    /// The values listed, ranked as asked.
+    pub values: Vec<DuplicateString>,
+}

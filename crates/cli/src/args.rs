@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "heapgraph", version, about, long_about = None)]
 #[command(
-    after_help = "Reads V8 .heapsnapshot files (plain or .gz) and heapgraph's own .hgd.\n\
+    after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz) and heapgraph's own .hgd.\n\
 Exit codes: 0 success, 2 bad usage or unreadable input."
 )]
 pub(crate) struct Cli {
@@ -26,6 +26,12 @@ pub(crate) enum Command {
     WhoHolds(WhoHoldsArgs),
     /// The dominator tree from the root down: what keeps what alive
     Dominators(DominatorsArgs),
+    /// Leak suspects, as Eclipse MAT finds them: big single holders and where their bytes
+    /// accumulate, and types whose instances together hold much
+    Suspects(SuspectsArgs),
+    /// Strings grouped by value; --duplicates shows the values held more than once and the
+    /// bytes the copies waste
+    Strings(StringsArgs),
     /// Write a dump in heapgraph's native format (.hgd), with its analysis, to reopen fast
     Convert(ConvertArgs),
 }
@@ -109,6 +115,27 @@ pub(crate) struct DominatorsArgs {
     /// Hide nodes retaining less than this share of the heap (like 1% or 0.5%)
     #[arg(long, default_value = "1%", value_parser = parse_share)]
     pub(crate) min_share: f64,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SuspectsArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// The share of the reachable heap a suspect must retain (like 10% or 0.1)
+    #[arg(long, default_value = "10%", value_parser = parse_share)]
+    pub(crate) threshold: f64,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct StringsArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Only values held by two strings or more, ranked by the bytes the copies waste
+    #[arg(long)]
+    pub(crate) duplicates: bool,
+    /// How many values to list
+    #[arg(short = 'n', default_value_t = 20)]
+    pub(crate) n: usize,
 }
 
 #[derive(Args, Debug)]

@@ -34,6 +34,8 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Top(args) => verbs::top(&args)?,
         args::Command::WhoHolds(args) => verbs::who_holds(&args)?,
         args::Command::Dominators(args) => verbs::dominators(&args)?,
+        args::Command::Suspects(args) => verbs::suspects(&args)?,
+        args::Command::Strings(args) => verbs::strings(&args)?,
         args::Command::Convert(args) => verbs::convert(&args)?,
     };
     let mut stdout = std::io::stdout().lock();

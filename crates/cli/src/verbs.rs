@@ -2,8 +2,8 @@
 //! arguments.
 
 use crate::args::{
-    Common, ConvertArgs, DominatorsArgs, OutputFormat, RankByArg, SummaryArgs, TopArgs,
-    WhoHoldsArgs,
+    Common, ConvertArgs, DominatorsArgs, OutputFormat, RankByArg, StringsArgs, SummaryArgs,
+    SuspectsArgs, TopArgs, WhoHoldsArgs,
 };
 use crate::load::{Loaded, load, spinner, stored_of};
 use anyhow::{Context, bail};
@@ -112,6 +112,27 @@ pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {
     Ok(match args.common.format {
         OutputFormat::Text => text::dominators(&view, &info),
         OutputFormat::Json => json::dominators(&view, &info),
+    })
+}
+
+pub(crate) fn suspects(args: &SuspectsArgs) -> anyhow::Result<String> {
+    let mut loaded = load(&args.common.file)?;
+    let analysis = loaded.analyze(args.common.include_weak)?;
+    let view = heapgraph_analyzer::suspects(&loaded.graph, &analysis, args.threshold);
+    let info = info(&args.common, &loaded);
+    Ok(match args.common.format {
+        OutputFormat::Text => text::suspects(&view, &info),
+        OutputFormat::Json => json::suspects(&view, &info),
+    })
+}
+
+pub(crate) fn strings(args: &StringsArgs) -> anyhow::Result<String> {
+    let loaded = load(&args.common.file)?;
+    let view = heapgraph_analyzer::strings(&loaded.graph, args.duplicates, args.n);
+    let info = info(&args.common, &loaded);
+    Ok(match args.common.format {
+        OutputFormat::Text => text::strings(&view, args.duplicates, &info),
+        OutputFormat::Json => json::strings(&view, args.duplicates, &info),
     })
 }
 

@@ -4,7 +4,8 @@
 
 use crate::DumpInfo;
 use heapgraph_analyzer::{
-    DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
+    DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
+    SuspectsView,
 };
 use serde::Serialize;
 
@@ -212,4 +213,113 @@ fn to_string<T: Serialize>(value: &T) -> String {
     });
     text.push('\n');
     text
+}
+
+#[derive(Serialize)]
+struct Accumulated<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    count: u64,
+    retained_size: u64,
+}
+
+#[derive(Serialize)]
+struct SuspectEntry<'a> {
+    rule: &'static str,
+    share: f64,
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    count: u64,
+    retained_size: u64,
+    object: Option<Object<'a>>,
+    accumulation_point: Option<Object<'a>>,
+    accumulated: Vec<Accumulated<'a>>,
+    path: Vec<Step<'a>>,
+}
+
+#[derive(Serialize)]
+struct Suspects<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    threshold: f64,
+    total_retained: u64,
+    suspects: Vec<SuspectEntry<'a>>,
+}
+
+/// `heapgraph.suspects/1`.
+pub fn suspects(view: &SuspectsView, info: &DumpInfo) -> String {
+    to_string(&Suspects {
+        schema: "heapgraph.suspects/1",
+        dump: info.into(),
+        threshold: view.threshold,
+        total_retained: view.total_retained,
+        suspects: view
+            .suspects
+            .iter()
+            .map(|suspect| SuspectEntry {
+                rule: suspect.rule.name(),
+                share: suspect.share,
+                type_name: &suspect.type_name,
+                count: suspect.count,
+                retained_size: suspect.retained_size,
+                object: suspect.object.as_ref().map(Object::from),
+                accumulation_point: suspect.accumulation_point.as_ref().map(Object::from),
+                accumulated: suspect
+                    .accumulated
+                    .iter()
+                    .map(|row| Accumulated {
+                        type_name: &row.type_name,
+                        count: row.count,
+                        retained_size: row.retained_size,
+                    })
+                    .collect(),
+                path: suspect.path.iter().map(Step::from).collect(),
+            })
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct StringValue<'a> {
+    value: &'a str,
+    count: u64,
+    total_bytes: u64,
+    wasted_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct Strings<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    duplicates_only: bool,
+    strings: u64,
+    total_bytes: u64,
+    distinct_values: u64,
+    duplicated_values: u64,
+    wasted_bytes: u64,
+    values: Vec<StringValue<'a>>,
+}
+
+/// `heapgraph.strings/1`.
+pub fn strings(view: &StringsView, duplicates_only: bool, info: &DumpInfo) -> String {
+    to_string(&Strings {
+        schema: "heapgraph.strings/1",
+        dump: info.into(),
+        duplicates_only,
+        strings: view.strings,
+        total_bytes: view.total_bytes,
+        distinct_values: view.distinct_values,
+        duplicated_values: view.duplicated_values,
+        wasted_bytes: view.wasted_bytes,
+        values: view
+            .values
+            .iter()
+            .map(|row| StringValue {
+                value: &row.value,
+                count: row.count,
+                total_bytes: row.total_bytes,
+                wasted_bytes: row.wasted_bytes,
+            })
+            .collect(),
+    })
 }

@@ -2,7 +2,8 @@
 
 use crate::{DumpInfo, human_bytes, rank_name};
 use heapgraph_analyzer::{
-    DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
+    DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
+    SuspectRule, SuspectsView,
 };
 use std::fmt::Write;
 
@@ -202,11 +203,16 @@ fn object_line(object: &ObjectView) -> String {
     line
 }
 
-/// The one-line form of a chain: `(GC roots) → global.cache → Map.table[42] → Request`.
+/// The one-line form of a chain, each object by type and name (when it has one of its own):
+/// `(GC roots).<thread> → java.lang.Thread "worker-3".<frame 5> → frame "Worker.run(…)".<local> → State`.
 fn chain_line(path: &[PathStep]) -> String {
     let mut parts = Vec::with_capacity(path.len());
     for (i, step) in path.iter().enumerate() {
         let mut label = short(&step.object.type_name, 40);
+        let name = &step.object.name;
+        if !name.is_empty() && *name != step.object.type_name {
+            let _ = write!(label, " {:?}", short(name, 60));
+        }
         if let Some(next) = path.get(i + 1)
             && let Some(edge) = &next.edge
         {
@@ -298,5 +304,118 @@ pub fn dominators(view: &DominatorTreeView, info: &DumpInfo) -> String {
         ]);
     }
     table.render(&mut out);
+    out
+}
+
+/// Leak suspects: each with its share, where its bytes accumulate, what is there, and the
+/// chain that holds it.
+pub fn suspects(view: &SuspectsView, info: &DumpInfo) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    let _ = writeln!(
+        out,
+        "{} leak suspect(s): objects or types retaining at least {:.0}% of {} reachable",
+        view.suspects.len(),
+        view.threshold * 100.0,
+        human_bytes(view.total_retained)
+    );
+    for (i, suspect) in view.suspects.iter().enumerate() {
+        let _ = writeln!(out);
+        match suspect.rule {
+            SuspectRule::SingleObject => {
+                let object = suspect
+                    .object
+                    .as_ref()
+                    .map_or_else(String::new, object_line);
+                let _ = writeln!(
+                    out,
+                    "suspect {}: one object retains {} ({:.1}%)\n  {object}",
+                    i + 1,
+                    human_bytes(suspect.retained_size),
+                    suspect.share * 100.0
+                );
+                if let Some(point) = &suspect.accumulation_point {
+                    let _ = writeln!(out, "  bytes accumulate in: {}", object_line(point));
+                }
+                if !suspect.accumulated.is_empty() {
+                    let _ = writeln!(out, "  which holds:");
+                    let mut table =
+                        Table::new(&[("count", true), ("retained", true), ("type", false)]);
+                    for row in &suspect.accumulated {
+                        table.row(vec![
+                            row.count.to_string(),
+                            human_bytes(row.retained_size),
+                            short(&row.type_name, 60),
+                        ]);
+                    }
+                    let mut rows = String::new();
+                    table.render(&mut rows);
+                    for line in rows.lines() {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
+            }
+            SuspectRule::ManyInstances => {
+                let _ = writeln!(
+                    out,
+                    "suspect {}: {} instances of {}, held from different places, retain {} ({:.1}%)",
+                    i + 1,
+                    suspect.count,
+                    suspect.type_name,
+                    human_bytes(suspect.retained_size),
+                    suspect.share * 100.0
+                );
+                if let Some(largest) = &suspect.object {
+                    let _ = writeln!(out, "  the largest: {}", object_line(largest));
+                }
+            }
+        }
+        if !suspect.path.is_empty() {
+            let _ = writeln!(out, "  held through: {}", chain_line(&suspect.path));
+        }
+    }
+    out
+}
+
+/// Strings by value: totals, then the values ranked.
+pub fn strings(view: &StringsView, duplicates_only: bool, info: &DumpInfo) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    let _ = writeln!(
+        out,
+        "{} strings, {} with their characters; {} distinct values, {} held more than once, wasting {}\n",
+        view.strings,
+        human_bytes(view.total_bytes),
+        view.distinct_values,
+        view.duplicated_values,
+        human_bytes(view.wasted_bytes)
+    );
+    let mut table = Table::new(&[
+        ("count", true),
+        ("bytes", true),
+        ("wasted", true),
+        ("value", false),
+    ]);
+    for row in &view.values {
+        table.row(vec![
+            row.count.to_string(),
+            human_bytes(row.total_bytes),
+            human_bytes(row.wasted_bytes),
+            format!("{:?}", short(&row.value, 80)),
+        ]);
+    }
+    if view.values.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            if duplicates_only {
+                "no value is held by more than one string"
+            } else {
+                "no strings"
+            }
+        );
+    } else {
+        table.render(&mut out);
+    }
     out
 }

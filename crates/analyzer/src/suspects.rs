@@ -1,0 +1,330 @@
+//! Leak suspects, as Eclipse MAT's report finds them, and duplicate strings.
+//!
+//! Suspects follow two rules. A single object that retains at least `threshold` of the heap
+//! (the topmost such object on its dominator chain) is a suspect; from it the walk goes down
+//! the dominator tree while one child keeps at least [`ACCUMULATION_SHARE`] of its parent's
+//! retained size, and stops at the accumulation point, whose dominated objects are grouped by
+//! type. And a type whose top-level instances (dominated by no real object: held from many
+//! places) together retain at least `threshold` is a suspect, with its largest instance.
+
+use crate::Analysis;
+use crate::histogram::DominatorChildren;
+use crate::paths::shortest_chains;
+use crate::queries::{edge_text, object_view};
+use crate::view::{
+    AccumulatedType, DuplicateString, PathStep, StringsView, Suspect, SuspectRule, SuspectsView,
+};
+use heapgraph_model::{EdgeName, HeapGraph, NodeId, Runtime};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+
+/// Share of its parent's retained size that a child must keep for the walk down to continue.
+pub const ACCUMULATION_SHARE: f64 = 0.8;
+
+/// Types listed per accumulation point.
+const ACCUMULATED_TYPES: usize = 10;
+
+/// The leak suspects of `graph`: objects and types retaining at least `threshold` (a share, 0
+/// to 1) of the reachable heap, largest first.
+pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> SuspectsView {
+    let tree = &analysis.dominators;
+    let root = graph.root();
+    let total = tree.retained_size[root.index()];
+    let limit = (threshold * total as f64).ceil().max(1.0) as u64;
+    let big = |node: usize| {
+        tree.reachable[node] && tree.retained_size[node] >= limit && node != root.index()
+    };
+    let children = DominatorChildren::build(graph, tree);
+    let mut found = Vec::new();
+    // Rule 1: the topmost big objects (their dominator is the root or synthetic, or not big).
+    for node in graph.nodes() {
+        let index = node.index();
+        if !big(index) || graph.is_synthetic(node) {
+            continue;
+        }
+        let parent = tree.idom[index] as usize;
+        if big(parent) && graph.node(parent).is_some_and(|p| !graph.is_synthetic(p)) {
+            continue;
+        }
+        let point = accumulation_point(graph, tree, &children, node);
+        found.push(Suspect {
+            rule: SuspectRule::SingleObject,
+            share: share(tree.retained_size[index], total),
+            object: Some(object_view(graph, analysis, node)),
+            type_name: graph.type_name(node).to_owned(),
+            count: 1,
+            retained_size: tree.retained_size[index],
+            accumulation_point: Some(object_view(graph, analysis, point)),
+            accumulated: accumulated_types(graph, tree, &children, point),
+            path: chain_to(graph, analysis, point),
+        });
+    }
+    // Rule 2: types whose top-level instances (held by no real object alone, so their
+    // retained sets are disjoint) together retain much.
+    let mut groups: FxHashMap<u32, (u64, u64, NodeId)> = FxHashMap::default();
+    for node in graph.nodes() {
+        let index = node.index();
+        if graph.is_synthetic(node) || !tree.reachable[index] || !top_level(graph, tree, node) {
+            continue;
+        }
+        let retained = tree.retained_size[index];
+        let group = groups
+            .entry(graph.type_id(node).to_raw())
+            .or_insert((0, 0, node));
+        group.0 += 1;
+        group.1 += retained;
+        if retained > tree.retained_size[group.2.index()] {
+            group.2 = node;
+        }
+    }
+    for (_, (count, retained, largest)) in groups {
+        if count < 2 || retained < limit {
+            continue;
+        }
+        found.push(Suspect {
+            rule: SuspectRule::ManyInstances,
+            share: share(retained, total),
+            object: Some(object_view(graph, analysis, largest)),
+            type_name: graph.type_name(largest).to_owned(),
+            count,
+            retained_size: retained,
+            accumulation_point: None,
+            accumulated: Vec::new(),
+            path: chain_to(graph, analysis, largest),
+        });
+    }
+    found.sort_by_key(|suspect| (Reverse(suspect.retained_size), suspect.rule));
+    SuspectsView {
+        threshold,
+        total_retained: total,
+        suspects: found,
+    }
+}
+
+fn share(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 / total as f64
+    }
+}
+
+/// Down the dominator tree from `start` while the largest child keeps most of the retained size.
+fn accumulation_point(
+    graph: &HeapGraph,
+    tree: &crate::DominatorTree,
+    children: &DominatorChildren,
+    start: NodeId,
+) -> NodeId {
+    let mut node = start.index();
+    loop {
+        let retained = tree.retained_size[node] as f64;
+        let largest = children
+            .of(node)
+            .iter()
+            .copied()
+            .max_by_key(|&child| (tree.retained_size[child as usize], Reverse(child)));
+        match largest {
+            Some(child)
+                if tree.retained_size[child as usize] as f64 >= ACCUMULATION_SHARE * retained =>
+            {
+                node = child as usize;
+            }
+            _ => break,
+        }
+    }
+    // The tree's indices are the graph's, so the fallback is never taken.
+    graph.node(node).unwrap_or(start)
+}
+
+/// The objects dominated by `point` (itself excluded), grouped by type: count, and retained
+/// size of the topmost instances (those not below another instance of their type, so that no
+/// byte counts twice), largest first.
+fn accumulated_types(
+    graph: &HeapGraph,
+    tree: &crate::DominatorTree,
+    children: &DominatorChildren,
+    point: NodeId,
+) -> Vec<AccumulatedType> {
+    let mut by_type: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+    let mut open: FxHashMap<u32, u32> = FxHashMap::default();
+    let type_of = |node: u32| graph.parts().node_type[node as usize].to_raw();
+    // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
+    let mut stack: Vec<(u32, u32)> = vec![(point.to_raw(), 0)];
+    while let Some(top) = stack.last_mut() {
+        let (node, next) = (top.0, top.1 as usize);
+        let kids = children.of(node as usize);
+        if let Some(&child) = kids.get(next) {
+            top.1 += 1;
+            let type_id = type_of(child);
+            let entry = by_type.entry(type_id).or_default();
+            entry.0 += 1;
+            let open_count = open.entry(type_id).or_default();
+            if *open_count == 0 {
+                entry.1 += tree.retained_size[child as usize];
+            }
+            *open_count += 1;
+            stack.push((child, 0));
+        } else {
+            stack.pop();
+            if node != point.to_raw()
+                && let Some(count) = open.get_mut(&type_of(node))
+            {
+                *count -= 1;
+            }
+        }
+    }
+    let mut rows: Vec<AccumulatedType> = by_type
+        .into_iter()
+        .map(|(type_id, (count, retained_size))| AccumulatedType {
+            type_name: graph
+                .strings()
+                .id_from_raw(type_id)
+                .map_or_else(String::new, |id| graph.strings().get(id).to_owned()),
+            count,
+            retained_size,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (Reverse(a.retained_size), &a.type_name).cmp(&(Reverse(b.retained_size), &b.type_name))
+    });
+    rows.truncate(ACCUMULATED_TYPES);
+    rows
+}
+
+/// Whether every dominator of `node` is synthetic (the root, V8's root groups, frames).
+fn top_level(graph: &HeapGraph, tree: &crate::DominatorTree, node: NodeId) -> bool {
+    let mut current = node;
+    while let Some(dominator) = tree.immediate_dominator(graph, current) {
+        if !graph.is_synthetic(dominator) {
+            return false;
+        }
+        current = dominator;
+    }
+    true
+}
+
+/// The shortest chain from the root to `node`.
+fn chain_to(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Vec<PathStep> {
+    shortest_chains(graph, &analysis.edge_rule, node, 1)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(node, edge)| PathStep {
+            object: object_view(graph, analysis, node),
+            edge: edge.map(|edge| edge_text(graph, edge)),
+            edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+        })
+        .collect()
+}
+
+/// The types a runtime's strings have, and the edge to their character data, if separate.
+fn string_types(runtime: Runtime) -> (&'static [&'static str], Option<&'static str>) {
+    match runtime {
+        Runtime::Java => (&["java.lang.String"], Some("value")),
+        Runtime::V8 => (
+            &["(string)", "(concatenated string)", "(sliced string)"],
+            None,
+        ),
+        Runtime::Python => (&["builtins.str", "str"], None),
+    }
+}
+
+/// Strings grouped by value: with `duplicates_only`, only values held by two strings or more,
+/// ranked by the bytes the copies waste; otherwise every value, ranked by the bytes all its
+/// strings take. At most `n` values are listed; the totals cover all.
+///
+/// A string's size is its own shallow size plus, for Java, its `value` array's. Wasted bytes
+/// are those of every copy but one: the strings beyond the first, and the distinct value
+/// arrays beyond the first (strings that share an array waste none of it). Values are compared
+/// as the dump names them: Java strings longer than 1024 characters by their first 1024 and
+/// their length.
+pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsView {
+    let (types, value_edge) = string_types(graph.meta().runtime);
+    let type_ids: Vec<u32> = types
+        .iter()
+        .filter_map(|name| graph.strings().find(name))
+        .map(|id| id.to_raw())
+        .collect();
+    #[derive(Default)]
+    struct Group {
+        count: u64,
+        string_bytes: u64,
+        arrays: Vec<u32>,
+        array_bytes: u64,
+        first_array_size: u64,
+    }
+    let mut groups: FxHashMap<&str, Group> = FxHashMap::default();
+    let mut n_strings = 0u64;
+    let mut total_bytes = 0u64;
+    for node in graph.nodes() {
+        if graph.is_synthetic(node) || !type_ids.contains(&graph.type_id(node).to_raw()) {
+            continue;
+        }
+        n_strings += 1;
+        let group = groups.entry(graph.name(node)).or_default();
+        group.count += 1;
+        group.string_bytes += graph.shallow_size(node);
+        total_bytes += graph.shallow_size(node);
+        if let Some(value_edge) = value_edge
+            && let Some(edge) = graph
+                .edge_range(node)
+                .find(|&edge| graph.edge_name(edge) == EdgeName::Named(value_edge))
+        {
+            let array = graph.edge_target(edge);
+            let size = graph.shallow_size(array);
+            total_bytes += size;
+            if !group.arrays.contains(&array.to_raw()) {
+                if group.arrays.is_empty() {
+                    group.first_array_size = size;
+                }
+                group.arrays.push(array.to_raw());
+                group.array_bytes += size;
+            }
+        }
+    }
+    let distinct = groups.len() as u64;
+    let mut rows: Vec<DuplicateString> = groups
+        .into_iter()
+        .map(|(value, group)| {
+            let string_size = group.string_bytes / group.count.max(1);
+            DuplicateString {
+                value: value.to_owned(),
+                count: group.count,
+                total_bytes: group.string_bytes + group.array_bytes,
+                wasted_bytes: group.string_bytes - string_size + group.array_bytes
+                    - group.first_array_size,
+            }
+        })
+        .collect();
+    let duplicated_values = rows.iter().filter(|row| row.count > 1).count() as u64;
+    let wasted_bytes = rows.iter().map(|row| row.wasted_bytes).sum();
+    if duplicates_only {
+        rows.retain(|row| row.count > 1);
+        rows.sort_by(|a, b| {
+            (Reverse(a.wasted_bytes), Reverse(a.count), &a.value).cmp(&(
+                Reverse(b.wasted_bytes),
+                Reverse(b.count),
+                &b.value,
+            ))
+        });
+    } else {
+        rows.sort_by(|a, b| {
+            (Reverse(a.total_bytes), Reverse(a.count), &a.value).cmp(&(
+                Reverse(b.total_bytes),
+                Reverse(b.count),
+                &b.value,
+            ))
+        });
+    }
+    rows.truncate(n);
+    StringsView {
+        strings: n_strings,
+        total_bytes,
+        distinct_values: distinct,
+        duplicated_values,
+        wasted_bytes,
+        values: rows,
+    }
+}
