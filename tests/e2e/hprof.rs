@@ -402,3 +402,38 @@ fn duplicate_strings_and_the_bytes_they_waste() {
     assert!(report["wasted_bytes"].as_u64().expect("total") >= wasted);
     assert_eq!(report["strings"], 4073);
 }
+
+#[test]
+fn a_plain_dump_reads_as_its_gzipped_copy() {
+    // The plain file is memory-mapped and its pages handed back as the passes finish with them;
+    // the gzipped one is decompressed into memory: the answers are the same.
+    let plain = crate::support::temp_dir("hprof").join("default.hprof");
+    std::fs::write(&plain, dump_bytes("default")).expect("written");
+    let gzipped = fixture("java/default.hprof.gz");
+    let mut outputs = Vec::new();
+    for path in [&plain, &gzipped] {
+        let path = path.to_str().expect("utf-8 path");
+        let mut summary = crate::support::json(&["summary", path, "--format", "json"]);
+        summary["dump"]["file"] = serde_json::Value::Null;
+        let mut suspects = crate::support::json(&["suspects", path, "--format", "json"]);
+        suspects["dump"]["file"] = serde_json::Value::Null;
+        outputs.push((summary, suspects));
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    let convert_to = plain.with_extension("hgd");
+    crate::support::heapgraph_ok(&[
+        "convert",
+        plain.to_str().expect("utf-8"),
+        "-o",
+        convert_to.to_str().expect("utf-8"),
+    ]);
+    let mut reopened = crate::support::json(&[
+        "summary",
+        convert_to.to_str().expect("utf-8"),
+        "--format",
+        "json",
+    ]);
+    reopened["dump"]["file"] = serde_json::Value::Null;
+    reopened["dump"]["format"] = outputs[0].0["dump"]["format"].clone();
+    assert_eq!(reopened, outputs[0].0);
+}

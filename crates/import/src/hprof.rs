@@ -63,7 +63,36 @@ pub fn import<R: Read>(mut reader: R, options: &Options) -> Result<HeapGraph, Im
 /// (a corrupt length, an unknown sub-record); [`ImportError::Truncated`] when not even the
 /// header arrived.
 pub fn import_slice(bytes: &[u8], _options: &Options) -> Result<HeapGraph, ImportError> {
-    graph::build(bytes)
+    graph::build(bytes, &|_| {})
+}
+
+/// [`import_slice`] on a memory-mapped dump, handing each run of heap segments back to the
+/// kernel once pass 2 is done with it, so that the dump's pages do not stay in the process's
+/// memory beside the graph built from them.
+pub(crate) fn import_mapped(
+    map: &memmap2::Mmap,
+    options: &Options,
+) -> Result<HeapGraph, ImportError> {
+    let _ = options;
+    let release = |range: std::ops::Range<usize>| {
+        const PAGE: usize = 4096;
+        let start = range.start.next_multiple_of(PAGE);
+        let end = range.end / PAGE * PAGE;
+        if end > start {
+            #[cfg(unix)]
+            // SAFETY: the map is a read-only mapping of a file, so dropping its pages only makes
+            // the next read of them fault the same bytes back in from the file; no reference
+            // into the map sees anything change.
+            unsafe {
+                let _ = map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    end - start,
+                );
+            }
+        }
+    };
+    graph::build(map, &release)
 }
 
 /// How the JVM laid its objects out, which HPROF does not say: header and array header sizes

@@ -84,7 +84,7 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
         if let Some(progress) = options.progress {
             progress.advance(map.len() as u64);
         }
-        return hprof::import_slice(&map, &hprof::Options::default()).map(Dump::HeapGraph);
+        return hprof::import_mapped(&map, &hprof::Options::default()).map(Dump::HeapGraph);
     }
     if prefix.starts_with(&GZIP_MAGIC) {
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);

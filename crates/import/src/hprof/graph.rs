@@ -57,7 +57,7 @@ struct Context<'a> {
     layout: Layout,
     classes: &'a [ClassInfo],
     class_by_id: &'a FxHashMap<u64, u32>,
-    ids: &'a IdIndex,
+    ids: &'a IdIndex<'a>,
     names: &'a EdgeNames,
     class_type: StringId,
     /// Instance size of `java.lang.Class`, the base of a class object's size.
@@ -104,7 +104,7 @@ impl Part {
     }
 
     /// An edge to object `id` unless it is null; a dangling id is counted and left out.
-    fn edge_to_id(&mut self, ids: &IdIndex, id: u64, kind: EdgeKind, name: u32) {
+    fn edge_to_id(&mut self, ids: &IdIndex<'_>, id: u64, kind: EdgeKind, name: u32) {
         if id == 0 {
             return;
         }
@@ -126,8 +126,12 @@ impl Part {
     }
 }
 
-/// Imports `bytes` as described in [`super::import_slice`].
-pub(super) fn build(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
+/// Imports `bytes` as described in [`super::import_slice`]; `release` is told of each byte
+/// range pass 2 has finished with.
+pub(super) fn build(
+    bytes: &[u8],
+    release: &(dyn Fn(Range<usize>) + Sync),
+) -> Result<HeapGraph, ImportError> {
     let header = scan::header(bytes)?;
     let id_size = header.id_size;
     let top = scan::top_level(bytes, header.body_start, id_size)?;
@@ -144,7 +148,9 @@ pub(super) fn build(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
         .enumerate()
         .map(|(i, body)| {
             let is_cut = cut_in_segment && i + 1 == n_segments;
-            scan::index_segment(bytes, body.clone(), id_size, is_cut)
+            let index = scan::index_segment(bytes, body.clone(), id_size, is_cut);
+            release(body.clone());
+            index
         })
         .collect();
     if let Some((offset, message)) = indexes.iter().find_map(|index| match &index.stop {
@@ -169,19 +175,22 @@ pub(super) fn build(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
     let (classes, class_by_id, broken_chains) =
         classes::build_classes(class_dumps, &top, layout, id_size, &mut strings);
 
-    // Node 0 is the super-root; objects follow in file order; frames come last.
+    // Objects are nodes 0.. in file order; the frames follow, and the super-root comes last, so
+    // that the columns pass 2 built need no shifting.
     let n_objects: usize = indexes.iter().map(|index| index.object_ids.len()).sum();
-    if n_objects + 1 >= u32::MAX as usize {
+    if n_objects >= (u32::MAX / 2) as usize {
         return Err(scan::malformed(
             0,
-            format!("the dump holds {n_objects} objects; heapgraph handles fewer than 2^32"),
+            format!("the dump holds {n_objects} objects; heapgraph handles fewer than 2^31"),
         ));
     }
     let mut all_ids = Vec::with_capacity(n_objects);
     for index in &indexes {
         all_ids.extend_from_slice(&index.object_ids);
     }
-    let (ids, duplicate_ids) = IdIndex::new(&all_ids, 1);
+    // The smallest object takes 16 bytes on a 64-bit JVM (8-byte ids), 8 on a 32-bit one.
+    let granule_shift = if id_size == 8 { 4 } else { 3 };
+    let (ids, duplicate_ids) = IdIndex::new(&all_ids, 0, granule_shift);
     let roots: Vec<Root> = indexes
         .iter_mut()
         .flat_map(|index| std::mem::take(&mut index.roots))
@@ -268,6 +277,9 @@ pub(super) fn build(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
                     ));
                 }
             }
+            if let (Some(first), Some(last)) = (run.clone().next(), run.clone().last()) {
+                release(top.segments[first].start..top.segments[last].end);
+            }
             Ok(part)
         })
         .collect();
@@ -288,7 +300,15 @@ pub(super) fn build(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
             " (the addresses did not tell)"
         }
     ));
-    let mut graph_parts = assemble(bytes, parts, &plan, all_ids, &mut strings, &mut meta);
+    let mut graph_parts = assemble(
+        bytes,
+        release,
+        parts,
+        &plan,
+        all_ids,
+        &mut strings,
+        &mut meta,
+    );
     graph_parts.node_kinds = node_kinds();
     if let Some(cut) = top.cut {
         meta.notes.push(cut_note(&cut, bytes.len()));
@@ -586,7 +606,7 @@ impl RootPlan {
     fn new(
         roots: &[Root],
         top: &TopLevel<'_>,
-        ids: &IdIndex,
+        ids: &IdIndex<'_>,
         classes: &[ClassInfo],
         class_by_id: &FxHashMap<u64, u32>,
         strings: &mut StringTable,
@@ -620,7 +640,7 @@ impl RootPlan {
         let mut seen_root: FxHashMap<u32, ()> = FxHashMap::default();
         let mut seen_thread_edge: FxHashMap<(u32, u32), ()> = FxHashMap::default();
         let local = strings.intern("<local>");
-        let first_frame_node = 1 + n_objects as u32;
+        let first_frame_node = n_objects as u32;
         for root in roots {
             let Some(node) = ids.get(root.object) else {
                 plan.missing += 1;
@@ -713,9 +733,13 @@ fn frame_label(
     format!("{class}.{method}({location})")
 }
 
-/// Joins the parts behind the super-root, adds the frames, and names strings and threads.
+/// Joins the parts, adds the frames and the super-root, and names strings and threads.
+///
+/// The first part's columns become the graph's and the others are appended one by one, each
+/// dropped once copied, so that the parts and the graph are not all held at once.
 fn assemble(
     bytes: &[u8],
+    release: &(dyn Fn(Range<usize>) + Sync),
     parts: Vec<Part>,
     plan: &RootPlan,
     object_ids: Vec<u64>,
@@ -723,7 +747,8 @@ fn assemble(
     meta: &mut GraphMeta,
 ) -> HeapGraphParts {
     let n_objects = object_ids.len();
-    let n_nodes = 1 + n_objects + plan.frames.len();
+    let n_frames = plan.frames.len();
+    let n_nodes = n_objects + n_frames + 1;
     let n_edges = plan.root_edges.len()
         + parts.iter().map(|part| part.edge_to.len()).sum::<usize>()
         + plan
@@ -731,37 +756,52 @@ fn assemble(
             .iter()
             .map(|(_, locals)| locals.len())
             .sum::<usize>();
-    let mut graph = HeapGraphParts {
-        node_object_id: Vec::with_capacity(n_nodes),
-        node_kind: Vec::with_capacity(n_nodes),
-        node_type: Vec::with_capacity(n_nodes),
-        node_name: Vec::with_capacity(n_nodes),
-        node_shallow_size: Vec::with_capacity(n_nodes),
-        first_edge: Vec::with_capacity(n_nodes + 1),
-        edge_to: Vec::with_capacity(n_edges),
-        edge_kind: Vec::with_capacity(n_edges),
-        edge_name: Vec::with_capacity(n_edges),
-        node_kinds: Vec::new(),
-        root: 0,
-    };
-    // The super-root.
-    graph.node_object_id.push(0);
-    graph.node_kind.push(KIND_ROOT);
-    graph.node_type.push(plan.type_root);
-    graph.node_name.push(plan.type_root);
-    graph.node_shallow_size.push(0);
-    graph.first_edge.push(0);
-    for &(to, name) in &plan.root_edges {
-        graph.edge_to.push(to);
-        graph.edge_kind.push(EdgeKind::Internal);
-        graph.edge_name.push(name.to_raw());
-    }
-    graph.first_edge.push(graph.edge_to.len() as u64);
-    graph.node_object_id.extend_from_slice(&object_ids);
-    drop(object_ids);
     let (mut dangling, mut unknown_class, mut layout_mismatch) = (0, 0, 0);
     let mut string_refs = Vec::new();
     let mut text_arrays = Vec::new();
+    let mut graph = HeapGraphParts {
+        node_object_id: object_ids,
+        first_edge: Vec::with_capacity(n_nodes + 1),
+        root: (n_nodes - 1) as u32,
+        ..HeapGraphParts::default()
+    };
+    graph.first_edge.push(0);
+    let mut parts = parts.into_iter();
+    if let Some(first) = parts.next() {
+        let mut first = first;
+        graph.node_kind = std::mem::take(&mut first.node_kind);
+        graph.node_type = std::mem::take(&mut first.node_type);
+        graph.node_name = std::mem::take(&mut first.node_name);
+        graph.node_shallow_size = std::mem::take(&mut first.shallow);
+        graph.edge_to = std::mem::take(&mut first.edge_to);
+        graph.edge_kind = std::mem::take(&mut first.edge_kind);
+        graph.edge_name = std::mem::take(&mut first.edge_name);
+        graph.first_edge.extend_from_slice(&first.edge_end);
+        string_refs = std::mem::take(&mut first.strings);
+        text_arrays = std::mem::take(&mut first.text_arrays);
+        dangling += first.dangling;
+        unknown_class += first.unknown_class;
+        layout_mismatch += first.layout_mismatch;
+    }
+    graph
+        .node_kind
+        .reserve_exact(n_nodes - graph.node_kind.len());
+    graph
+        .node_type
+        .reserve_exact(n_nodes - graph.node_type.len());
+    graph
+        .node_name
+        .reserve_exact(n_nodes - graph.node_name.len());
+    graph
+        .node_shallow_size
+        .reserve_exact(n_nodes - graph.node_shallow_size.len());
+    graph.edge_to.reserve_exact(n_edges - graph.edge_to.len());
+    graph
+        .edge_kind
+        .reserve_exact(n_edges - graph.edge_kind.len());
+    graph
+        .edge_name
+        .reserve_exact(n_edges - graph.edge_name.len());
     for part in parts {
         let base = graph.edge_to.len() as u64;
         graph.node_kind.extend_from_slice(&part.node_kind);
@@ -780,20 +820,35 @@ fn assemble(
         unknown_class += part.unknown_class;
         layout_mismatch += part.layout_mismatch;
     }
-    for (label, locals) in &plan.frames {
+    let push_node = |graph: &mut HeapGraphParts, kind, type_name, name| {
         graph.node_object_id.push(0);
-        graph.node_kind.push(KIND_FRAME);
-        graph.node_type.push(plan.type_frame);
-        graph.node_name.push(*label);
+        graph.node_kind.push(kind);
+        graph.node_type.push(type_name);
+        graph.node_name.push(name);
         graph.node_shallow_size.push(0);
-        for &(to, name) in locals {
+    };
+    let push_edges = |graph: &mut HeapGraphParts, edges: &[(u32, StringId)]| {
+        for &(to, name) in edges {
             graph.edge_to.push(to);
             graph.edge_kind.push(EdgeKind::Internal);
             graph.edge_name.push(name.to_raw());
         }
         graph.first_edge.push(graph.edge_to.len() as u64);
+    };
+    for (label, locals) in &plan.frames {
+        push_node(&mut graph, KIND_FRAME, plan.type_frame, *label);
+        push_edges(&mut graph, locals);
     }
-    name_strings(&mut graph, bytes, &string_refs, &text_arrays, strings);
+    push_node(&mut graph, KIND_ROOT, plan.type_root, plan.type_root);
+    push_edges(&mut graph, &plan.root_edges);
+    name_strings(
+        &mut graph,
+        bytes,
+        release,
+        string_refs,
+        &text_arrays,
+        strings,
+    );
     name_threads(&mut graph, plan, strings);
     if dangling > 0 {
         meta.notes.push(format!(
@@ -819,27 +874,44 @@ fn assemble(
     graph
 }
 
+/// Strings named per batch: decoded in parallel, then added to the table in order.
+const STRINGS_PER_BATCH: usize = 1 << 16;
+
 /// Names each `java.lang.String` by its value (up to [`STRING_NAME_CHARS`] characters).
+///
+/// The strings go in the order of their value arrays, which is file order, so the dump's pages
+/// are read once, front to back, and handed back (`release`) behind the reading.
 fn name_strings(
     graph: &mut HeapGraphParts,
     bytes: &[u8],
-    string_refs: &[(u32, u32, Option<u8>)],
+    release: &(dyn Fn(Range<usize>) + Sync),
+    mut string_refs: Vec<(u32, u32, Option<u8>)>,
     text_arrays: &[(u32, usize, u32, u8)],
     strings: &mut StringTable,
 ) {
-    // Arrays come in node order within each part, and parts in order: sorted by node.
-    let texts: Vec<(u32, String)> = string_refs
-        .par_iter()
-        .filter_map(|&(node, value_node, coder)| {
-            let at = text_arrays
-                .binary_search_by_key(&value_node, |array| array.0)
-                .ok()?;
-            let (_, data, length, element) = text_arrays[at];
-            Some((node, decode_string(bytes, data, length, element, coder)))
-        })
-        .collect();
-    for (node, text) in texts {
-        graph.node_name[node as usize] = strings.push(&text);
+    string_refs.par_sort_unstable_by_key(|&(_, value_node, _)| value_node);
+    let mut released_to = 0;
+    for batch in string_refs.chunks(STRINGS_PER_BATCH) {
+        // Arrays come in node order within each part, and parts in order: sorted by node.
+        let texts: Vec<Option<(usize, String)>> = batch
+            .par_iter()
+            .map(|&(_, value_node, coder)| {
+                let at = text_arrays
+                    .binary_search_by_key(&value_node, |array| array.0)
+                    .ok()?;
+                let (_, data, length, element) = text_arrays[at];
+                Some((data, decode_string(bytes, data, length, element, coder)))
+            })
+            .collect();
+        let mut read_to = released_to;
+        for (&(node, _, _), text) in batch.iter().zip(texts) {
+            if let Some((data, text)) = text {
+                graph.node_name[node as usize] = strings.push(&text);
+                read_to = read_to.max(data);
+            }
+        }
+        release(released_to..read_to);
+        released_to = read_to;
     }
 }
 

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# heapgraph vs hprof-slurp and hprof-analyzer on a Java HPROF heap dump: wall time and peak RSS.
+#
+# Usage (from anywhere inside the repository):
+#   benches/hprof_vs_peers.sh
+#   SIZE=medium benches/hprof_vs_peers.sh
+#   SKIP_HEAPGRAPH=1 benches/hprof_vs_peers.sh      # time the peers only
+# Environment:
+#   SIZE        medium | large (default large: 2.5 GB, 1.6M leaked sessions; generating it takes
+#               about a minute and an 8 GB Java heap; medium is 499 MB)
+#   BENCH_DIR   where the dump and the .hgd are kept between runs (default /tmp/heapgraph-bench);
+#               the dump is made once, as BENCH_DIR/hprof/java-SIZE.hprof
+#   PEERS_ROOT  cargo install root holding bin/hprof-slurp and bin/hprof-analyzer (default
+#               /tmp/hprof-peers); a missing peer is installed there with
+#               `cargo install --locked --root PEERS_ROOT` (retried without --locked), built in
+#               cargo's own temporary folder, never in this repository's target/
+#   HPROF_SLURP_VERSION     version installed when missing (default 0.10.0)
+#   HPROF_ANALYZER_VERSION  likewise (default 0.3.2)
+#   HPROF_ANALYZER_ARGS     extra arguments for hprof-analyzer (default none: its standard
+#               analysis, which builds the dominator tree and retained sizes for the histogram,
+#               leak suspects and top consumers; "--full-analysis" adds duplicates, collections
+#               and the object graph on top, which heapgraph summary does not do)
+#   HEAPGRAPH_BIN   use this heapgraph binary and skip `cargo build --release`
+#   SKIP_HEAPGRAPH  1: time the peers only (steps a and b); no build, no heapgraph steps
+#   REPEAT          runs of each heapgraph step; the median is reported (default 3)
+#   PEER_REPEAT     runs of each peer, likewise (default REPEAT)
+# Needs: cargo, python3 + a JDK (javac, java, jcmd) when the dump must be generated, and GNU time
+# as /usr/bin/time (Debian package `time`; when it is missing and this runs as root, it is
+# installed with apt-get). The machine should be otherwise idle while this runs.
+#
+# Steps, each timed alone with /usr/bin/time -v (the median of REPEAT runs), page cache warm:
+#   (a) hprof-slurp FILE (shallow sizes per class only: no graph, no dominators)
+#   (b) hprof-analyzer FILE --format json (parse + dominator tree + retained sizes + report)
+#   (c) heapgraph summary FILE --format json (parse + dominators + retained sizes)
+#   (d) heapgraph convert FILE -o X.hgd, then heapgraph summary X.hgd --format json
+# Before anything is timed, heapgraph summary runs once on the dump untimed: when heapgraph cannot
+# read the file (exit 2, e.g. a build without the HPROF importer) the script stops there, exit 3.
+# A peer that fails is reported as failed in the table (its error printed) and the run goes on;
+# a heapgraph step that fails stops the run (exit 1).
+# Prints a markdown table with wall seconds, peak RSS and the ratios against the peers, and the
+# issue's targets beside it. The dump generator is read from ../shared/bench relative to the
+# repository root.
+set -euo pipefail
+
+ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
+SHARED="$ROOT/../shared"
+SIZE="${SIZE:-large}"
+BENCH_DIR="${BENCH_DIR:-/tmp/heapgraph-bench}"
+PEERS_ROOT="${PEERS_ROOT:-/tmp/hprof-peers}"
+HPROF_SLURP_VERSION="${HPROF_SLURP_VERSION:-0.10.0}"
+HPROF_ANALYZER_VERSION="${HPROF_ANALYZER_VERSION:-0.3.2}"
+read -r -a ANALYZER_ARGS <<<"${HPROF_ANALYZER_ARGS:-}"
+SKIP_HEAPGRAPH="${SKIP_HEAPGRAPH:-0}"
+REPEAT="${REPEAT:-3}"
+PEER_REPEAT="${PEER_REPEAT:-$REPEAT}"
+case "$SIZE" in medium|large) ;; *) echo "SIZE must be medium or large" >&2; exit 2 ;; esac
+case "$SKIP_HEAPGRAPH" in 0|1) ;; *) echo "SKIP_HEAPGRAPH must be 0 or 1" >&2; exit 2 ;; esac
+
+if [[ ! -x /usr/bin/time ]]; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing GNU time (Debian package 'time')" >&2
+    apt-get update -qq && apt-get install -y -qq time >/dev/null
+  else
+    echo "/usr/bin/time is missing: apt-get install time" >&2
+    exit 2
+  fi
+fi
+if ! /usr/bin/time -v true 2>&1 | grep -q 'Maximum resident set size'; then
+  echo "/usr/bin/time is not GNU time (no -v report): apt-get install time" >&2
+  exit 2
+fi
+
+# install_peer CRATE VERSION: cargo install into PEERS_ROOT when bin/CRATE is missing. Runs from /
+# with CARGO_TARGET_DIR unset so that nothing is built in this repository's target/.
+install_peer() {
+  local crate="$1" version="$2"
+  if [[ -x "$PEERS_ROOT/bin/$crate" ]]; then
+    return
+  fi
+  echo "installing $crate $version into $PEERS_ROOT (cargo install, a few minutes)" >&2
+  if ! (cd / && env -u CARGO_TARGET_DIR cargo install --quiet --locked --root "$PEERS_ROOT" \
+        "$crate" --version "=$version" >&2); then
+    echo "cargo install --locked $crate failed; retrying without --locked" >&2
+    (cd / && env -u CARGO_TARGET_DIR cargo install --quiet --root "$PEERS_ROOT" \
+      "$crate" --version "=$version" >&2)
+  fi
+}
+install_peer hprof-slurp "$HPROF_SLURP_VERSION"
+install_peer hprof-analyzer "$HPROF_ANALYZER_VERSION"
+SLURP="$PEERS_ROOT/bin/hprof-slurp"
+ANALYZER="$PEERS_ROOT/bin/hprof-analyzer"
+SLURP_V="$("$SLURP" --version | awk '{print $NF}')"
+ANALYZER_V="$("$ANALYZER" --version | awk '{print $NF}')"
+[[ "$SLURP_V" == "$HPROF_SLURP_VERSION" ]] ||
+  echo "warning: $SLURP is version $SLURP_V, not $HPROF_SLURP_VERSION" >&2
+[[ "$ANALYZER_V" == "$HPROF_ANALYZER_VERSION" ]] ||
+  echo "warning: $ANALYZER is version $ANALYZER_V, not $HPROF_ANALYZER_VERSION" >&2
+
+DUMP_DIR="$BENCH_DIR/hprof"
+mkdir -p "$DUMP_DIR"
+DUMP="$DUMP_DIR/java-$SIZE.hprof"
+if [[ ! -s "$DUMP" ]]; then
+  echo "generating $DUMP (once)" >&2
+  python3 "$SHARED/bench/gen_hprof.py" --size "$SIZE" --out "$DUMP_DIR" >&2
+fi
+HGD="$DUMP_DIR/java-$SIZE.hgd"
+
+if [[ "$SKIP_HEAPGRAPH" == 1 ]]; then
+  HG=""
+elif [[ -n "${HEAPGRAPH_BIN:-}" ]]; then
+  HG="$HEAPGRAPH_BIN"
+else
+  echo "building heapgraph (cargo build --release)" >&2
+  (cd "$ROOT" && cargo build --release --quiet)
+  HG="$ROOT/target/release/heapgraph"
+fi
+
+LOGS="$(mktemp -d "${TMPDIR:-/tmp}/heapgraph-bench-logs.XXXXXX")"
+trap 'rm -rf "$LOGS"' EXIT
+
+# Warm the page cache, so that no step pays for the first read of the dump.
+echo "reading $DUMP into the page cache" >&2
+cat "$DUMP" >/dev/null
+
+# Pre-flight: can heapgraph read this dump at all? (Untimed; also warms heapgraph up.)
+if [[ -n "$HG" ]]; then
+  echo "checking that heapgraph reads $DUMP: $HG summary $DUMP --format json" >&2
+  rc=0
+  "$HG" summary "$DUMP" --format json >/dev/null 2>"$LOGS/preflight.err" || rc=$?
+  if [[ $rc -ne 0 ]]; then
+    echo >&2
+    echo "heapgraph cannot read $DUMP (exit $rc):" >&2
+    tail -n 20 "$LOGS/preflight.err" >&2
+    echo >&2
+    echo "This build of heapgraph ($HG) has no working HPROF import for this dump." >&2
+    echo "Nothing was timed. Run with SKIP_HEAPGRAPH=1 to time the peers only." >&2
+    exit 3
+  fi
+fi
+
+# timed NAME CMD...: runs CMD under /usr/bin/time -v (stdout discarded) and leaves
+# "wall_seconds peak_rss_kib" in $LOGS/NAME. Returns 1 (after printing CMD's stderr) if CMD fails.
+timed() {
+  local name="$1"; shift
+  echo "running $name: $*" >&2
+  local t0 t1
+  t0=$(date +%s%N)
+  if ! /usr/bin/time -v -o "$LOGS/$name.time" "$@" >/dev/null 2>"$LOGS/$name.err"; then
+    echo "$name failed ($(grep -h 'Exit status' "$LOGS/$name.time" || true)):" >&2
+    tail -n 20 "$LOGS/$name.err" >&2
+    return 1
+  fi
+  t1=$(date +%s%N)
+  # Wall time from date (ns); GNU time's "Elapsed (wall clock)" has 10 ms steps.
+  awk -v ns="$((t1 - t0))" '
+    /Maximum resident set size/ { rss = $NF }
+    END { printf "%.3f %d\n", ns / 1e9, rss }
+  ' "$LOGS/$name.time" >"$LOGS/$name"
+}
+
+# median NAME N CMD...: runs `timed` N times and keeps the run with the median wall time (the
+# machine is shared and single runs vary by a third). Returns 1 at the first failed run.
+median() {
+  local name="$1" n="$2"; shift 2
+  : >"$LOGS/$name.all"
+  for ((i = 1; i <= n; i++)); do
+    timed "$name" "$@" || return 1
+    cat "$LOGS/$name" >>"$LOGS/$name.all"
+  done
+  sort -n "$LOGS/$name.all" | sed -n "$(((n + 1) / 2))p" >"$LOGS/$name"
+}
+
+# Peers: a failure is recorded ("fail" in the table) and the run goes on.
+median slurp "$PEER_REPEAT" "$SLURP" "$DUMP" || echo "fail 0" >"$LOGS/slurp"
+median analyzer "$PEER_REPEAT" "$ANALYZER" "$DUMP" --format json --progress never \
+  "${ANALYZER_ARGS[@]}" || echo "fail 0" >"$LOGS/analyzer"
+
+# heapgraph: a failure stops the run.
+if [[ -n "$HG" ]]; then
+  rm -f "$HGD"
+  median summary "$REPEAT" "$HG" summary "$DUMP" --format json || exit 1
+  median convert "$REPEAT" "$HG" convert "$DUMP" -o "$HGD" || exit 1
+  median summary_hgd "$REPEAT" "$HG" summary "$HGD" --format json || exit 1
+  read -r SW SR <"$LOGS/summary"
+  read -r CW CR <"$LOGS/convert"
+  read -r HW HR <"$LOGS/summary_hgd"
+  HGD_BYTES="$(stat -c %s "$HGD")"
+else
+  SW=skip SR=0 CW=skip CR=0 HW=skip HR=0 HGD_BYTES=0
+fi
+read -r PW PR <"$LOGS/slurp"
+read -r AW AR <"$LOGS/analyzer"
+
+awk -v size="$SIZE" -v bytes="$(stat -c %s "$DUMP")" -v hgd="$HGD_BYTES" \
+    -v slurp_v="$SLURP_V" -v analyzer_v="$ANALYZER_V" -v aargs="${HPROF_ANALYZER_ARGS:-}" \
+    -v repeat="$REPEAT" -v peer_repeat="$PEER_REPEAT" \
+    -v pw="$PW" -v pr="$PR" -v aw="$AW" -v ar="$AR" \
+    -v sw="$SW" -v sr="$SR" -v cw="$CW" -v cr="$CR" -v hw="$HW" -v hr="$HR" '
+  function ok(w) { return w != "fail" && w != "skip" }
+  function wall(w) { return ok(w) ? sprintf("%.3f", w) : w }
+  function mib(w, k) { return ok(w) ? sprintf("%.0f", k / 1024) : "" }
+  function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f×", a / b) : "n/a" }
+  # row LABEL WALL RSS: one heapgraph row with its three ratios.
+  function row(label, w, r) {
+    if (!ok(w)) { printf "| %s | %s | | | | |\n", label, w; return }
+    printf "| %s | %.3f | %.0f | %s | %s | %s |\n", label, w, r / 1024,
+      ok(aw) ? ratio(aw, w) : "n/a", ok(aw) ? ratio(r, ar) : "n/a", ok(pw) ? ratio(w, pw) : "n/a"
+  }
+  function verdict(label, w, r) {
+    if (!ok(w)) return
+    printf "- %s: ", label
+    if (ok(aw)) {
+      printf "%s faster than hprof-analyzer (target ≥ 2×: %s), ", ratio(aw, w), aw / w >= 2 ? "met" : "NOT met"
+      printf "%s its peak RSS (target ≤ 1.5×: %s)", ratio(r, ar), r / ar <= 1.5 ? "met" : "NOT met"
+    } else printf "hprof-analyzer failed, no comparison"
+    if (ok(pw)) printf ", %s hprof-slurp wall (target ≤ 4×: %s)", ratio(w, pw), w / pw <= 4 ? "met" : "NOT met"
+    printf "\n"
+  }
+  BEGIN {
+    printf "\nJava HPROF `%s`: %.0f MB", size, bytes / 1e6
+    if (hgd > 0) printf "; .hgd %.0f MB", hgd / 1e6
+    printf " (median of %d heapgraph runs, %d peer runs)\n\n", repeat, peer_repeat
+    print "| step | wall s | peak RSS MiB | hprof-analyzer/this wall | this/hprof-analyzer RSS | this/hprof-slurp wall |"
+    print "| --- | ---: | ---: | ---: | ---: | ---: |"
+    printf "| (a) hprof-slurp %s (shallow sizes only) | %s | %s | | | |\n", slurp_v, wall(pw), mib(pw, pr)
+    printf "| (b) hprof-analyzer %s%s (dominators + retained) | %s | %s | | | |\n", analyzer_v,
+      aargs != "" ? " " aargs : "", wall(aw), mib(aw, ar)
+    row("(c) heapgraph summary .hprof", sw, sr)
+    row("(d) heapgraph convert → .hgd", cw, cr)
+    row("(d) heapgraph summary .hgd", hw, hr)
+    if (ok(cw)) row("(d) heapgraph convert + summary .hgd", cw + hw, cr > hr ? cr : hr)
+    print ""
+    print "Targets for the full analysis (c): at least 2× faster than hprof-analyzer, at no more than"
+    print "1.5× its peak RSS, and within 4× of hprof-slurp'\''s shallow-only time."
+    verdict("(c) heapgraph summary .hprof", sw, sr)
+  }'
