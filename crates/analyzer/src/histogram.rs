@@ -31,9 +31,9 @@ pub(crate) fn type_totals(graph: &HeapGraph, tree: &DominatorTree) -> TypeTotals
 }
 
 /// The children of every reachable node in the dominator tree, as a CSR over node indices,
-/// children in index order.
+/// children in index order. Offsets are `u32`: a tree has fewer edges than the graph has nodes.
 pub(crate) struct DominatorChildren {
-    pub(crate) first: Vec<u64>,
+    pub(crate) first: Vec<u32>,
     pub(crate) child: Vec<u32>,
 }
 
@@ -41,24 +41,28 @@ impl DominatorChildren {
     pub(crate) fn build(graph: &HeapGraph, tree: &DominatorTree) -> Self {
         let n_nodes = graph.node_count();
         let root = graph.root().index();
-        let mut first = vec![0u64; n_nodes + 1];
+        let has_parent = |node: usize| node != root && tree.reachable[node];
+        // Counts at `first[parent + 2]`, so that after the prefix sums `first[parent + 1]` is
+        // where the parent's children start and can serve as the fill cursor; the fill leaves
+        // it where the children end.
+        let mut first = vec![0u32; n_nodes + 2];
         for node in 0..n_nodes {
-            if node != root && tree.reachable[node] {
-                first[tree.idom[node] as usize + 1] += 1;
+            if has_parent(node) {
+                first[tree.idom[node] as usize + 2] += 1;
             }
         }
-        for i in 0..n_nodes {
-            first[i + 1] += first[i];
+        for i in 2..first.len() {
+            first[i] += first[i - 1];
         }
-        let mut cursor = first.clone();
-        let mut child = vec![0u32; first[n_nodes] as usize];
+        let mut child = vec![0u32; first[n_nodes + 1] as usize];
         for node in 0..n_nodes {
-            if node != root && tree.reachable[node] {
-                let slot = &mut cursor[tree.idom[node] as usize];
+            if has_parent(node) {
+                let slot = &mut first[tree.idom[node] as usize + 1];
                 child[*slot as usize] = node as u32;
                 *slot += 1;
             }
         }
+        first.pop();
         DominatorChildren { first, child }
     }
 

@@ -97,6 +97,20 @@ struct Part {
 }
 
 impl Part {
+    fn with_capacity(n_nodes: usize, max_edges: usize) -> Part {
+        Part {
+            node_kind: Vec::with_capacity(n_nodes),
+            node_type: Vec::with_capacity(n_nodes),
+            node_name: Vec::with_capacity(n_nodes),
+            shallow: Vec::with_capacity(n_nodes),
+            edge_end: Vec::with_capacity(n_nodes),
+            edge_to: Vec::with_capacity(max_edges),
+            edge_kind: Vec::with_capacity(max_edges),
+            edge_name: Vec::with_capacity(max_edges),
+            ..Part::default()
+        }
+    }
+
     fn edge(&mut self, to: u32, kind: EdgeKind, name: u32) {
         self.edge_to.push(to);
         self.edge_kind.push(kind);
@@ -258,14 +272,21 @@ pub(super) fn build(
     };
 
     // Pass 2 over runs of consecutive segments of about equal bytes, one per task.
+    // Runs of about an eighth of the segments per thread: enough to balance the threads, and
+    // small, because assembling the graph holds one run's copy beside it.
     let runs = split_runs(&top.segments, rayon::current_num_threads() * 4);
     let parts: Vec<Result<Part, ImportError>> = runs
         .par_iter()
         .map(|run| {
-            let mut part = Part::default();
+            let n_nodes: usize = run.clone().map(|segment| objects_per_segment[segment]).sum();
+            let n_bytes: usize = run.clone().map(|segment| top.segments[segment].len()).sum();
+            // Sized once for the most the run can hold, so that the columns never move while
+            // they grow; untouched capacity costs address space, not memory.
+            let mut part = Part::with_capacity(n_nodes, n_nodes + n_bytes / id_size);
             for segment in run.clone() {
                 let before = part.node_kind.len();
                 walk_segment(&context, top.segments[segment].clone(), &mut part);
+                release(top.segments[segment].clone());
                 let walked = part.node_kind.len() - before;
                 if walked != objects_per_segment[segment] {
                     return Err(scan::malformed(
@@ -276,9 +297,6 @@ pub(super) fn build(
                         ),
                     ));
                 }
-            }
-            if let (Some(first), Some(last)) = (run.clone().next(), run.clone().last()) {
-                release(top.segments[first].start..top.segments[last].end);
             }
             Ok(part)
         })
