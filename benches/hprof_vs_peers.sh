@@ -65,7 +65,7 @@ if [[ ! -x /usr/bin/time ]]; then
     exit 2
   fi
 fi
-if ! /usr/bin/time -v true 2>&1 | grep -q 'Maximum resident set size'; then
+if [[ "$(/usr/bin/time -v true 2>&1)" != *'Maximum resident set size'* ]]; then
   echo "/usr/bin/time is not GNU time (no -v report): apt-get install time" >&2
   exit 2
 fi
@@ -146,7 +146,8 @@ timed() {
   local t0 t1
   t0=$(date +%s%N)
   if ! /usr/bin/time -v -o "$LOGS/$name.time" "$@" >/dev/null 2>"$LOGS/$name.err"; then
-    echo "$name failed ($(grep -h 'Exit status' "$LOGS/$name.time" || true)):" >&2
+    echo "$name failed ($(grep -hE 'Exit status|terminated by signal' "$LOGS/$name.time" |
+      sed 's/^[[:space:]]*//' | tr '\n' ' ')):" >&2
     tail -n 20 "$LOGS/$name.err" >&2
     return 1
   fi
@@ -210,10 +211,10 @@ awk -v size="$SIZE" -v bytes="$(stat -c %s "$DUMP")" -v hgd="$HGD_BYTES" \
     if (!ok(w)) return
     printf "- %s: ", label
     if (ok(aw)) {
-      printf "%s faster than hprof-analyzer (target ≥ 2×: %s), ", ratio(aw, w), aw / w >= 2 ? "met" : "NOT met"
-      printf "%s its peak RSS (target ≤ 1.5×: %s)", ratio(r, ar), r / ar <= 1.5 ? "met" : "NOT met"
+      printf "%s faster than hprof-analyzer (target ≥ 2×: %s), ", ratio(aw, w), (aw / w >= 2 ? "met" : "NOT met")
+      printf "%s its peak RSS (target ≤ 1.5×: %s)", ratio(r, ar), (r / ar <= 1.5 ? "met" : "NOT met")
     } else printf "hprof-analyzer failed, no comparison"
-    if (ok(pw)) printf ", %s hprof-slurp wall (target ≤ 4×: %s)", ratio(w, pw), w / pw <= 4 ? "met" : "NOT met"
+    if (ok(pw)) printf ", %s hprof-slurp wall (target ≤ 4×: %s)", ratio(w, pw), (w / pw <= 4 ? "met" : "NOT met")
     printf "\n"
   }
   BEGIN {
@@ -224,7 +225,7 @@ awk -v size="$SIZE" -v bytes="$(stat -c %s "$DUMP")" -v hgd="$HGD_BYTES" \
     print "| --- | ---: | ---: | ---: | ---: | ---: |"
     printf "| (a) hprof-slurp %s (shallow sizes only) | %s | %s | | | |\n", slurp_v, wall(pw), mib(pw, pr)
     printf "| (b) hprof-analyzer %s%s (dominators + retained) | %s | %s | | | |\n", analyzer_v,
-      aargs != "" ? " " aargs : "", wall(aw), mib(aw, ar)
+      (aargs != "" ? " " aargs : ""), wall(aw), mib(aw, ar)
     row("(c) heapgraph summary .hprof", sw, sr)
     row("(d) heapgraph convert → .hgd", cw, cr)
     row("(d) heapgraph summary .hgd", hw, hr)
