@@ -457,62 +457,43 @@ fn the_writer_refuses_columns_of_different_lengths() {
 }
 
 /// Everything a reader reports for `bytes`, as text: the header or the error, then each chunk
-/// and the outcome.
-fn stream_log(bytes: &[u8]) -> Vec<String> {
-    let mut log = Vec::new();
-    match Reader::new(bytes) {
-        Err(err) => log.push(format!("error {err}")),
-        Ok(mut reader) => {
-            log.push(format!("header {:?}", reader.header()));
-            loop {
-                match reader.next_chunk() {
-                    Ok(Some(chunk)) => log.push(format!("{chunk:?}")),
-                    Ok(None) => break,
-                    Err(err) => {
-                        // Where a reader stands after an error is not part of its contract.
-                        log.push(format!("error {err}"));
-                        return log;
+/// and the outcome. A macro, because the two readers share their methods but no trait.
+macro_rules! reader_log {
+    ($reader:expr) => {{
+        let mut log = Vec::new();
+        match $reader {
+            Err(err) => log.push(format!("error {err}")),
+            Ok(mut reader) => {
+                log.push(format!("header {:?}", reader.header()));
+                loop {
+                    match reader.next_chunk() {
+                        Ok(Some(chunk)) => log.push(format!("{chunk:?}")),
+                        Ok(None) => break,
+                        Err(err) => {
+                            // Where a reader stands after an error is not part of its contract.
+                            log.push(format!("error {err}"));
+                            return log;
+                        }
                     }
                 }
+                log.push(format!(
+                    "{} chunks, at {}, truncation {:?}",
+                    reader.chunks_read(),
+                    reader.offset(),
+                    reader.truncation()
+                ));
             }
-            log.push(format!(
-                "{} chunks, at {}, truncation {:?}",
-                reader.chunks_read(),
-                reader.offset(),
-                reader.truncation()
-            ));
         }
-    }
-    log
+        log
+    }};
 }
 
-/// [`stream_log`] through a [`SliceReader`].
+fn stream_log(bytes: &[u8]) -> Vec<String> {
+    reader_log!(Reader::new(bytes))
+}
+
 fn slice_log(bytes: &[u8]) -> Vec<String> {
-    let mut log = Vec::new();
-    match SliceReader::new(bytes) {
-        Err(err) => log.push(format!("error {err}")),
-        Ok(mut reader) => {
-            log.push(format!("header {:?}", reader.header()));
-            loop {
-                match reader.next_chunk() {
-                    Ok(Some(chunk)) => log.push(format!("{chunk:?}")),
-                    Ok(None) => break,
-                    Err(err) => {
-                        // Where a reader stands after an error is not part of its contract.
-                        log.push(format!("error {err}"));
-                        return log;
-                    }
-                }
-            }
-            log.push(format!(
-                "{} chunks, at {}, truncation {:?}",
-                reader.chunks_read(),
-                reader.offset(),
-                reader.truncation()
-            ));
-        }
-    }
-    log
+    reader_log!(SliceReader::new(bytes))
 }
 
 #[test]

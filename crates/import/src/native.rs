@@ -320,27 +320,18 @@ struct BulkColumns {
 impl BulkColumns {
     /// Decodes the columns of `chunks` (nodes, edges and analysis chunks, in file order).
     fn decode(chunks: &[Located<Chunk<'_>>]) -> Result<BulkColumns, ImportError> {
-        let nodes: Vec<_> = chunks
-            .iter()
-            .filter_map(|located| match &located.chunk {
-                Chunk::Nodes(chunk) => Some(located_as(located, chunk)),
-                _ => None,
-            })
-            .collect();
-        let edges: Vec<_> = chunks
-            .iter()
-            .filter_map(|located| match &located.chunk {
-                Chunk::Edges(chunk) => Some(located_as(located, chunk)),
-                _ => None,
-            })
-            .collect();
-        let analysis: Vec<_> = chunks
-            .iter()
-            .filter_map(|located| match &located.chunk {
-                Chunk::Analysis(chunk) => Some(located_as(located, chunk)),
-                _ => None,
-            })
-            .collect();
+        let nodes = of_kind(chunks, |chunk| match chunk {
+            Chunk::Nodes(chunk) => Some(chunk),
+            _ => None,
+        });
+        let edges = of_kind(chunks, |chunk| match chunk {
+            Chunk::Edges(chunk) => Some(chunk),
+            _ => None,
+        });
+        let analysis = of_kind(chunks, |chunk| match chunk {
+            Chunk::Analysis(chunk) => Some(chunk),
+            _ => None,
+        });
         let mut out = BulkColumns::default();
         // Each task reports its error here; `scope` returns once all of them are done.
         let errors: std::sync::Mutex<Vec<ImportError>> = std::sync::Mutex::new(Vec::new());
@@ -424,13 +415,21 @@ impl BulkColumns {
     }
 }
 
-/// `located` with its chunk narrowed to `chunk`.
-fn located_as<'c, C>(located: &Located<Chunk<'_>>, chunk: &'c C) -> Located<&'c C> {
-    Located {
-        record: located.record,
-        start: located.start,
-        chunk,
-    }
+/// The chunks that `pick` narrows to one type, with their places.
+fn of_kind<'c, 'a, C>(
+    chunks: &'c [Located<Chunk<'a>>],
+    pick: impl Fn(&'c Chunk<'a>) -> Option<&'c C>,
+) -> Vec<Located<&'c C>> {
+    chunks
+        .iter()
+        .filter_map(|located| {
+            pick(&located.chunk).map(|chunk| Located {
+                record: located.record,
+                start: located.start,
+                chunk,
+            })
+        })
+        .collect()
 }
 
 /// Concatenates the column that `blob` picks from each chunk into `out`, sized once.
