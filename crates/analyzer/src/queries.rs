@@ -3,7 +3,7 @@
 use crate::Analysis;
 use crate::distances::edges_from_root;
 use crate::histogram::DominatorChildren;
-use crate::paths::shortest_chains;
+use crate::paths::{Chain, shortest_chains};
 use crate::view::{
     DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
     TypeRow,
@@ -166,16 +166,7 @@ pub fn who_holds(
     }
     let paths = shortest_chains(graph, &analysis.edge_rule, target, n_paths)
         .into_iter()
-        .map(|chain| {
-            chain
-                .into_iter()
-                .map(|(node, edge)| PathStep {
-                    object: object_view(graph, analysis, node),
-                    edge: edge.map(|edge| edge_text(graph, edge)),
-                    edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
-                })
-                .collect()
-        })
+        .map(|chain| path_steps(graph, analysis, chain))
         .collect();
     HoldersView {
         target: object_view(graph, analysis, target),
@@ -183,6 +174,18 @@ pub fn who_holds(
         dominator_chain,
         paths,
     }
+}
+
+/// A chain of (node, edge into it) from the root as path steps.
+pub(crate) fn path_steps(graph: &HeapGraph, analysis: &Analysis, chain: Chain) -> Vec<PathStep> {
+    chain
+        .into_iter()
+        .map(|(node, edge)| PathStep {
+            object: object_view(graph, analysis, node),
+            edge: edge.map(|edge| edge_text(graph, edge)),
+            edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+        })
+        .collect()
 }
 
 /// An edge's name as chains print it: a property name, or `[index]`.

@@ -10,7 +10,7 @@
 use crate::Analysis;
 use crate::histogram::DominatorChildren;
 use crate::paths::shortest_chains;
-use crate::queries::{edge_text, object_view};
+use crate::queries::{object_view, path_steps};
 use crate::view::{
     AccumulatedType, DuplicateString, PathStep, StringsView, Suspect, SuspectRule, SuspectsView,
 };
@@ -206,17 +206,11 @@ fn top_level(graph: &HeapGraph, tree: &crate::DominatorTree, node: NodeId) -> bo
 
 /// The shortest chain from the root to `node`.
 fn chain_to(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Vec<PathStep> {
-    shortest_chains(graph, &analysis.edge_rule, node, 1)
+    let chain = shortest_chains(graph, &analysis.edge_rule, node, 1)
         .into_iter()
         .next()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(node, edge)| PathStep {
-            object: object_view(graph, analysis, node),
-            edge: edge.map(|edge| edge_text(graph, edge)),
-            edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
-        })
-        .collect()
+        .unwrap_or_default();
+    path_steps(graph, analysis, chain)
 }
 
 /// The types a runtime's strings have, and the edge to their character data, if separate.
