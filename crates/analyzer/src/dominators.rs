@@ -64,7 +64,8 @@ impl DominatorTree {
 /// The search numbers the nodes 1, 2, … in DFS order (0 is "none", as in memlab), and steps 4
 /// and 5 run on arrays indexed by that number, so that they walk memory in order. The
 /// retaining predecessors are gathered on another rayon worker while step 1 runs, then
-/// translated to DFS numbers in parallel. The forest reads of step 4 and the visited checks
+/// translated to DFS numbers in place, in parallel (they stay grouped by node index, so only
+/// one copy of them is ever held). The forest reads of step 4 and the visited checks
 /// of step 1 go to addresses known a few steps ahead, which are prefetched.
 ///
 /// # Arguments
@@ -78,7 +79,7 @@ impl DominatorTree {
 /// under semi-NCA, walks up the dominators found so far that are O(V²) in theory and short on
 /// every heap graph we have measured; near-linear in practice. O(V + E') auxiliary space where
 /// E' is the number of retaining edges (their predecessor lists, E' `u32` and V + 1 offsets,
-/// `u32` when E < 2³², held twice while they are regrouped by DFS number), plus a link-eval
+/// `u32` when E < 2³²), plus a link-eval
 /// forest of two (semi-NCA) or four `u32` per vertex, six more `u32` arrays of V + 1 entries
 /// and a DFS stack of at most V entries.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
@@ -196,15 +197,21 @@ fn dominators_with<O: Offset>(
         IdomMethod::LengauerTarjan
     };
 
-    // Predecessors regrouped by DFS number and translated to DFS numbers, so that step 4
-    // reads them in order; unnumbered ones (left out by the rule) become 0.
+    // Predecessor sources translated to DFS numbers in place; unnumbered ones (left out by the
+    // rule) become 0.
     let len = n as usize + 1;
-    let (first_pred, pred_from) = by_number(first_pred, pred_from, &number, &vertex[..len]);
+    let mut pred_from = pred_from;
+    to_numbers(&mut pred_from, &number);
+    let preds = Preds {
+        first: &first_pred,
+        from: &pred_from,
+        vertex: &vertex[..len],
+    };
     parent.truncate(len);
     // Steps 4 and 5.
     let dom = match method {
-        IdomMethod::LengauerTarjan => lengauer_tarjan(&first_pred, &pred_from, &parent),
-        IdomMethod::SemiNca => semi_nca(&first_pred, &pred_from, &parent),
+        IdomMethod::LengauerTarjan => lengauer_tarjan(&preds, &parent),
+        IdomMethod::SemiNca => semi_nca(&preds, &parent),
     };
     drop(first_pred);
     drop(pred_from);
@@ -277,7 +284,7 @@ enum IdomMethod {
 /// Steps 4 and 5 as memlab runs them, over DFS numbers 1..=n (`parent.len() == n + 1`):
 /// semidominators with path-compressed `eval`/`link`, buckets, then a pass in DFS order.
 /// Returns the immediate dominator of every DFS number (the root's own, and the root for 0).
-fn lengauer_tarjan<O: Offset>(first_pred: &[O], pred_from: &[u32], parent: &[u32]) -> Vec<u32> {
+fn lengauer_tarjan<O: Offset>(preds_of: &Preds<'_, O>, parent: &[u32]) -> Vec<u32> {
     let len = parent.len();
     // Initially every vertex is its own label and semidominator (numbers are DFS numbers).
     let mut forest: Vec<Link> = (0..len as u32)
@@ -294,7 +301,7 @@ fn lengauer_tarjan<O: Offset>(first_pred: &[O], pred_from: &[u32], parent: &[u32
     let mut bucket_next = vec![0u32; len];
     let mut compression_stack: Vec<u32> = Vec::new();
     for w in (2..len).rev() {
-        let preds = &pred_from[first_pred[w].get()..first_pred[w + 1].get()];
+        let preds = preds_of.of(w);
         let mut semi = w as u32;
         if preds.is_empty() {
             // memlab: an orphan is retained by the root.
@@ -347,7 +354,7 @@ fn lengauer_tarjan<O: Offset>(first_pred: &[O], pred_from: &[u32], parent: &[u32
 /// bytes per vertex (only the least semidominator on a path matters here, not its vertex),
 /// then each immediate dominator as the nearest ancestor of the DFS parent, among the
 /// dominators found so far, that is not below the semidominator.
-fn semi_nca<O: Offset>(first_pred: &[O], pred_from: &[u32], parent: &[u32]) -> Vec<u32> {
+fn semi_nca<O: Offset>(preds_of: &Preds<'_, O>, parent: &[u32]) -> Vec<u32> {
     let len = parent.len();
     // `best` is the least semidominator on the vertex's compressed path; own number at first.
     let mut forest: Vec<CompactLink> = (0..len as u32)
@@ -359,7 +366,7 @@ fn semi_nca<O: Offset>(first_pred: &[O], pred_from: &[u32], parent: &[u32]) -> V
     let mut semi: Vec<u32> = (0..len as u32).collect();
     let mut compression_stack: Vec<u32> = Vec::new();
     for w in (2..len).rev() {
-        let preds = &pred_from[first_pred[w].get()..first_pred[w + 1].get()];
+        let preds = preds_of.of(w);
         // memlab: an orphan is retained by the root.
         let mut w_semi = if preds.is_empty() { ROOT } else { w as u32 };
         for (i, &v) in preds.iter().enumerate() {
@@ -492,57 +499,35 @@ impl<'a> Search<'a> {
     }
 }
 
-/// Nodes per parallel job when regrouping predecessors: large enough to amortise a job,
-/// small enough that skewed in-degrees still balance across workers.
+/// Nodes per parallel job when translating predecessors: large enough to amortise a job.
 const NODES_PER_JOB: usize = 1 << 16;
 
-/// The predecessor CSR `first`/`from` over node indices, regrouped by the DFS number of the
-/// target (`vertex[k]` is node `k`'s index) with each source replaced by its DFS `number`.
-/// Entry 0 of the result is empty; sources keep their order.
-fn by_number<O: Offset>(
-    first: Vec<O>,
-    from: Vec<u32>,
-    number: &[u32],
-    vertex: &[u32],
-) -> (Vec<O>, Vec<u32>) {
-    let len = vertex.len();
-    let mut first_by_number = vec![O::ZERO; len + 1];
-    first_by_number[2..]
-        .par_chunks_mut(NODES_PER_JOB)
-        .zip(vertex[1..].par_chunks(NODES_PER_JOB))
-        .for_each(|(degrees, nodes)| {
-            for (degree, &node) in degrees.iter_mut().zip(nodes) {
-                *degree = O::new(first[node as usize + 1].get() - first[node as usize].get());
-            }
-        });
-    for k in 1..len {
-        first_by_number[k + 1] = O::new(first_by_number[k + 1].get() + first_by_number[k].get());
-    }
-    let mut from_by_number = vec![0u32; first_by_number[len].get()];
-    let mut jobs = Vec::with_capacity(len / NODES_PER_JOB + 1);
-    let mut rest: &mut [u32] = &mut from_by_number;
-    let mut lo = 1;
-    while lo < len {
-        let hi = (lo + NODES_PER_JOB).min(len);
-        let (chunk, tail) =
-            rest.split_at_mut(first_by_number[hi].get() - first_by_number[lo].get());
-        rest = tail;
-        jobs.push((lo, hi, chunk));
-        lo = hi;
-    }
-    jobs.into_par_iter().for_each(|(lo, hi, chunk)| {
-        let mut out = chunk.iter_mut();
-        for &node in &vertex[lo..hi] {
-            let sources = &from[first[node as usize].get()..first[node as usize + 1].get()];
-            // Sources first: `zip` stops on them without taking a slot.
-            for (&source, slot) in sources.iter().zip(out.by_ref()) {
-                *slot = number[source as usize];
-            }
+/// Replaces each source node index in `from` by its DFS `number` (0 for nodes left
+/// unnumbered), in place and in parallel: the lists keep their node-index grouping, so that no
+/// second copy of them is ever held.
+fn to_numbers(from: &mut [u32], number: &[u32]) {
+    from.par_chunks_mut(NODES_PER_JOB * 4).for_each(|sources| {
+        for source in sources {
+            *source = number[*source as usize];
         }
     });
-    drop(first);
-    drop(from);
-    (first_by_number, from_by_number)
+}
+
+/// The retaining predecessors, by DFS number, of each vertex: lists grouped by node index
+/// (`first`, `from`, sources already DFS numbers), found through `vertex`.
+struct Preds<'a, O> {
+    first: &'a [O],
+    from: &'a [u32],
+    vertex: &'a [u32],
+}
+
+impl<O: Offset> Preds<'_, O> {
+    /// The predecessors of DFS number `w` (at least 1), as DFS numbers.
+    #[inline]
+    fn of(&self, w: usize) -> &[u32] {
+        let node = self.vertex[w] as usize;
+        &self.from[self.first[node].get()..self.first[node + 1].get()]
+    }
 }
 
 /// One vertex of the link-eval forest of step 4, by DFS number; kept together so that a
