@@ -245,10 +245,12 @@ pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsVie
     struct Group {
         count: u64,
         string_bytes: u64,
-        arrays: Vec<u32>,
         array_bytes: u64,
-        first_array_size: u64,
+        first_array_size: Option<u64>,
     }
+    // Value arrays already counted. Strings that share an array share its value, so one set
+    // over the whole heap tells whether a group has seen an array, at a bit per node.
+    let mut counted = vec![0u64; graph.node_count().div_ceil(64)];
     let mut groups: FxHashMap<&str, Group> = FxHashMap::default();
     let mut n_strings = 0u64;
     let mut total_bytes = 0u64;
@@ -266,14 +268,13 @@ pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsVie
                 .edge_range(node)
                 .find(|&edge| graph.edge_name(edge) == EdgeName::Named(value_edge))
         {
-            let array = graph.edge_target(edge);
-            let size = graph.shallow_size(array);
+            let array = graph.edge_target(edge).index();
+            let size = graph.shallow_size(graph.edge_target(edge));
             total_bytes += size;
-            if !group.arrays.contains(&array.to_raw()) {
-                if group.arrays.is_empty() {
-                    group.first_array_size = size;
-                }
-                group.arrays.push(array.to_raw());
+            let bit = 1u64 << (array % 64);
+            if counted[array / 64] & bit == 0 {
+                counted[array / 64] |= bit;
+                group.first_array_size.get_or_insert(size);
                 group.array_bytes += size;
             }
         }
@@ -288,7 +289,7 @@ pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsVie
                 count: group.count,
                 total_bytes: group.string_bytes + group.array_bytes,
                 wasted_bytes: group.string_bytes - string_size + group.array_bytes
-                    - group.first_array_size,
+                    - group.first_array_size.unwrap_or(0),
             }
         })
         .collect();

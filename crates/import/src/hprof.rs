@@ -7,9 +7,10 @@
 //! (`classes`), the ids indexed (`ids`), and pass 2 (`graph`) decodes every object's references
 //! into edges. `docs/formats.md` §2 says what is read and how sizes are computed.
 //!
-//! The graph has a synthetic super-root (node 0) with an edge to every GC root, named by root
-//! kind; thread-local roots hang under their thread's stack frames instead, as synthetic frame
-//! nodes (`com.example.Worker.run(Worker.java:42)`) after the objects.
+//! Objects are the nodes in file order; synthetic frame nodes
+//! (`com.example.Worker.run(Worker.java:42)`) follow, holding the thread-local roots under their
+//! threads, and the synthetic super-root comes last, with an edge to every other GC root, named
+//! by root kind.
 
 mod bytes;
 mod classes;

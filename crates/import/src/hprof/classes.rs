@@ -24,7 +24,12 @@ pub(super) struct RefField {
 pub(super) struct ClassInfo {
     /// Its Java name, interned: the type of its instances, and the class object's name.
     pub(super) name: StringId,
-    pub(super) dump: ClassDump,
+    /// The class object's id.
+    pub(super) id: u64,
+    /// The superclass's id (0 for none).
+    pub(super) super_id: u64,
+    /// Class loader, signers, protection domain.
+    pub(super) references: [u64; 3],
     /// Reference fields of an instance, own class first, then up the superclasses.
     pub(super) ref_fields: Vec<RefField>,
     /// Bytes of an instance's field values in the dump.
@@ -141,7 +146,7 @@ pub(super) fn modified_utf8(bytes: &[u8]) -> String {
 /// Returns the classes, their index by id, and how many superclass chains were broken (a
 /// superclass without a class dump) or cyclic.
 pub(super) fn build_classes(
-    dumps: Vec<ClassDump>,
+    dumps: &[ClassDump],
     top: &TopLevel<'_>,
     layout: Layout,
     id_size: usize,
@@ -249,7 +254,9 @@ pub(super) fn build_classes(
             .collect();
         classes.push(ClassInfo {
             name: strings.intern(&names[index]),
-            dump: dump.clone(),
+            id: dump.id,
+            super_id: dump.super_id,
+            references: dump.references,
             static_refs,
             ref_fields,
             instance_bytes: offset,

@@ -187,7 +187,8 @@ pub(super) fn build(
         .flat_map(|index| std::mem::take(&mut index.classes))
         .collect();
     let (classes, class_by_id, broken_chains) =
-        classes::build_classes(class_dumps, &top, layout, id_size, &mut strings);
+        classes::build_classes(&class_dumps, &top, layout, id_size, &mut strings);
+    drop(class_dumps);
 
     // Objects are nodes 0.. in file order; the frames follow, and the super-root comes last, so
     // that the columns pass 2 built need no shifting.
@@ -249,7 +250,7 @@ pub(super) fn build(
         primitive_class_nodes[usize::from(code)] = classes
             .iter()
             .find(|class| strings.get(class.name) == name)
-            .and_then(|class| ids.get(class.dump.id));
+            .and_then(|class| ids.get(class.id));
     }
     let class_object_size = classes
         .iter()
@@ -428,12 +429,12 @@ fn walk_sub_record(
             instance_node(context, id, class_id, values, part);
         }
         sub::OBJ_ARRAY_DUMP => {
-            let id = cursor.id()?;
+            cursor.id()?;
             cursor.u4()?;
             let length = cursor.u4()?;
             let class_id = cursor.id()?;
             let elements = cursor.take((length as usize).checked_mul(id_size).ok_or(Short)?)?;
-            object_array_node(context, id, class_id, elements, part);
+            object_array_node(context, class_id, elements, part);
         }
         sub::PRIM_ARRAY_DUMP | sub::PRIM_ARRAY_NODATA => {
             let id = cursor.id()?;
@@ -491,11 +492,11 @@ fn class_node(context: &Context<'_>, id: u64, part: &mut Part) {
     );
     part.edge_to_id(
         context.ids,
-        class.dump.super_id,
+        class.super_id,
         EdgeKind::Internal,
         names.super_class.to_raw(),
     );
-    for (&reference, name) in class.dump.references.iter().zip(names.class_references) {
+    for (&reference, name) in class.references.iter().zip(names.class_references) {
         part.edge_to_id(context.ids, reference, EdgeKind::Internal, name.to_raw());
     }
     for &(name, target) in &class.static_refs {
@@ -565,13 +566,7 @@ fn instance_node(context: &Context<'_>, id: u64, class_id: u64, values: &[u8], p
 }
 
 /// An object array: its class, then its non-null elements by index.
-fn object_array_node(
-    context: &Context<'_>,
-    _id: u64,
-    class_id: u64,
-    elements: &[u8],
-    part: &mut Part,
-) {
+fn object_array_node(context: &Context<'_>, class_id: u64, elements: &[u8], part: &mut Part) {
     let id_size = context.id_size;
     let type_name = match context.class_by_id.get(&class_id) {
         Some(&index) => context.classes[index as usize].name,
