@@ -7,3 +7,5 @@ mod hprof;
 mod oracle;
 mod support;
 mod tidy;
+mod torch_cuda;
+mod tracemalloc;

@@ -1,5 +1,6 @@
-//! Pure computation on heap graphs: which edges retain, dominators and retained sizes,
-//! distances, holder chains, histograms. No I/O, no printing, no clocks.
+//! Pure computation on the model: for heap graphs, which edges retain, dominators and retained
+//! sizes, distances, holder chains, histograms; for allocation snapshots, sites grouped and
+//! compared as tracemalloc does, and a CUDA allocator's state. No I/O, no printing, no clocks.
 //!
 //! ```
 //! use heapgraph_analyzer::{analyze, EdgeRule, Options, RankBy};
@@ -17,9 +18,11 @@
 mod distances;
 mod dominators;
 mod edge_rule;
+pub mod gpu;
 mod histogram;
 mod paths;
 mod queries;
+pub mod sites;
 mod suspects;
 pub mod view;
 

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "heapgraph", version, about, long_about = None)]
 #[command(
-    after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz) and heapgraph's own .hgd.\n\
+    after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), tracemalloc dumps \
+(Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz) and heapgraph's own .hgd.\n\
 Exit codes: 0 success, 2 bad usage or unreadable input."
 )]
 pub(crate) struct Cli {
@@ -32,6 +33,12 @@ pub(crate) enum Command {
     /// Strings grouped by value; --duplicates shows the values held more than once and the
     /// bytes the copies waste
     Strings(StringsArgs),
+    /// What grew between two allocation snapshots (tracemalloc or CUDA), by allocating site,
+    /// as tracemalloc's Snapshot.compare_to
+    Diff(DiffArgs),
+    /// What filled a GPU: a PyTorch CUDA memory snapshot's allocated and reserved bytes, live
+    /// memory by allocating stack, fragmentation, the failed request of an OOM, the timeline
+    Gpu(GpuArgs),
     /// Write a dump in heapgraph's native format (.hgd), with its analysis, to reopen fast
     Convert(ConvertArgs),
 }
@@ -45,21 +52,49 @@ pub(crate) enum OutputFormat {
     Json,
 }
 
-/// How `top` ranks objects.
+/// How `top` ranks objects, or groups allocations.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RankByArg {
-    /// Bytes the object keeps alive
+    /// Heap dumps: bytes the object keeps alive (the default)
     Retained,
-    /// Bytes of the object alone
+    /// Heap dumps: bytes of the object alone
     Shallow,
-    /// Objects the object keeps alive
+    /// Heap dumps: objects the object keeps alive
     Count,
+    /// Allocation snapshots: by the file of the most recent frame
+    Filename,
+    /// Allocation snapshots: by the most recent frame (tracemalloc's default)
+    Lineno,
+    /// Allocation snapshots: by the whole stack (the default for CUDA snapshots)
+    Traceback,
+}
+
+/// How allocation snapshots are grouped and filtered, as tracemalloc's statistics.
+#[derive(Args, Debug, Default)]
+pub(crate) struct SiteArgs {
+    /// Count each allocation under every frame of its stack (tracemalloc's cumulative=True;
+    /// with --by filename or lineno)
+    #[arg(long)]
+    pub(crate) cumulative: bool,
+    /// Keep only allocations whose most recent frame's file matches this glob (like
+    /// tracemalloc.Filter(True, GLOB)); may be repeated
+    #[arg(long = "filter", value_name = "GLOB")]
+    pub(crate) include: Vec<String>,
+    /// Leave out allocations whose most recent frame's file matches this glob (like
+    /// tracemalloc.Filter(False, GLOB)); may be repeated
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub(crate) exclude: Vec<String>,
+    /// CUDA snapshots: keep library frames (torch, the standard library) in stacks; by default
+    /// they are folded away so that stacks show the user's code
+    #[arg(long)]
+    pub(crate) all_frames: bool,
 }
 
 /// Arguments every analysis shares.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// The dump: a .heapsnapshot (or .heapsnapshot.gz) or a .hgd
+    /// The dump: a .heapsnapshot, .hprof, .hgd (any of them gzipped), a tracemalloc dump or a
+    /// CUDA memory snapshot
     pub(crate) file: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -82,12 +117,53 @@ pub(crate) struct SummaryArgs {
 pub(crate) struct TopArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// What to rank by
-    #[arg(long, value_enum, default_value_t = RankByArg::Retained)]
-    pub(crate) by: RankByArg,
-    /// How many objects to list
+    /// What to rank by (heap dumps) or group by (allocation snapshots)
+    #[arg(long, value_enum)]
+    pub(crate) by: Option<RankByArg>,
+    /// How many objects or sites to list
     #[arg(short = 'n', default_value_t = 20)]
     pub(crate) n: usize,
+    #[command(flatten)]
+    pub(crate) sites: SiteArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DiffArgs {
+    /// The older snapshot
+    pub(crate) old: PathBuf,
+    /// The newer snapshot
+    pub(crate) new: PathBuf,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) format: OutputFormat,
+    /// What to group by: filename, lineno, or traceback (default: lineno for tracemalloc,
+    /// traceback for CUDA snapshots)
+    #[arg(long, value_enum)]
+    pub(crate) by: Option<RankByArg>,
+    /// How many sites to list (JSON lists all unless -n is given)
+    #[arg(short = 'n')]
+    pub(crate) n: Option<usize>,
+    #[command(flatten)]
+    pub(crate) sites: SiteArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct GpuArgs {
+    /// A CUDA memory snapshot (torch.cuda.memory._dump_snapshot), plain or .gz
+    pub(crate) file: PathBuf,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) format: OutputFormat,
+    /// Rows of each table
+    #[arg(short = 'n', default_value_t = 10)]
+    pub(crate) n: usize,
+    /// Keep library frames (torch, the standard library) in stacks
+    #[arg(long)]
+    pub(crate) all_frames: bool,
+    /// Add allocated and reserved bytes over time, from the trace (JSON: [time_us, allocated,
+    /// reserved] per event)
+    #[arg(long)]
+    pub(crate) timeline: bool,
 }
 
 #[derive(Args, Debug)]

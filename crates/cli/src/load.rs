@@ -4,7 +4,7 @@
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
 use heapgraph_import::{Dump, Format, native};
-use heapgraph_model::HeapGraph;
+use heapgraph_model::{AllocSnapshot, HeapGraph};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -50,8 +50,38 @@ pub(crate) fn spinner(message: &str) -> ProgressBar {
     spinner
 }
 
+/// What a file holds, loaded.
+pub(crate) enum Evidence {
+    /// Objects and references.
+    Graph(Box<Loaded>),
+    /// Live allocations by stack.
+    Alloc(Box<AllocSnapshot>),
+}
+
 /// Reads `path` into a heap graph.
 pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
+    match load_evidence(path)? {
+        Evidence::Graph(loaded) => Ok(*loaded),
+        Evidence::Alloc(_) => bail!(
+            "{}: holds allocations by stack, not an object graph; `heapgraph top`, `diff` and `gpu` read it",
+            path.display()
+        ),
+    }
+}
+
+/// Reads `path` into an allocation snapshot.
+pub(crate) fn load_alloc(path: &Path) -> anyhow::Result<AllocSnapshot> {
+    match load_evidence(path)? {
+        Evidence::Alloc(snapshot) => Ok(*snapshot),
+        Evidence::Graph(_) => bail!(
+            "{}: is a heap dump, not an allocation snapshot (tracemalloc or CUDA)",
+            path.display()
+        ),
+    }
+}
+
+/// Reads `path`, whatever it holds.
+pub(crate) fn load_evidence(path: &Path) -> anyhow::Result<Evidence> {
     let context = || format!("cannot read {}", path.display());
     let bar = Bar(progress_bar("reading"));
     let options = {
@@ -64,27 +94,26 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
         let (dump, stored) = native::import_path_with_analysis(path, &native::Options::default())
             .with_context(context)?;
         bar.0.finish_and_clear();
-        return Ok(Loaded {
-            graph: heap_graph(dump, path)?,
-            stored,
-        });
+        return evidence(dump, stored, path);
     }
     let dump = heapgraph_import::import_path(path, &options).with_context(context)?;
     bar.0.finish_and_clear();
-    Ok(Loaded {
-        graph: heap_graph(dump, path)?,
-        stored: None,
-    })
+    evidence(dump, None, path)
 }
 
-fn heap_graph(dump: Dump, path: &Path) -> anyhow::Result<HeapGraph> {
-    match dump {
-        Dump::HeapGraph(graph) => Ok(graph),
+fn evidence(
+    dump: Dump,
+    stored: Option<native::StoredAnalysis>,
+    path: &Path,
+) -> anyhow::Result<Evidence> {
+    Ok(match dump {
+        Dump::HeapGraph(graph) => Evidence::Graph(Box::new(Loaded { graph, stored })),
+        Dump::Alloc(snapshot) => Evidence::Alloc(Box::new(snapshot)),
         _ => bail!(
-            "{}: holds no object graph, which this command needs",
+            "{}: holds evidence this command cannot read",
             path.display()
         ),
-    }
+    })
 }
 
 /// Whether the file is an uncompressed `.hgd`, judged by content.

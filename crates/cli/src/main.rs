@@ -1,6 +1,7 @@
 //! The `heapgraph` command: clap arguments become library options at this edge, each verb
 //! lives in its own module, and `run` is the one place errors turn into exit codes.
 
+mod alloc;
 mod args;
 mod load;
 mod verbs;
@@ -36,6 +37,8 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Dominators(args) => verbs::dominators(&args)?,
         args::Command::Suspects(args) => verbs::suspects(&args)?,
         args::Command::Strings(args) => verbs::strings(&args)?,
+        args::Command::Diff(args) => alloc::diff(&args)?,
+        args::Command::Gpu(args) => alloc::gpu(&args)?,
         args::Command::Convert(args) => verbs::convert(&args)?,
     };
     let mut stdout = std::io::stdout().lock();

@@ -2,13 +2,14 @@
 //! arguments.
 
 use crate::args::{
-    Common, ConvertArgs, DominatorsArgs, OutputFormat, RankByArg, StringsArgs, SummaryArgs,
-    SuspectsArgs, TopArgs, WhoHoldsArgs,
+    Common, ConvertArgs, DominatorsArgs, OutputFormat, RankByArg, SiteArgs, StringsArgs,
+    SummaryArgs, SuspectsArgs, TopArgs, WhoHoldsArgs,
 };
-use crate::load::{Loaded, load, spinner, stored_of};
+use crate::load::{Evidence, Loaded, load, load_evidence, spinner, stored_of};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::RankBy;
 use heapgraph_import::native;
+use heapgraph_model::{AllocSnapshot, AllocSource};
 use heapgraph_report::{DumpInfo, json, text};
 use std::io::{BufWriter, Write};
 
@@ -20,7 +21,10 @@ fn info(common: &Common, loaded: &Loaded) -> DumpInfo {
 }
 
 pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
-    let mut loaded = load(&args.common.file)?;
+    let mut loaded = match load_evidence(&args.common.file)? {
+        Evidence::Graph(loaded) => *loaded,
+        Evidence::Alloc(snapshot) => return alloc_summary(args, &snapshot),
+    };
     let analysis = loaded.analyze(args.common.include_weak)?;
     let view = heapgraph_analyzer::summary(&loaded.graph, &analysis);
     let info = info(&args.common, &loaded);
@@ -32,13 +36,53 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
     })
 }
 
+/// `summary` of an allocation snapshot: the GPU view of a CUDA snapshot, the top lines of a
+/// tracemalloc dump.
+fn alloc_summary(args: &SummaryArgs, snapshot: &AllocSnapshot) -> anyhow::Result<String> {
+    let n = args.n_types.unwrap_or(DEFAULT_TEXT_TYPES);
+    match snapshot.meta.source {
+        AllocSource::TorchCuda => crate::alloc::gpu_of(
+            &args.common.file,
+            snapshot,
+            n,
+            false,
+            false,
+            args.common.format,
+        ),
+        _ => crate::alloc::top(
+            &args.common.file,
+            snapshot,
+            None,
+            n,
+            &SiteArgs::default(),
+            args.common.format,
+        ),
+    }
+}
+
 pub(crate) fn top(args: &TopArgs) -> anyhow::Result<String> {
-    let mut loaded = load(&args.common.file)?;
+    let mut loaded = match load_evidence(&args.common.file)? {
+        Evidence::Graph(loaded) => *loaded,
+        Evidence::Alloc(snapshot) => {
+            return crate::alloc::top(
+                &args.common.file,
+                &snapshot,
+                args.by,
+                args.n,
+                &args.sites,
+                args.common.format,
+            );
+        }
+    };
     let analysis = loaded.analyze(args.common.include_weak)?;
     let by = match args.by {
-        RankByArg::Retained => RankBy::Retained,
-        RankByArg::Shallow => RankBy::Shallow,
-        RankByArg::Count => RankBy::Count,
+        None | Some(RankByArg::Retained) => RankBy::Retained,
+        Some(RankByArg::Shallow) => RankBy::Shallow,
+        Some(RankByArg::Count) => RankBy::Count,
+        Some(other) => bail!(
+            "--by {} groups allocation snapshots; heap dumps rank by retained, shallow or count",
+            format!("{other:?}").to_lowercase()
+        ),
     };
     let objects = heapgraph_analyzer::top(&loaded.graph, &analysis, by, args.n);
     let info = info(&args.common, &loaded);

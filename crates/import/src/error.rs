@@ -11,12 +11,17 @@ pub enum ImportError {
     Io(#[from] std::io::Error),
     /// No importer recognised the content.
     #[error(
-        "not a dump heapgraph can read (starts with {prefix}); expected a V8 .heapsnapshot, a Java .hprof, or heapgraph's .hgd"
+        "not a dump heapgraph can read (starts with {prefix}); expected a V8 .heapsnapshot, a Java .hprof, a tracemalloc dump, a PyTorch CUDA memory snapshot, or heapgraph's .hgd"
     )]
     UnknownFormat {
         /// The first bytes, printed for the user.
         prefix: String,
     },
+    /// A well-formed pickle of something heapgraph does not read (a model checkpoint, say).
+    #[error(
+        "this is a pickle but not a tracemalloc snapshot (Snapshot.dump) or a CUDA memory snapshot (torch.cuda.memory._dump_snapshot)"
+    )]
+    UnsupportedPickle,
     /// The content is not what the format requires at `offset`.
     #[error("{format}: at byte {offset}: {message}")]
     Malformed {

@@ -18,13 +18,16 @@
 mod error;
 pub mod hprof;
 pub mod native;
+mod pickle;
 mod sniff;
+pub mod torch_cuda;
+pub mod tracemalloc;
 pub mod v8;
 
 pub use error::ImportError;
 pub use sniff::{Format, sniff};
 
-use heapgraph_model::HeapGraph;
+use heapgraph_model::{AllocSnapshot, HeapGraph};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -49,6 +52,8 @@ pub struct Options<'a> {
 pub enum Dump {
     /// Objects and references.
     HeapGraph(HeapGraph),
+    /// Live allocations by allocating stack (tracemalloc, CUDA snapshots).
+    Alloc(AllocSnapshot),
 }
 
 /// The gzip magic bytes.
@@ -86,6 +91,16 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
         }
         return hprof::import_mapped(&map, &hprof::Options::default()).map(Dump::HeapGraph);
     }
+    if pickle::sniff(prefix) {
+        drop(reader);
+        let file = std::fs::File::open(path)?;
+        // SAFETY: as above: read only, dropped before this returns, every byte checked.
+        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
+        if let Some(progress) = options.progress {
+            progress.advance(map.len() as u64);
+        }
+        return import_pickle(&map);
+    }
     if prefix.starts_with(&GZIP_MAGIC) {
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);
         let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
@@ -109,10 +124,35 @@ pub fn import_reader<R: BufRead>(mut reader: R) -> Result<Dump, ImportError> {
         Some(Format::Hprof) => {
             hprof::import(reader, &hprof::Options::default()).map(Dump::HeapGraph)
         }
+        Some(Format::Pickle) => {
+            let mut bytes = Vec::new();
+            reader.read_to_end(&mut bytes)?;
+            import_pickle(&bytes)
+        }
         None => Err(ImportError::UnknownFormat {
             prefix: error::describe_prefix(prefix, 24),
         }),
     }
+}
+
+/// Reads a pickled allocation snapshot: a tracemalloc dump or a CUDA memory snapshot.
+///
+/// # Errors
+/// [`ImportError::UnsupportedPickle`] for any other pickle; malformed and truncated pickles as
+/// the other formats.
+pub fn import_pickle(bytes: &[u8]) -> Result<Dump, ImportError> {
+    let (parsed, fold) = pickle::parse(
+        bytes,
+        &tracemalloc::is_tracemalloc_global,
+        tracemalloc::TraceFold::default(),
+    )?;
+    if tracemalloc::is_snapshot(&parsed) {
+        return tracemalloc::build(&parsed, fold).map(Dump::Alloc);
+    }
+    if torch_cuda::is_snapshot(&parsed) && fold.is_empty() {
+        return torch_cuda::build(&parsed).map(Dump::Alloc);
+    }
+    Err(ImportError::UnsupportedPickle)
 }
 
 /// Reports bytes read from the file to a [`Progress`].

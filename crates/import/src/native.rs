@@ -1432,7 +1432,9 @@ mod tests {
         let file = write(&sample_graph(), None, 2);
         assert_eq!(sniff(&file), Some(true));
         assert_eq!(crate::sniff(&file), Some(crate::Format::Native));
-        let Dump::HeapGraph(graph) = crate::import_reader(file.as_slice()).expect("read");
+        let Ok(Dump::HeapGraph(graph)) = crate::import_reader(file.as_slice()) else {
+            panic!("a heap graph");
+        };
         assert_eq!(graph.node_count(), 6);
     }
 

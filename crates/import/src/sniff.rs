@@ -1,6 +1,6 @@
 //! Format detection by content: each importer's `sniff` is asked about the first bytes.
 
-use crate::{hprof, native, v8};
+use crate::{hprof, native, pickle, v8};
 
 /// The formats heapgraph reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +12,8 @@ pub enum Format {
     Native,
     /// A Java heap dump (HPROF).
     Hprof,
+    /// A Python pickle: a tracemalloc dump or a PyTorch CUDA memory snapshot.
+    Pickle,
 }
 
 /// The format that `prefix` (the first bytes of an uncompressed stream) starts, if any importer
@@ -25,6 +27,9 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     }
     if hprof::sniff(prefix) == Some(true) {
         return Some(Format::Hprof);
+    }
+    if pickle::sniff(prefix) {
+        return Some(Format::Pickle);
     }
     None
 }

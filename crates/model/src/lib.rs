@@ -30,11 +30,16 @@
 //! ```
 #![deny(missing_docs)]
 
+mod alloc;
 mod heap_graph;
 mod reverse;
 mod strings;
 mod visit;
 
+pub use alloc::{
+    AllocMeta, AllocSnapshot, AllocSource, Block, BlockState, CudaState, Frame, FrameId, LiveSite,
+    Segment, StackId, Stacks, TraceAction, TraceEvent,
+};
 pub use heap_graph::{
     EdgeKind, EdgeName, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId, NodeKindInfo,
     Runtime,

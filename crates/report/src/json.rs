@@ -3,6 +3,8 @@
 //! Field names are a contract documented in `docs/json.md`; add fields, never rename them.
 
 use crate::DumpInfo;
+use heapgraph_analyzer::gpu::GpuView;
+use heapgraph_analyzer::sites::{SiteFrame, SiteRow, SitesView};
 use heapgraph_analyzer::{
     DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
     SuspectsView,
@@ -320,6 +322,250 @@ pub fn strings(view: &StringsView, duplicates_only: bool, info: &DumpInfo) -> St
                 total_bytes: row.total_bytes,
                 wasted_bytes: row.wasted_bytes,
             })
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct FrameEntry<'a> {
+    filename: &'a str,
+    lineno: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+fn frames(frames: &[SiteFrame]) -> Vec<FrameEntry<'_>> {
+    frames
+        .iter()
+        .map(|frame| FrameEntry {
+            filename: &frame.filename,
+            lineno: frame.lineno,
+            name: frame.name.as_deref(),
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct SiteEntry<'a> {
+    frames: Vec<FrameEntry<'a>>,
+    size: u64,
+    count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size_diff: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count_diff: Option<i64>,
+}
+
+fn site_entry(row: &SiteRow, is_diff: bool) -> SiteEntry<'_> {
+    SiteEntry {
+        frames: frames(&row.frames),
+        size: row.size,
+        count: row.count,
+        size_diff: is_diff.then_some(row.size_diff),
+        count_diff: is_diff.then_some(row.count_diff),
+    }
+}
+
+#[derive(Serialize)]
+struct SiteTotal {
+    size: u64,
+    count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size_diff: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count_diff: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct Sites<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    old_dump: Option<Dump<'a>>,
+    by: &'static str,
+    cumulative: bool,
+    total: SiteTotal,
+    rows: Vec<SiteEntry<'a>>,
+}
+
+/// `heapgraph.sites/1`: `top` of one allocation snapshot (`old` is `None`) or `diff` of two,
+/// with at most `n` rows (all when `None`).
+pub fn sites(
+    view: &SitesView,
+    info: &DumpInfo,
+    old: Option<&DumpInfo>,
+    n: Option<usize>,
+) -> String {
+    let shown = n.unwrap_or(usize::MAX).min(view.rows.len());
+    let diff = |new: u64, old: u64| view.is_diff.then(|| new as i64 - old as i64);
+    to_string(&Sites {
+        schema: "heapgraph.sites/1",
+        dump: info.into(),
+        old_dump: old.map(Into::into),
+        by: view.key.name(),
+        cumulative: view.cumulative,
+        total: SiteTotal {
+            size: view.total_size,
+            count: view.total_count,
+            size_diff: diff(view.total_size, view.old_total_size),
+            count_diff: diff(view.total_count, view.old_total_count),
+        },
+        rows: view.rows[..shown]
+            .iter()
+            .map(|row| site_entry(row, view.is_diff))
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct Oom<'a> {
+    requested_bytes: u64,
+    cap_bytes: Option<u64>,
+    device_free: Option<u64>,
+    time_us: i64,
+    allocated_at: i64,
+    reserved_at: i64,
+    events_after: usize,
+    frames: Vec<FrameEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct StackEntry<'a> {
+    frames: Vec<FrameEntry<'a>>,
+    bytes: u64,
+    blocks: u64,
+}
+
+#[derive(Serialize)]
+struct BlockEntry<'a> {
+    address: u64,
+    size: u64,
+    requested_size: u64,
+    state: &'a str,
+    frames: Vec<FrameEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct SegmentEntry<'a> {
+    device: u32,
+    address: u64,
+    total_size: u64,
+    free_bytes: u64,
+    largest_free_block: u64,
+    segment_type: &'a str,
+}
+
+#[derive(Serialize)]
+struct TraceEntry<'a> {
+    entries: usize,
+    actions: Vec<(&'a str, u64)>,
+    allocated_before: i64,
+    reserved_before: i64,
+    peak_allocated: i64,
+    peak_reserved: i64,
+}
+
+#[derive(Serialize)]
+struct Gpu<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    allocated_bytes: u64,
+    reserved_bytes: u64,
+    requested_bytes: u64,
+    segments: usize,
+    blocks: usize,
+    active_blocks: usize,
+    inactive_bytes: u64,
+    pending_free_bytes: u64,
+    largest_free_block: u64,
+    oom: Option<Oom<'a>>,
+    by_stack: Vec<StackEntry<'a>>,
+    largest_blocks: Vec<BlockEntry<'a>>,
+    segments_with_free: Vec<SegmentEntry<'a>>,
+    trace: Option<TraceEntry<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeline: Option<Vec<(i64, i64, i64)>>,
+    settings: Vec<(&'a str, &'a str)>,
+}
+
+/// `heapgraph.gpu/1`. The timeline, when present, is `[time_us, allocated, reserved]` triples.
+pub fn gpu(view: &GpuView, info: &DumpInfo) -> String {
+    to_string(&Gpu {
+        schema: "heapgraph.gpu/1",
+        dump: info.into(),
+        allocated_bytes: view.allocated_bytes,
+        reserved_bytes: view.reserved_bytes,
+        requested_bytes: view.requested_bytes,
+        segments: view.segments,
+        blocks: view.blocks,
+        active_blocks: view.active_blocks,
+        inactive_bytes: view.inactive_bytes,
+        pending_free_bytes: view.pending_free_bytes,
+        largest_free_block: view.largest_free_block,
+        oom: view.oom.as_ref().map(|oom| Oom {
+            requested_bytes: oom.requested_bytes,
+            cap_bytes: oom.cap_bytes,
+            device_free: oom.device_free,
+            time_us: oom.time_us,
+            allocated_at: oom.allocated_at,
+            reserved_at: oom.reserved_at,
+            events_after: oom.events_after,
+            frames: frames(&oom.frames),
+        }),
+        by_stack: view
+            .by_stack
+            .iter()
+            .map(|row| StackEntry {
+                frames: frames(&row.frames),
+                bytes: row.size,
+                blocks: row.count,
+            })
+            .collect(),
+        largest_blocks: view
+            .largest_blocks
+            .iter()
+            .map(|block| BlockEntry {
+                address: block.address,
+                size: block.size,
+                requested_size: block.requested_size,
+                state: &block.state,
+                frames: frames(&block.frames),
+            })
+            .collect(),
+        segments_with_free: view
+            .segments_with_free
+            .iter()
+            .map(|segment| SegmentEntry {
+                device: segment.device,
+                address: segment.address,
+                total_size: segment.total_size,
+                free_bytes: segment.free_bytes,
+                largest_free_block: segment.largest_free_block,
+                segment_type: &segment.segment_type,
+            })
+            .collect(),
+        trace: view.trace.as_ref().map(|trace| TraceEntry {
+            entries: trace.entries,
+            actions: trace
+                .actions
+                .iter()
+                .map(|(name, count)| (name.as_str(), *count))
+                .collect(),
+            allocated_before: trace.allocated_before,
+            reserved_before: trace.reserved_before,
+            peak_allocated: trace.peak_allocated,
+            peak_reserved: trace.peak_reserved,
+        }),
+        timeline: view.timeline.as_ref().map(|points| {
+            points
+                .iter()
+                .map(|p| (p.time_us, p.allocated, p.reserved))
+                .collect()
+        }),
+        settings: view
+            .settings
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_str()))
             .collect(),
     })
 }

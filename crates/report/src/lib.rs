@@ -19,7 +19,7 @@ pub mod json;
 pub mod text;
 
 use heapgraph_analyzer::RankBy;
-use heapgraph_model::GraphMeta;
+use heapgraph_model::{AllocMeta, AllocSource, GraphMeta};
 
 /// What every output says about the dump it describes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +44,26 @@ impl DumpInfo {
             notes: meta.notes.clone(),
         }
     }
+
+    /// The info for `file`, from an allocation snapshot's metadata.
+    pub fn for_alloc(file: &str, meta: &AllocMeta) -> Self {
+        DumpInfo {
+            file: file.to_owned(),
+            source_format: meta.source_format.clone(),
+            runtime: match meta.source {
+                AllocSource::Tracemalloc => "python",
+                AllocSource::TorchCuda => "pytorch-cuda",
+            }
+            .to_owned(),
+            notes: meta.notes.clone(),
+        }
+    }
+}
+
+/// Signed bytes: `+1.5 KiB`, `-512 B`.
+pub fn signed_bytes(bytes: i64) -> String {
+    let sign = if bytes < 0 { '-' } else { '+' };
+    format!("{sign}{}", human_bytes(bytes.unsigned_abs()))
 }
 
 /// The name of a ranking, as `--by` spells it.

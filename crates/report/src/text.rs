@@ -1,6 +1,8 @@
 //! Text output for terminals: aligned tables, human sizes, chains from the root.
 
-use crate::{DumpInfo, human_bytes, rank_name};
+use crate::{DumpInfo, human_bytes, rank_name, signed_bytes};
+use heapgraph_analyzer::gpu::GpuView;
+use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SitesView};
 use heapgraph_analyzer::{
     DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
     SuspectRule, SuspectsView,
@@ -416,6 +418,254 @@ pub fn strings(view: &StringsView, duplicates_only: bool, info: &DumpInfo) -> St
         );
     } else {
         table.render(&mut out);
+    }
+    out
+}
+
+/// `file:line`, with the function where known.
+fn frame_text(frame: &SiteFrame) -> String {
+    match &frame.name {
+        Some(name) => format!("{}:{} ({name})", frame.filename, frame.lineno),
+        None => format!("{}:{}", frame.filename, frame.lineno),
+    }
+}
+
+fn site_text(frames: &[SiteFrame], key: SiteKey) -> String {
+    match frames.first() {
+        None => "(no stack recorded)".to_owned(),
+        Some(frame) if key == SiteKey::Filename => frame.filename.clone(),
+        Some(frame) => frame_text(frame),
+    }
+}
+
+fn signed_count(count: i64) -> String {
+    if count < 0 {
+        count.to_string()
+    } else {
+        format!("+{count}")
+    }
+}
+
+/// `top` or `diff` of allocation snapshots: at most `n` sites, in tracemalloc's order. Stacks
+/// (by traceback) print below their row, most recent call first.
+pub fn sites(view: &SitesView, info: &DumpInfo, old: Option<&DumpInfo>, n: usize) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    if let Some(old) = old {
+        let _ = writeln!(out, "compared with {} ({})", old.file, old.source_format);
+    }
+    let shown = n.min(view.rows.len());
+    let cumulative = if view.cumulative { ", cumulative" } else { "" };
+    let _ = write!(
+        out,
+        "{shown} of {} sites by {}{cumulative}: {} in {} allocations",
+        view.rows.len(),
+        view.key.name(),
+        human_bytes(view.total_size),
+        view.total_count
+    );
+    if view.is_diff {
+        let _ = write!(
+            out,
+            " ({}, {} allocations)",
+            signed_bytes(view.total_size as i64 - view.old_total_size as i64),
+            signed_count(view.total_count as i64 - view.old_total_count as i64)
+        );
+    }
+    out.push_str("\n\n");
+    let mut columns = vec![("size", true)];
+    if view.is_diff {
+        columns.push(("change", true));
+    }
+    columns.extend([("count", true)]);
+    if view.is_diff {
+        columns.push(("change", true));
+    }
+    columns.extend([("average", true), ("site", false)]);
+    let mut table = Table::new(&columns);
+    let mut stacks = Vec::new();
+    for (rank, row) in view.rows[..shown].iter().enumerate() {
+        let mut cells = vec![human_bytes(row.size)];
+        if view.is_diff {
+            cells.push(signed_bytes(row.size_diff));
+        }
+        cells.push(row.count.to_string());
+        if view.is_diff {
+            cells.push(signed_count(row.count_diff));
+        }
+        cells.push(
+            row.size
+                .checked_div(row.count)
+                .map_or_else(|| "-".to_owned(), human_bytes),
+        );
+        let site = site_text(&row.frames, view.key);
+        if view.key == SiteKey::Traceback && row.frames.len() > 1 {
+            cells.push(format!("#{} {site}", rank + 1));
+            stacks.push((rank + 1, &row.frames));
+        } else {
+            cells.push(site);
+        }
+        table.row(cells);
+    }
+    table.render(&mut out);
+    if !stacks.is_empty() {
+        out.push_str("\nstacks, most recent call first:\n");
+        for (rank, frames) in stacks {
+            let _ = writeln!(out, "#{rank}");
+            for frame in frames.iter() {
+                let _ = writeln!(out, "    {}", frame_text(frame));
+            }
+        }
+    }
+    out
+}
+
+/// The `gpu` view: allocated against reserved, the out-of-memory event, what holds the memory
+/// by stack, the largest blocks, fragmentation, and what the trace covers.
+pub fn gpu(view: &GpuView, info: &DumpInfo, all_frames: bool) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    let _ = writeln!(
+        out,
+        "allocated {} of {} reserved ({}) in {} segments, {} blocks ({} active)",
+        human_bytes(view.allocated_bytes),
+        human_bytes(view.reserved_bytes),
+        percent(view.allocated_bytes, view.reserved_bytes),
+        view.segments,
+        view.blocks,
+        view.active_blocks
+    );
+    let _ = writeln!(
+        out,
+        "reserved but free: {} in inactive blocks, the largest {}; {} pending free on other streams",
+        human_bytes(view.inactive_bytes),
+        human_bytes(view.largest_free_block),
+        human_bytes(view.pending_free_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "callers asked for {} of the allocated bytes ({} is rounding and splitting)",
+        human_bytes(view.requested_bytes),
+        human_bytes(view.allocated_bytes.saturating_sub(view.requested_bytes))
+    );
+    if let Some(oom) = &view.oom {
+        let _ = writeln!(
+            out,
+            "\nOUT OF MEMORY: a request for {} failed{}; at that moment {} was allocated and {} reserved",
+            human_bytes(oom.requested_bytes),
+            oom.device_free
+                .map(|free| format!(" with {} free on the device", human_bytes(free)))
+                .unwrap_or_default(),
+            human_bytes(oom.allocated_at.max(0) as u64),
+            human_bytes(oom.reserved_at.max(0) as u64)
+        );
+        for frame in &oom.frames {
+            let _ = writeln!(out, "    {}", frame_text(frame));
+        }
+        if view.largest_free_block < oom.requested_bytes {
+            let _ = writeln!(
+                out,
+                "the cache's largest free block ({}) is smaller than the request, so the allocator \
+                 had to reserve more; the device or the process's memory cap refused it",
+                human_bytes(view.largest_free_block)
+            );
+        }
+        if oom.events_after > 0 {
+            let _ = writeln!(
+                out,
+                "the snapshot was taken {} trace events after the failure: the tables below are that later state",
+                oom.events_after
+            );
+        }
+    }
+    let folded = if all_frames {
+        ""
+    } else {
+        " (library frames folded; --all-frames shows them)"
+    };
+    let _ = writeln!(out, "\nlive memory by allocating stack{folded}\n");
+    let mut table = Table::new(&[
+        ("bytes", true),
+        ("share", true),
+        ("blocks", true),
+        ("stack", false),
+    ]);
+    for row in &view.by_stack {
+        let mut frames = row.frames.iter();
+        table.row(vec![
+            human_bytes(row.size),
+            percent(row.size, view.allocated_bytes),
+            row.count.to_string(),
+            frames
+                .next()
+                .map_or_else(|| "(no stack recorded)".to_owned(), frame_text),
+        ]);
+        for frame in frames {
+            table.row(vec![
+                String::new(),
+                String::new(),
+                String::new(),
+                format!("  {}", frame_text(frame)),
+            ]);
+        }
+    }
+    table.render(&mut out);
+    let _ = writeln!(out, "\nlargest live blocks\n");
+    let mut table = Table::new(&[("bytes", true), ("address", true), ("allocated at", false)]);
+    for block in &view.largest_blocks {
+        table.row(vec![
+            human_bytes(block.size),
+            format!("0x{:x}", block.address),
+            block
+                .frames
+                .first()
+                .map_or_else(|| "(no stack recorded)".to_owned(), frame_text),
+        ]);
+    }
+    table.render(&mut out);
+    if !view.segments_with_free.is_empty() {
+        let _ = writeln!(out, "\nsegments with the most free bytes\n");
+        let mut table = Table::new(&[
+            ("free", true),
+            ("of", true),
+            ("largest free block", true),
+            ("pool", false),
+            ("address", true),
+        ]);
+        for segment in &view.segments_with_free {
+            table.row(vec![
+                human_bytes(segment.free_bytes),
+                human_bytes(segment.total_size),
+                human_bytes(segment.largest_free_block),
+                segment.segment_type.clone(),
+                format!("0x{:x}", segment.address),
+            ]);
+        }
+        table.render(&mut out);
+    }
+    if let Some(trace) = &view.trace {
+        let actions: Vec<String> = trace
+            .actions
+            .iter()
+            .map(|(name, count)| format!("{name} {count}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\ntrace: {} events ({}); peak {} allocated, {} reserved",
+            trace.entries,
+            actions.join(", "),
+            human_bytes(trace.peak_allocated.max(0) as u64),
+            human_bytes(trace.peak_reserved.max(0) as u64)
+        );
+        if trace.allocated_before != 0 || trace.reserved_before != 0 {
+            let _ = writeln!(
+                out,
+                "the trace starts late: {} allocated and {} reserved before its first event \
+                 (recording started late, or the ring buffer dropped older events)",
+                signed_bytes(trace.allocated_before),
+                signed_bytes(trace.reserved_before)
+            );
+        }
     }
     out
 }

@@ -1,0 +1,458 @@
+//! Allocation sites: live memory grouped by where it was allocated, and the change between two
+//! snapshots, with exactly the rows and order of tracemalloc's `Snapshot.statistics` and
+//! `Snapshot.compare_to` (Python 3.9+), ties included.
+
+use heapgraph_model::{AllocSnapshot, FrameId, LiveSite};
+use rustc_hash::FxHashMap;
+use std::cmp::Ordering;
+
+/// What allocations are grouped by, as tracemalloc's `key_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiteKey {
+    /// The file of the most recent frame (line shown as 0).
+    Filename,
+    /// The most recent frame.
+    Lineno,
+    /// The whole stack.
+    Traceback,
+}
+
+impl SiteKey {
+    /// tracemalloc's name for the key.
+    pub fn name(self) -> &'static str {
+        match self {
+            SiteKey::Filename => "filename",
+            SiteKey::Lineno => "lineno",
+            SiteKey::Traceback => "traceback",
+        }
+    }
+}
+
+/// How to group and which allocations to count.
+#[derive(Clone, Debug)]
+pub struct SiteOptions {
+    /// The grouping key.
+    pub key: SiteKey,
+    /// Count an allocation under every frame of its stack, as tracemalloc's `cumulative=True`
+    /// (not with [`SiteKey::Traceback`]).
+    pub cumulative: bool,
+    /// Keep only allocations whose most recent frame's file matches one of these globs
+    /// (`tracemalloc.Filter(True, pattern)`); none means all.
+    pub include: Vec<String>,
+    /// Drop allocations whose most recent frame's file matches one of these globs
+    /// (`tracemalloc.Filter(False, pattern)`).
+    pub exclude: Vec<String>,
+    /// Leave library frames (site-packages, the standard library) out of stacks before grouping,
+    /// keeping the user's own code; a stack of library frames only keeps its innermost frame.
+    pub user_frames_only: bool,
+}
+
+impl SiteOptions {
+    /// Grouping by `key`, nothing filtered or folded.
+    pub fn new(key: SiteKey) -> Self {
+        SiteOptions {
+            key,
+            cumulative: false,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            user_frames_only: false,
+        }
+    }
+}
+
+/// One frame of a row, with its own text (rows compare across snapshots).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SiteFrame {
+    /// Source file.
+    pub filename: String,
+    /// Line (0 in by-file rows).
+    pub lineno: u32,
+    /// Function, where the snapshot records it.
+    pub name: Option<String>,
+}
+
+/// A group of live allocations (and, in a comparison, its change).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteRow {
+    /// The key's frames, most recent call first.
+    pub frames: Vec<SiteFrame>,
+    /// Bytes live (in the newer snapshot, in a comparison).
+    pub size: u64,
+    /// Allocations live.
+    pub count: u64,
+    /// Change in bytes since the older snapshot (0 outside comparisons).
+    pub size_diff: i64,
+    /// Change in allocations since the older snapshot.
+    pub count_diff: i64,
+}
+
+/// Rows in tracemalloc's order.
+#[derive(Clone, Debug)]
+pub struct SitesView {
+    /// The key grouped by.
+    pub key: SiteKey,
+    /// Whether counts are cumulative over frames.
+    pub cumulative: bool,
+    /// Whether this compares two snapshots (the `_diff` fields mean something).
+    pub is_diff: bool,
+    /// Bytes and allocations that passed the filters (newer snapshot in a comparison).
+    pub total_size: u64,
+    /// See `total_size`.
+    pub total_count: u64,
+    /// The same for the older snapshot, in a comparison.
+    pub old_total_size: u64,
+    /// See `old_total_size`.
+    pub old_total_count: u64,
+    /// Every group, ordered as Python orders them.
+    pub rows: Vec<SiteRow>,
+}
+
+/// Whether a file belongs to a library rather than to the user's code.
+pub fn is_library_file(filename: &str) -> bool {
+    filename.contains("/site-packages/")
+        || filename.contains("/dist-packages/")
+        || filename.starts_with("<frozen ")
+        || is_stdlib_path(filename)
+}
+
+/// `…/lib/python3.12/x.py`, but not inside site-packages (handled above).
+fn is_stdlib_path(filename: &str) -> bool {
+    filename
+        .split('/')
+        .any(|part| part.starts_with("python3.") && part[8..].bytes().all(|b| b.is_ascii_digit()))
+        && filename.contains("/lib/python3.")
+}
+
+/// Python's `fnmatch.fnmatchcase` on POSIX: `*`, `?`, `[seq]`, `[!seq]`; `*` crosses `/`.
+pub fn fnmatch(name: &str, pattern: &str) -> bool {
+    let name: Vec<char> = name.chars().collect();
+    let pattern: Vec<char> = pattern.chars().collect();
+    let (mut n, mut p) = (0usize, 0usize);
+    // Where to resume after the last `*`: (pattern index after it, name index it matched to).
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        let step = match pattern.get(p) {
+            Some('*') => {
+                star = Some((p + 1, n));
+                p += 1;
+                continue;
+            }
+            Some('?') => Some(p + 1),
+            Some('[') => match class_match(&pattern, p, name[n]) {
+                Some((true, next)) => Some(next),
+                Some((false, _)) => None,
+                // An unclosed `[` is a literal.
+                None => (name[n] == '[').then_some(p + 1),
+            },
+            Some(&c) => (c == name[n]).then_some(p + 1),
+            None => None,
+        };
+        match step {
+            Some(next) => {
+                p = next;
+                n += 1;
+            }
+            None => match star {
+                Some((after, matched)) => {
+                    p = after;
+                    n = matched + 1;
+                    star = Some((after, matched + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+/// Matches `c` against the class starting at `pattern[start] == '['`: whether it matched and
+/// where the class ends, or `None` when the class is not closed.
+fn class_match(pattern: &[char], start: usize, c: char) -> Option<(bool, usize)> {
+    let mut i = start + 1;
+    let negated = pattern.get(i) == Some(&'!');
+    if negated {
+        i += 1;
+    }
+    // A `]` right after `[` or `[!` is a member, not the end.
+    let first = i;
+    let mut matched = false;
+    while i < pattern.len() {
+        if pattern[i] == ']' && i > first {
+            return Some((matched != negated, i + 1));
+        }
+        if i + 2 < pattern.len() && pattern[i + 1] == '-' && pattern[i + 2] != ']' {
+            matched |= pattern[i] <= c && c <= pattern[i + 2];
+            i += 3;
+        } else {
+            matched |= pattern[i] == c;
+            i += 1;
+        }
+    }
+    None
+}
+
+/// tracemalloc compares files with `.pyc` read as `.py`.
+fn normalize_filename(filename: &str) -> &str {
+    filename
+        .strip_suffix('c')
+        .filter(|f| f.ends_with(".py"))
+        .unwrap_or(filename)
+}
+
+/// Groups of one snapshot, keyed by frames, in first-seen order.
+struct Groups {
+    index: FxHashMap<Vec<SiteFrame>, usize>,
+    rows: Vec<(Vec<SiteFrame>, u64, u64)>,
+    total_size: u64,
+    total_count: u64,
+}
+
+impl Groups {
+    fn add(&mut self, key: &[SiteFrame], size: u64, count: u64) {
+        match self.index.get(key) {
+            Some(&at) => {
+                self.rows[at].1 += size;
+                self.rows[at].2 += count;
+            }
+            None => {
+                self.index.insert(key.to_vec(), self.rows.len());
+                self.rows.push((key.to_vec(), size, count));
+            }
+        }
+    }
+}
+
+fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
+    let strings = &snapshot.strings;
+    let include: Vec<&str> = options
+        .include
+        .iter()
+        .map(|p| normalize_filename(p))
+        .collect();
+    let exclude: Vec<&str> = options
+        .exclude
+        .iter()
+        .map(|p| normalize_filename(p))
+        .collect();
+    let mut frame_text: FxHashMap<FrameId, SiteFrame> = FxHashMap::default();
+    let mut text_of = |frame: FrameId| -> SiteFrame {
+        frame_text
+            .entry(frame)
+            .or_insert_with(|| {
+                let frame = snapshot.stacks.frame(frame);
+                SiteFrame {
+                    filename: strings.get(frame.filename).to_owned(),
+                    lineno: frame.lineno,
+                    name: frame.name.map(|name| strings.get(name).to_owned()),
+                }
+            })
+            .clone()
+    };
+    let mut groups = Groups {
+        index: FxHashMap::default(),
+        rows: Vec::new(),
+        total_size: 0,
+        total_count: 0,
+    };
+    let mut key: Vec<SiteFrame> = Vec::new();
+    for &LiveSite {
+        stack,
+        bytes,
+        count,
+        ..
+    } in &snapshot.sites
+    {
+        let raw = snapshot.stacks.frames_of(stack);
+        if !include.is_empty() || !exclude.is_empty() {
+            let first = raw.first().map(|&frame| {
+                normalize_filename(strings.get(snapshot.stacks.frame(frame).filename))
+            });
+            let matches = |patterns: &[&str]| {
+                first.is_some_and(|file| patterns.iter().any(|pattern| fnmatch(file, pattern)))
+            };
+            if (!include.is_empty() && !matches(&include)) || matches(&exclude) {
+                continue;
+            }
+        }
+        groups.total_size += bytes;
+        groups.total_count += count;
+        let mut frames: Vec<SiteFrame> = raw.iter().map(|&frame| text_of(frame)).collect();
+        if options.user_frames_only && frames.iter().any(|f| is_library_file(&f.filename)) {
+            let innermost = frames.first().cloned();
+            frames.retain(|frame| !is_library_file(&frame.filename));
+            if frames.is_empty() {
+                frames.extend(innermost);
+            }
+        }
+        let by_file = |frame: &SiteFrame| SiteFrame {
+            filename: frame.filename.clone(),
+            lineno: 0,
+            name: None,
+        };
+        if options.cumulative && options.key != SiteKey::Traceback {
+            for frame in &frames {
+                key.clear();
+                key.push(match options.key {
+                    SiteKey::Filename => by_file(frame),
+                    _ => frame.clone(),
+                });
+                groups.add(&key, bytes, count);
+            }
+            continue;
+        }
+        key.clear();
+        match options.key {
+            SiteKey::Traceback => key.extend(frames),
+            SiteKey::Lineno => key.extend(frames.into_iter().take(1)),
+            SiteKey::Filename => key.extend(frames.first().map(by_file)),
+        }
+        groups.add(&key, bytes, count);
+    }
+    groups
+}
+
+/// Python's `Traceback` order: frames compared oldest first, as tuples.
+fn compare_frames(a: &[SiteFrame], b: &[SiteFrame]) -> Ordering {
+    let key = |frame: &SiteFrame| {
+        (
+            frame.filename.clone(),
+            frame.lineno,
+            frame.name.clone().unwrap_or_default(),
+        )
+    };
+    a.iter().rev().map(key).cmp(b.iter().rev().map(key))
+}
+
+/// `Snapshot.statistics(key, cumulative)`: groups, largest first.
+pub fn statistics(snapshot: &AllocSnapshot, options: &SiteOptions) -> SitesView {
+    let groups = group(snapshot, options);
+    let mut rows: Vec<SiteRow> = groups
+        .rows
+        .into_iter()
+        .map(|(frames, size, count)| SiteRow {
+            frames,
+            size,
+            count,
+            size_diff: 0,
+            count_diff: 0,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (b.size, b.count)
+            .cmp(&(a.size, a.count))
+            .then_with(|| compare_frames(&b.frames, &a.frames))
+    });
+    SitesView {
+        key: options.key,
+        cumulative: options.cumulative,
+        is_diff: false,
+        total_size: groups.total_size,
+        total_count: groups.total_count,
+        old_total_size: 0,
+        old_total_count: 0,
+        rows,
+    }
+}
+
+fn signed(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// `new.compare_to(old, key, cumulative)`: every group of either snapshot with its change,
+/// largest change first.
+pub fn compare(old: &AllocSnapshot, new: &AllocSnapshot, options: &SiteOptions) -> SitesView {
+    let old_groups = group(old, options);
+    let new_groups = group(new, options);
+    let mut matched = vec![false; old_groups.rows.len()];
+    let mut rows = Vec::with_capacity(new_groups.rows.len() + old_groups.rows.len());
+    for (frames, size, count) in new_groups.rows {
+        let (old_size, old_count) = match old_groups.index.get(&frames) {
+            Some(&at) => {
+                matched[at] = true;
+                (old_groups.rows[at].1, old_groups.rows[at].2)
+            }
+            None => (0, 0),
+        };
+        rows.push(SiteRow {
+            frames,
+            size,
+            count,
+            size_diff: signed(size) - signed(old_size),
+            count_diff: signed(count) - signed(old_count),
+        });
+    }
+    for ((frames, size, count), matched) in old_groups.rows.into_iter().zip(matched) {
+        if !matched {
+            rows.push(SiteRow {
+                frames,
+                size: 0,
+                count: 0,
+                size_diff: -signed(size),
+                count_diff: -signed(count),
+            });
+        }
+    }
+    rows.sort_by(|a, b| {
+        let key = |row: &SiteRow| {
+            (
+                row.size_diff.unsigned_abs(),
+                row.size,
+                row.count_diff.unsigned_abs(),
+                row.count,
+            )
+        };
+        key(b)
+            .cmp(&key(a))
+            .then_with(|| compare_frames(&b.frames, &a.frames))
+    });
+    SitesView {
+        key: options.key,
+        cumulative: options.cumulative,
+        is_diff: true,
+        total_size: new_groups.total_size,
+        total_count: new_groups.total_count,
+        old_total_size: old_groups.total_size,
+        old_total_count: old_groups.total_count,
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnmatch_follows_python() {
+        // Each case checked with Python's fnmatch.fnmatchcase.
+        for (name, pattern, expected) in [
+            ("/a/b/app.py", "*app.py", true),
+            ("/a/b/app.py", "*/b/*", true),
+            ("/a/b/app.py", "/a/?/app.py", true),
+            ("/a/bc/app.py", "/a/?/app.py", false),
+            ("x1.py", "x[12].py", true),
+            ("x3.py", "x[12].py", false),
+            ("x3.py", "x[!12].py", true),
+            ("x-.py", "x[a-].py", true),
+            ("x].py", "x[]].py", true),
+            ("x[.py", "x[.py", true),
+            ("<frozen importlib._bootstrap>", "<frozen *>", true),
+            ("abc", "a*c*", true),
+            ("abc", "a*d", false),
+            ("", "*", true),
+            ("", "?", false),
+        ] {
+            assert_eq!(fnmatch(name, pattern), expected, "{name} {pattern}");
+        }
+    }
+
+    #[test]
+    fn library_files_are_recognised() {
+        assert!(is_library_file(
+            "/opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py"
+        ));
+        assert!(is_library_file("/usr/lib/python3.11/json/decoder.py"));
+        assert!(is_library_file("<frozen importlib._bootstrap>"));
+        assert!(!is_library_file("/srv/trainer/train.py"));
+        assert!(!is_library_file("/home/me/python3.11-notes/x.py"));
+    }
+}

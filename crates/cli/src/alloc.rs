@@ -1,0 +1,134 @@
+//! Verbs on allocation snapshots (tracemalloc dumps, CUDA snapshots): `top` and `diff` by
+//! allocating site, and `gpu`.
+
+use crate::args::{DiffArgs, GpuArgs, OutputFormat, RankByArg, SiteArgs};
+use crate::load::load_alloc;
+use anyhow::bail;
+use heapgraph_analyzer::gpu::GpuOptions;
+use heapgraph_analyzer::sites::{SiteKey, SiteOptions};
+use heapgraph_model::{AllocSnapshot, AllocSource};
+use heapgraph_report::{DumpInfo, json, text};
+use std::path::Path;
+
+/// The grouping for `--by`, or the snapshot's usual one.
+fn site_key(by: Option<RankByArg>, snapshot: &AllocSnapshot) -> anyhow::Result<SiteKey> {
+    Ok(match by {
+        Some(RankByArg::Filename) => SiteKey::Filename,
+        Some(RankByArg::Lineno) => SiteKey::Lineno,
+        Some(RankByArg::Traceback) => SiteKey::Traceback,
+        None => match snapshot.meta.source {
+            AllocSource::Tracemalloc => SiteKey::Lineno,
+            AllocSource::TorchCuda => SiteKey::Traceback,
+        },
+        Some(other) => bail!(
+            "--by {} ranks objects of heap dumps; allocation snapshots group by filename, lineno or traceback",
+            format!("{other:?}").to_lowercase()
+        ),
+    })
+}
+
+fn site_options(key: SiteKey, args: &SiteArgs) -> anyhow::Result<SiteOptions> {
+    if args.cumulative && key == SiteKey::Traceback {
+        bail!("--cumulative goes with --by filename or --by lineno, as in tracemalloc");
+    }
+    let mut options = SiteOptions::new(key);
+    options.cumulative = args.cumulative;
+    options.include = args.include.clone();
+    options.exclude = args.exclude.clone();
+    options.user_frames_only = !args.all_frames;
+    Ok(options)
+}
+
+fn info(path: &Path, snapshot: &AllocSnapshot) -> DumpInfo {
+    DumpInfo::for_alloc(&path.display().to_string(), &snapshot.meta)
+}
+
+/// Only CUDA stacks are folded: tracemalloc's answers must stay Python's own.
+fn fold_for(snapshot: &AllocSnapshot, options: &mut SiteOptions) {
+    if snapshot.meta.source == AllocSource::Tracemalloc {
+        options.user_frames_only = false;
+    }
+}
+
+/// `top` of an allocation snapshot: `Snapshot.statistics`.
+pub(crate) fn top(
+    path: &Path,
+    snapshot: &AllocSnapshot,
+    by: Option<RankByArg>,
+    n: usize,
+    args: &SiteArgs,
+    format: OutputFormat,
+) -> anyhow::Result<String> {
+    let mut options = site_options(site_key(by, snapshot)?, args)?;
+    fold_for(snapshot, &mut options);
+    let view = heapgraph_analyzer::sites::statistics(snapshot, &options);
+    let info = info(path, snapshot);
+    Ok(match format {
+        OutputFormat::Text => text::sites(&view, &info, None, n),
+        OutputFormat::Json => json::sites(&view, &info, None, Some(n)),
+    })
+}
+
+/// `diff`: `new.compare_to(old)`.
+pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
+    let (old, new) = rayon::join(|| load_alloc(&args.old), || load_alloc(&args.new));
+    let (old, new) = (old?, new?);
+    if old.meta.source != new.meta.source {
+        bail!(
+            "{} is a {} snapshot and {} a {} one; compare snapshots of one kind",
+            args.old.display(),
+            old.meta.source.name(),
+            args.new.display(),
+            new.meta.source.name()
+        );
+    }
+    let mut options = site_options(site_key(args.by, &new)?, &args.sites)?;
+    fold_for(&new, &mut options);
+    let view = heapgraph_analyzer::sites::compare(&old, &new, &options);
+    let (old_info, new_info) = (info(&args.old, &old), info(&args.new, &new));
+    Ok(match args.format {
+        OutputFormat::Text => text::sites(&view, &new_info, Some(&old_info), args.n.unwrap_or(20)),
+        OutputFormat::Json => json::sites(&view, &new_info, Some(&old_info), args.n),
+    })
+}
+
+/// `gpu`: what filled the GPU.
+pub(crate) fn gpu(args: &GpuArgs) -> anyhow::Result<String> {
+    let snapshot = load_alloc(&args.file)?;
+    gpu_of(
+        &args.file,
+        &snapshot,
+        args.n,
+        args.all_frames,
+        args.timeline,
+        args.format,
+    )
+}
+
+/// The `gpu` view of a loaded snapshot (also `summary` of a CUDA snapshot).
+pub(crate) fn gpu_of(
+    path: &Path,
+    snapshot: &AllocSnapshot,
+    n: usize,
+    all_frames: bool,
+    timeline: bool,
+    format: OutputFormat,
+) -> anyhow::Result<String> {
+    let options = GpuOptions {
+        n,
+        all_frames,
+        timeline,
+    };
+    let Some(view) = heapgraph_analyzer::gpu::gpu(snapshot, &options) else {
+        bail!(
+            "{}: is a {} snapshot, not a CUDA memory snapshot; `heapgraph top` reads it",
+            path.display(),
+            snapshot.meta.source.name()
+        );
+    };
+    let info = info(path, snapshot);
+    Ok(match format {
+        OutputFormat::Text => text::gpu(&view, &info, all_frames),
+        OutputFormat::Json => json::gpu(&view, &info),
+    })
+}

@@ -1,0 +1,171 @@
+//! PyTorch CUDA snapshots from an H200 (`fixtures/torch-cuda/`) against torch's own counters
+//! (`truth.json`, `large_truth.json`) and an independent Python reading of the same pickles
+//! (`expected.json`, written by `expected_by_stack.py`).
+
+use crate::support::{fixture, json, path_str};
+use serde_json::Value;
+
+fn load_json(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(fixture(name)).unwrap()).unwrap()
+}
+
+fn gpu(name: &str, extra: &[&str]) -> Value {
+    let file = fixture(&format!("torch-cuda/{name}.pickle.gz"));
+    let mut args = vec!["gpu", path_str(&file), "--format", "json"];
+    args.extend(extra);
+    json(&args)
+}
+
+#[test]
+fn every_fixture_matches_torchs_counters() {
+    let truth = load_json("torch-cuda/truth.json");
+    let mut scenarios: Vec<(String, Value)> = truth["scenarios"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, facts)| (name.clone(), facts.clone()))
+        .collect();
+    scenarios.push((
+        "transformer_train_large".to_owned(),
+        load_json("torch-cuda/large_truth.json"),
+    ));
+    assert_eq!(scenarios.len(), 7);
+    for (name, facts) in scenarios {
+        let ours = gpu(&name, &[]);
+        assert_eq!(ours["schema"], "heapgraph.gpu/1");
+        assert_eq!(ours["allocated_bytes"], facts["memory_allocated"], "{name}");
+        assert_eq!(ours["reserved_bytes"], facts["memory_reserved"], "{name}");
+        assert_eq!(ours["segments"], facts["segments"], "{name}");
+        assert_eq!(ours["blocks"], facts["blocks"], "{name}");
+        assert_eq!(ours["trace"]["entries"], facts["trace_entries"], "{name}");
+        let peak = ours["trace"]["peak_allocated"].as_i64().unwrap();
+        let max = facts["max_memory_allocated"].as_i64().unwrap();
+        // The trace counts requested bytes, torch's peak rounded blocks: close, never above.
+        assert!(
+            peak <= max && peak * 100 >= max * 95,
+            "{name}: peak {peak} vs {max}"
+        );
+    }
+}
+
+#[test]
+fn by_stack_and_fragmentation_match_an_independent_reading() {
+    let expected = load_json("torch-cuda/expected.json");
+    for (name, facts) in expected["files"].as_object().unwrap() {
+        let ours = gpu(name, &["--all-frames", "-n", "100000"]);
+        for field in [
+            "allocated_bytes",
+            "requested_bytes",
+            "reserved_bytes",
+            "active_blocks",
+            "inactive_bytes",
+            "largest_free_block",
+        ] {
+            assert_eq!(ours[field], facts[field], "{name}: {field}");
+        }
+        let python = facts["by_stack"].as_array().unwrap();
+        let rows = ours["by_stack"].as_array().unwrap();
+        assert_eq!(rows.len(), python.len(), "{name}: stacks");
+        for (i, (p, o)) in python.iter().zip(rows).enumerate() {
+            assert_eq!(o["bytes"], p["bytes"], "{name}: stack {i}");
+            assert_eq!(o["blocks"], p["blocks"], "{name}: stack {i}");
+            let frames: Vec<Value> = o["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| serde_json::json!([f["filename"], f["lineno"], f["name"]]))
+                .collect();
+            assert_eq!(Value::Array(frames), p["frames"], "{name}: stack {i}");
+        }
+        let actions: serde_json::Map<String, Value> = ours["trace"]["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|pair| (pair[0].as_str().unwrap().to_owned(), pair[1].clone()))
+            .collect();
+        assert_eq!(
+            Value::Object(actions),
+            facts["trace_actions"],
+            "{name}: actions"
+        );
+    }
+}
+
+#[test]
+fn a_complete_trace_replays_from_zero_and_a_late_one_says_so() {
+    // All of release A's history was recorded: the replay starts at nothing.
+    let complete = gpu("train_release_a_leak", &["--timeline"]);
+    assert_eq!(complete["trace"]["allocated_before"], 0);
+    assert_eq!(complete["trace"]["reserved_before"], 0);
+    let timeline = complete["timeline"].as_array().unwrap();
+    assert_eq!(timeline.len(), 459);
+    let last = timeline.last().unwrap();
+    assert_eq!(last[1], complete["requested_bytes"]);
+    assert_eq!(last[2], complete["reserved_bytes"]);
+    // The KV-cache trace is the last 6000 events of a ring buffer.
+    let late = gpu("kv_cache_cat_growth", &[]);
+    assert!(late["trace"]["allocated_before"].as_i64().unwrap() != 0);
+}
+
+#[test]
+fn the_oom_fixture_names_the_failed_request() {
+    let truth = load_json("torch-cuda/truth.json");
+    let ours = gpu("oom_batch_growth", &[]);
+    let oom = &ours["oom"];
+    assert_eq!(oom["requested_bytes"], truth["oom_observer"]["alloc"]);
+    assert_eq!(oom["device_free"], truth["oom_observer"]["device_free"]);
+    // torch's trace holds the request and the device's free bytes, not the cap (decisions.md).
+    assert_eq!(oom["cap_bytes"], Value::Null);
+    assert_eq!(oom["events_after"], 0);
+    let frames = oom["frames"].as_array().unwrap();
+    assert_eq!(frames[0]["filename"], "/srv/trainer/make_fixtures.py");
+    assert_eq!(frames[0]["lineno"], 59);
+    // The largest free block could not have served it.
+    assert!(ours["largest_free_block"].as_u64() < oom["requested_bytes"].as_u64());
+    // What held memory at that moment: the batch's activations come first.
+    assert_eq!(ours["by_stack"][0]["frames"][0]["lineno"], 59);
+    assert_eq!(ours["by_stack"][0]["frames"][1]["lineno"], 119);
+}
+
+#[test]
+fn release_a_against_release_b_grows_at_the_kept_loss_graphs() {
+    let fixed = fixture("torch-cuda/train_release_b_fixed.pickle.gz");
+    let leak = fixture("torch-cuda/train_release_a_leak.pickle.gz");
+    let diff = json(&[
+        "diff",
+        path_str(&fixed),
+        path_str(&leak),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(diff["schema"], "heapgraph.sites/1");
+    assert_eq!(diff["by"], "traceback");
+    let top = &diff["rows"][0];
+    // The activations saved for backward of every kept loss: allocated in the model's forward,
+    // called from the training step's loss line; library frames folded away.
+    let frames: Vec<(String, u64)> = top["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_owned(),
+                f["lineno"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        frames,
+        [
+            ("forward".to_owned(), 59),
+            ("train_steps".to_owned(), 69),
+            ("<module>".to_owned(), 80)
+        ]
+    );
+    let growth = top["size_diff"].as_i64().unwrap();
+    assert_eq!(growth, 336_592_896 - 34_603_008);
+    assert_eq!(
+        diff["total"]["size_diff"].as_i64().unwrap(),
+        487_643_136 - 269_582_336
+    );
+}
