@@ -19,9 +19,11 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
-    /// Totals and the types that hold the most memory (count, shallow, retained)
+    /// Totals and the types that hold the most memory (count, shallow, retained); for
+    /// allocation snapshots, the top sites (tracemalloc) or the gpu view (CUDA)
     Summary(SummaryArgs),
-    /// The objects that retain the most memory
+    /// The objects that retain the most memory; for allocation snapshots, the sites that hold
+    /// the most, as tracemalloc's Snapshot.statistics
     Top(TopArgs),
     /// Chains of references from the GC roots to an object, and its dominators
     WhoHolds(WhoHoldsArgs),

@@ -18,6 +18,15 @@ const FORMAT: &str = "pickle";
 /// Where the stack machine's values stop: deeper `MARK`s than this are refused.
 const MAX_MARKS: usize = 1 << 16;
 
+/// Arena ids stay below the memo's markers.
+const MAX_OBJECTS: usize = SCALAR_MEMO as usize;
+
+/// The memo's mark for a folded tuple, which may never be fetched.
+const FOLDED_MEMO: u32 = u32::MAX;
+
+/// The memo's mark for a memoized scalar, kept in `Machine::memo_scalars`.
+const SCALAR_MEMO: u32 = u32::MAX - 1;
+
 /// A value on the stack or in a container.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Value {
@@ -128,7 +137,8 @@ impl Arena {
     }
 
     fn push(&mut self, obj: Obj) -> Value {
-        let id = u32::try_from(self.objects.len()).unwrap_or(u32::MAX);
+        // `run` stops before the count reaches MAX_OBJECTS: at most one object per opcode.
+        let id = self.objects.len() as u32;
         self.objects.push(obj);
         Value::Obj(id)
     }
@@ -151,9 +161,11 @@ struct Machine<'a, F> {
     pos: usize,
     stack: Vec<Value>,
     marks: Vec<usize>,
-    memo: Vec<Value>,
+    memo: Vec<u32>,
     /// Memo entries stored at an index past the end (never by CPython, but allowed).
-    sparse_memo: FxHashMap<u32, Value>,
+    sparse_memo: FxHashMap<u32, u32>,
+    /// Memoized scalars, by memo index.
+    memo_scalars: FxHashMap<u32, Value>,
     arena: Arena,
     fold: F,
     allow: &'a dyn Fn(&str, &str) -> bool,
@@ -175,6 +187,7 @@ pub(crate) fn parse<F: Fold>(
         marks: Vec::new(),
         memo: Vec::new(),
         sparse_memo: FxHashMap::default(),
+        memo_scalars: FxHashMap::default(),
         arena: Arena::default(),
         fold,
         allow,
@@ -281,39 +294,57 @@ impl<F: Fold> Machine<'_, F> {
         Ok(value)
     }
 
-    fn tuple(&mut self, items: Vec<Value>) -> Result<(), ImportError> {
-        for &item in &items {
+    /// Replaces the stack's values from `start` up by a tuple of them (or by `Folded`).
+    /// Tuples are built in place: ten million folded traces allocate nothing.
+    fn tuple_from(&mut self, start: usize) -> Result<(), ImportError> {
+        for &item in &self.stack[start..] {
             self.unfolded(item)?;
         }
-        let value = if self.fold.fold(&items, &self.arena) {
+        let value = if self.fold.fold(&self.stack[start..], &self.arena) {
             Value::Folded
         } else {
-            self.push_obj(Obj::Tuple(items.into_boxed_slice()))
+            let items = self.stack[start..].into();
+            self.push_obj(Obj::Tuple(items))
         };
+        self.stack.truncate(start);
         self.stack.push(value);
         Ok(())
     }
 
+    /// A memo entry as 4 bytes: an arena id, or a marker for a folded tuple (which may never be
+    /// fetched) or for a scalar (which no Python pickler memoizes, but a file may: kept aside).
     fn memo_put(&mut self, index: u32, value: Value) {
+        let slot_value = match value {
+            Value::Obj(id) => id,
+            Value::Folded => FOLDED_MEMO,
+            scalar => {
+                self.memo_scalars.insert(index, scalar);
+                SCALAR_MEMO
+            }
+        };
         let slot = index as usize;
         if slot < self.memo.len() {
-            self.memo[slot] = value;
+            self.memo[slot] = slot_value;
         } else if slot == self.memo.len() {
-            self.memo.push(value);
+            self.memo.push(slot_value);
         } else {
-            self.sparse_memo.insert(index, value);
+            self.sparse_memo.insert(index, slot_value);
         }
     }
 
     fn memo_get(&mut self, index: u32) -> Result<(), ImportError> {
-        let value = match self.memo.get(index as usize) {
-            Some(&value) => value,
+        let slot = match self.memo.get(index as usize) {
+            Some(&slot) => slot,
             None => *self
                 .sparse_memo
                 .get(&index)
                 .ok_or_else(|| self.malformed(format!("memo entry {index} was never stored")))?,
         };
-        let value = self.unfolded(value)?;
+        let value = match slot {
+            FOLDED_MEMO => self.unfolded(Value::Folded)?,
+            SCALAR_MEMO => self.memo_scalars[&index],
+            id => Value::Obj(id),
+        };
         self.stack.push(value);
         Ok(())
     }
@@ -457,6 +488,9 @@ impl<F: Fold> Machine<'_, F> {
     fn run(&mut self) -> Result<Value, ImportError> {
         loop {
             self.at = self.pos;
+            if self.arena.objects.len() >= MAX_OBJECTS {
+                return Err(self.malformed("more than 4 billion objects"));
+            }
             let Some(&opcode) = self.input.get(self.pos) else {
                 return Err(self.truncated("the next opcode (no STOP)"));
             };
@@ -585,14 +619,17 @@ impl<F: Fold> Machine<'_, F> {
                     });
                     self.stack.push(value);
                 }
-                b')' => self.tuple(Vec::new())?,
+                b')' => self.tuple_from(self.stack.len())?,
                 0x8f => {
                     let value = self.push_obj(Obj::Set(Vec::new()));
                     self.stack.push(value);
                 }
                 b't' => {
-                    let items = self.pop_mark()?;
-                    self.tuple(items)?;
+                    let mark = self
+                        .marks
+                        .pop()
+                        .ok_or_else(|| self.malformed("no MARK to pop to"))?;
+                    self.tuple_from(mark)?;
                 }
                 0x85..=0x87 => {
                     let n = usize::from(opcode - 0x84);
@@ -604,8 +641,7 @@ impl<F: Fold> Machine<'_, F> {
                     {
                         return Err(self.malformed("a tuple takes more values than the stack has"));
                     }
-                    let items = self.stack.split_off(self.stack.len() - n);
-                    self.tuple(items)?;
+                    self.tuple_from(self.stack.len() - n)?;
                 }
                 b'l' => {
                     let items = self.pop_mark()?;

@@ -24,7 +24,10 @@ pub(crate) fn is_tracemalloc_global(module: &str, name: &str) -> bool {
 /// Sums of the traces that share a traceback object and a domain.
 #[derive(Default)]
 pub(crate) struct TraceFold {
-    index: FxHashMap<(u32, u64), usize>,
+    /// Domain 0 (Python's allocator, nearly every trace): group + 1 by traceback arena id.
+    python_domain: Vec<u32>,
+    /// Other domains.
+    other_domains: FxHashMap<(u32, u64), usize>,
     groups: Vec<((u32, u64), u64, u64)>,
     traces: u64,
 }
@@ -49,10 +52,23 @@ impl Fold for TraceFold {
             return false;
         }
         let key = (traceback, domain);
-        let slot = *self.index.entry(key).or_insert_with(|| {
-            self.groups.push((key, 0, 0));
-            self.groups.len() - 1
-        });
+        let slot = if domain == 0 {
+            let at = traceback as usize;
+            if at >= self.python_domain.len() {
+                // Bounded by the arena, which is bounded by the input.
+                self.python_domain.resize(at + 1, 0);
+            }
+            if self.python_domain[at] == 0 {
+                self.groups.push((key, 0, 0));
+                self.python_domain[at] = self.groups.len() as u32;
+            }
+            self.python_domain[at] as usize - 1
+        } else {
+            *self.other_domains.entry(key).or_insert_with(|| {
+                self.groups.push((key, 0, 0));
+                self.groups.len() - 1
+            })
+        };
         let group = &mut self.groups[slot];
         group.1 += size;
         group.2 += 1;

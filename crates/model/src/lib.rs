@@ -1,5 +1,6 @@
-//! The nouns of heapgraph: heap graphs as columnar tables with references in CSR form, an
-//! interned string table, and typed `u32` ids. No I/O happens here.
+//! The nouns of heapgraph: heap graphs as columnar tables with references in CSR form,
+//! allocation snapshots (live allocations by stack, and a CUDA allocator's state), an interned
+//! string table, and typed `u32` ids. No I/O happens here.
 //!
 //! ```
 //! use heapgraph_model::{EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringTable};
