@@ -127,3 +127,39 @@ fn heap_dump_rankings_are_not_allocation_groupings() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("filename, lineno or traceback"), "{stderr}");
 }
+
+#[test]
+fn three_tuple_traces_of_python_3_8_and_older_read_the_same() {
+    // No interpreter of 3.8 or older is here; python3 rewrites a real dump's traces as the
+    // (domain, size, traceback) 3-tuples those versions pickle, which no statistic depends on.
+    let dir = temp_dir("tracemalloc-3tuple");
+    let three = dir.join("three.tracemalloc");
+    let original = fixture("tracemalloc/after.tracemalloc");
+    let script = "import pickle, sys, tracemalloc\n\
+                  snap = tracemalloc.Snapshot.load(sys.argv[1])\n\
+                  snap.traces._traces = [t[:3] for t in snap.traces._traces]\n\
+                  pickle.dump(snap, open(sys.argv[2], 'wb'), pickle.HIGHEST_PROTOCOL)\n";
+    let status = Command::new("python3")
+        .args(["-c", script, path_str(&original), path_str(&three)])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    for by in ["lineno", "traceback"] {
+        let args = |file: &Path| {
+            json(&[
+                "top",
+                path_str(file),
+                "--by",
+                by,
+                "-n",
+                "1000",
+                "--format",
+                "json",
+            ])
+        };
+        let (ours, theirs) = (args(&three), args(&original));
+        assert_eq!(ours["rows"], theirs["rows"], "--by {by}");
+        assert_eq!(ours["total"], theirs["total"]);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
