@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod hprof;
 mod oracle;
+mod python;
 mod support;
 mod tidy;
 mod torch_cuda;

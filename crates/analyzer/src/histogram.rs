@@ -22,9 +22,19 @@ pub struct TypeTotals {
 ///
 /// Complexity: O(V) time and space.
 pub(crate) fn type_totals(graph: &HeapGraph, tree: &DominatorTree) -> TypeTotals {
+    type_totals_where(graph, tree, &|_| true)
+}
+
+/// [`type_totals`] over the real objects that `keep` accepts (by node index); the others count
+/// nowhere, and the each-byte-once rule applies among the kept instances.
+pub(crate) fn type_totals_where(
+    graph: &HeapGraph,
+    tree: &DominatorTree,
+    keep: &(dyn Fn(usize) -> bool + Sync),
+) -> TypeTotals {
     let (children, (node_type, mut totals)) = rayon::join(
         || DominatorChildren::build(graph, tree),
-        || type_counts(graph),
+        || type_counts(graph, keep),
     );
     add_retained(graph, tree, &children, &node_type, &mut totals);
     totals
@@ -76,14 +86,14 @@ impl DominatorChildren {
 ///
 /// Types get dense indices so that the per-type counters of the tree walk stay in cache.
 /// Complexity: O(V) time, O(V + S) space for S strings.
-fn type_counts(graph: &HeapGraph) -> (Vec<u32>, TypeTotals) {
+fn type_counts(graph: &HeapGraph, keep: &dyn Fn(usize) -> bool) -> (Vec<u32>, TypeTotals) {
     let parts = graph.parts();
     let mut dense_of_string = vec![u32::MAX; graph.strings().len()];
     let mut types: Vec<StringId> = Vec::new();
     let node_type: Vec<u32> = graph
         .nodes()
         .map(|node| {
-            if graph.is_synthetic(node) {
+            if graph.is_synthetic(node) || !keep(node.index()) {
                 return u32::MAX;
             }
             let type_id = parts.node_type[node.index()];

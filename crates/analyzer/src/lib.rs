@@ -15,6 +15,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod backrefs;
+pub mod diff;
 mod distances;
 mod dominators;
 mod edge_rule;
@@ -30,7 +32,9 @@ pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, NO_NODE, dominators};
 pub use edge_rule::EdgeRule;
 pub use histogram::TypeTotals;
-pub use queries::{dominator_tree, find_largest_of_type, object_view, summary, top, who_holds};
+pub use queries::{
+    dominator_tree, find_largest_of_type, object_view, summary, summary_of_kind, top, who_holds,
+};
 pub use suspects::{ACCUMULATION_SHARE, strings, suspects};
 pub use view::{
     AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HoldersView,

@@ -40,8 +40,24 @@ pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Obje
 
 /// Totals of the graph and its types, by retained size.
 pub fn summary(graph: &HeapGraph, analysis: &Analysis) -> SummaryView {
+    summary_of(graph, analysis, None)
+}
+
+/// [`summary`] over the objects of one kind only (by name: `object` for the objects Python's
+/// garbage collector tracks, `string` for V8's strings, …). `None` when no node has that kind.
+pub fn summary_of_kind(graph: &HeapGraph, analysis: &Analysis, kind: &str) -> Option<SummaryView> {
+    let index = graph
+        .parts()
+        .node_kinds
+        .iter()
+        .position(|info| info.name == kind)?;
+    Some(summary_of(graph, analysis, Some(index as u8)))
+}
+
+fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> SummaryView {
     let tree = &analysis.dominators;
     let parts = graph.parts();
+    let kept = |node: usize| kind.is_none_or(|kind| parts.node_kind[node] == kind);
     let mut view = SummaryView {
         objects: 0,
         references: graph.edge_count() as u64,
@@ -50,10 +66,12 @@ pub fn summary(graph: &HeapGraph, analysis: &Analysis) -> SummaryView {
         reachable_size: 0,
         unreachable_objects: 0,
         unreachable_size: 0,
+        heap_size: tree.retained_size[graph.root().index()],
+        kind: kind.map(|kind| parts.node_kinds[usize::from(kind)].name.clone()),
         types: Vec::new(),
     };
     for node in graph.nodes() {
-        if graph.is_synthetic(node) {
+        if graph.is_synthetic(node) || !kept(node.index()) {
             continue;
         }
         let size = parts.node_shallow_size[node.index()];
@@ -67,7 +85,14 @@ pub fn summary(graph: &HeapGraph, analysis: &Analysis) -> SummaryView {
             view.unreachable_size += size;
         }
     }
-    let totals = analysis.type_totals(graph);
+    let filtered;
+    let totals = match kind {
+        None => analysis.type_totals(graph),
+        Some(_) => {
+            filtered = crate::histogram::type_totals_where(graph, tree, &kept);
+            &filtered
+        }
+    };
     let strings = graph.strings();
     view.types = (0..totals.types.len())
         .map(|dense| TypeRow {

@@ -69,10 +69,12 @@ pub(crate) fn top(
     })
 }
 
-/// `diff`: `new.compare_to(old)`.
-pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
-    let (old, new) = rayon::join(|| load_alloc(&args.old), || load_alloc(&args.new));
-    let (old, new) = (old?, new?);
+/// `diff` of allocation snapshots: `new.compare_to(old)`.
+pub(crate) fn diff(
+    args: &DiffArgs,
+    old: &AllocSnapshot,
+    new: &AllocSnapshot,
+) -> anyhow::Result<String> {
     if old.meta.source != new.meta.source {
         bail!(
             "{} is a {} snapshot and {} a {} one; compare snapshots of one kind",
@@ -82,10 +84,10 @@ pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
             new.meta.source.name()
         );
     }
-    let mut options = site_options(site_key(args.by, &new)?, &args.sites)?;
-    fold_for(&new, &mut options);
-    let view = heapgraph_analyzer::sites::compare(&old, &new, &options);
-    let (old_info, new_info) = (info(&args.old, &old), info(&args.new, &new));
+    let mut options = site_options(site_key(args.by, new)?, &args.sites)?;
+    fold_for(new, &mut options);
+    let view = heapgraph_analyzer::sites::compare(old, new, &options);
+    let (old_info, new_info) = (info(&args.old, old), info(&args.new, new));
     Ok(match args.format {
         OutputFormat::Text => text::sites(&view, &new_info, Some(&old_info), args.n.unwrap_or(20)),
         OutputFormat::Json => json::sites(&view, &new_info, Some(&old_info), args.n),

@@ -35,14 +35,75 @@ pub(crate) enum Command {
     /// Strings grouped by value; --duplicates shows the values held more than once and the
     /// bytes the copies waste
     Strings(StringsArgs),
-    /// What grew between two allocation snapshots (tracemalloc or CUDA), by allocating site,
-    /// as tracemalloc's Snapshot.compare_to
+    /// What grew between two dumps: heap dumps by type (count, shallow, retained), allocation
+    /// snapshots (tracemalloc, CUDA) by allocating site, as tracemalloc's Snapshot.compare_to
     Diff(DiffArgs),
     /// What filled a GPU: a PyTorch CUDA memory snapshot's allocated and reserved bytes, live
     /// memory by allocating stack, fragmentation, the failed request of an OOM, the timeline
     Gpu(GpuArgs),
+    /// Python (objgraph's get_leaking_objects): gc-tracked objects that no dumped object refers
+    /// to, held only by C code or leaked by a missing Py_DECREF
+    Leaking(LeakingArgs),
+    /// The references into an object, some levels up, as a Graphviz DOT graph (objgraph's
+    /// show_backrefs)
+    Graph(GraphArgs),
+    /// Take a dump of a running process from outside
+    #[command(subcommand)]
+    Capture(CaptureCommand),
     /// Write a dump in heapgraph's native format (.hgd), with its analysis, to reopen fast
     Convert(ConvertArgs),
+}
+
+/// What to capture.
+#[derive(Subcommand, Debug)]
+pub(crate) enum CaptureCommand {
+    /// Dump a running Python process's objects to a .hgd file, with nothing installed in it
+    /// beforehand: through sys.remote_exec on Python 3.14+, through gdb before that
+    Python(CaptureArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CaptureArgs {
+    /// The process to dump
+    #[arg(long, required_unless_present = "print_dumper")]
+    pub(crate) pid: Option<u32>,
+    /// Where to write the dump (.hgd); the process itself writes it, so it must be able to
+    #[arg(short = 'o', long = "output", required_unless_present = "print_dumper")]
+    pub(crate) output: Option<PathBuf>,
+    /// Seconds to wait for the process to finish writing
+    #[arg(long = "timeout", default_value_t = 120, value_name = "SECONDS")]
+    pub(crate) timeout_s: u64,
+    /// Print the dumper module (heapgraph_dump.py) instead, to import in a program:
+    /// heapgraph_dump.dump(path), or heapgraph_dump.install() to dump on SIGUSR2
+    #[arg(long, conflicts_with_all = ["pid", "output"])]
+    pub(crate) print_dumper: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct LeakingArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// How many objects to list
+    #[arg(short = 'n', default_value_t = 20)]
+    pub(crate) n: usize,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct GraphArgs {
+    /// The dump
+    pub(crate) file: PathBuf,
+    /// The object whose referrers to draw: @12345, 12345 or 0x3039
+    #[arg(long = "backrefs", value_name = "ID")]
+    pub(crate) backrefs: String,
+    /// Levels of referrers
+    #[arg(long, default_value_t = 4)]
+    pub(crate) depth: u32,
+    /// The most objects to draw
+    #[arg(long, default_value_t = 100)]
+    pub(crate) max_objects: usize,
+    /// Where to write the DOT file (stdout when not given)
+    #[arg(short = 'o', long = "output")]
+    pub(crate) output: Option<PathBuf>,
 }
 
 /// Output format of every analysis.
@@ -113,6 +174,11 @@ pub(crate) struct SummaryArgs {
     /// Types to list (JSON lists all types unless -n is given)
     #[arg(short = 'n', long = "types")]
     pub(crate) n_types: Option<usize>,
+    /// Count only objects of this kind: for Python dumps `object` (what the garbage collector
+    /// tracks, as objgraph counts) or `untracked`; V8's node types (`string`, `closure`, …);
+    /// Java's `instance`, `class`, `object-array`, `primitive-array`
+    #[arg(long)]
+    pub(crate) kind: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -138,13 +204,17 @@ pub(crate) struct DiffArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) format: OutputFormat,
-    /// What to group by: filename, lineno, or traceback (default: lineno for tracemalloc,
-    /// traceback for CUDA snapshots)
+    /// Heap dumps: rank types by the change of retained (default), shallow or count.
+    /// Allocation snapshots: group by filename, lineno or traceback (default: lineno for
+    /// tracemalloc, traceback for CUDA snapshots)
     #[arg(long, value_enum)]
     pub(crate) by: Option<RankByArg>,
-    /// How many sites to list (JSON lists all unless -n is given)
+    /// How many types or sites to list (JSON lists all unless -n is given)
     #[arg(short = 'n')]
     pub(crate) n: Option<usize>,
+    /// Heap dumps: count weak references as retaining
+    #[arg(long)]
+    pub(crate) include_weak: bool,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
 }

@@ -3,6 +3,7 @@
 
 mod alloc;
 mod args;
+mod capture;
 mod load;
 mod verbs;
 
@@ -37,8 +38,11 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Dominators(args) => verbs::dominators(&args)?,
         args::Command::Suspects(args) => verbs::suspects(&args)?,
         args::Command::Strings(args) => verbs::strings(&args)?,
-        args::Command::Diff(args) => alloc::diff(&args)?,
+        args::Command::Diff(args) => verbs::diff(&args)?,
         args::Command::Gpu(args) => alloc::gpu(&args)?,
+        args::Command::Leaking(args) => verbs::leaking(&args)?,
+        args::Command::Graph(args) => verbs::graph(&args)?,
+        args::Command::Capture(args::CaptureCommand::Python(args)) => capture::python(&args)?,
         args::Command::Convert(args) => verbs::convert(&args)?,
     };
     let mut stdout = std::io::stdout().lock();

@@ -2,8 +2,8 @@
 //! arguments.
 
 use crate::args::{
-    Common, ConvertArgs, DominatorsArgs, OutputFormat, RankByArg, SiteArgs, StringsArgs,
-    SummaryArgs, SuspectsArgs, TopArgs, WhoHoldsArgs,
+    Common, ConvertArgs, DiffArgs, DominatorsArgs, GraphArgs, LeakingArgs, OutputFormat, RankByArg,
+    SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs, WhoHoldsArgs,
 };
 use crate::load::{Evidence, Loaded, load, load_evidence, spinner, stored_of};
 use anyhow::{Context, bail};
@@ -26,7 +26,27 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         Evidence::Alloc(snapshot) => return alloc_summary(args, &snapshot),
     };
     let analysis = loaded.analyze(args.common.include_weak)?;
-    let view = heapgraph_analyzer::summary(&loaded.graph, &analysis);
+    let view = match &args.kind {
+        None => heapgraph_analyzer::summary(&loaded.graph, &analysis),
+        Some(kind) => {
+            let Some(view) = heapgraph_analyzer::summary_of_kind(&loaded.graph, &analysis, kind)
+            else {
+                let kinds: Vec<&str> = loaded
+                    .graph
+                    .parts()
+                    .node_kinds
+                    .iter()
+                    .map(|info| info.name.as_str())
+                    .collect();
+                bail!(
+                    "{}: no object is of kind {kind:?}; the kinds in this dump are {}",
+                    args.common.file.display(),
+                    kinds.join(", ")
+                );
+            };
+            view
+        }
+    };
     let info = info(&args.common, &loaded);
     Ok(match args.common.format {
         OutputFormat::Text => {
@@ -178,6 +198,104 @@ pub(crate) fn strings(args: &StringsArgs) -> anyhow::Result<String> {
         OutputFormat::Text => text::strings(&view, args.duplicates, &info),
         OutputFormat::Json => json::strings(&view, args.duplicates, &info),
     })
+}
+
+/// `leaking`: objgraph's get_leaking_objects, for Python dumps.
+pub(crate) fn leaking(args: &LeakingArgs) -> anyhow::Result<String> {
+    let mut loaded = load(&args.common.file)?;
+    let analysis = loaded.analyze(args.common.include_weak)?;
+    let Some(view) =
+        heapgraph_analyzer::backrefs::leaking(&loaded.graph, &analysis, "object", args.n)
+    else {
+        bail!(
+            "{}: has no objects of kind \"object\"; `leaking` reads Python dumps (heapgraph_dump)",
+            args.common.file.display()
+        );
+    };
+    let info = info(&args.common, &loaded);
+    Ok(match args.common.format {
+        OutputFormat::Text => text::leaking(&view, &info, args.n),
+        OutputFormat::Json => json::leaking(&view, &info),
+    })
+}
+
+/// `graph --backrefs`: the referrers of an object as DOT.
+pub(crate) fn graph(args: &GraphArgs) -> anyhow::Result<String> {
+    let object_id = parse_object_id(&args.backrefs)?;
+    let mut loaded = load(&args.file)?;
+    let analysis = loaded.analyze(false)?;
+    let graph = &loaded.graph;
+    let Some(target) = graph.find_object(object_id) else {
+        bail!(
+            "{}: no object has id {}; ids come from `heapgraph top` or `who-holds`",
+            args.file.display(),
+            graph.meta().runtime.format_object_id(object_id)
+        );
+    };
+    let view = heapgraph_analyzer::backrefs::backrefs(
+        graph,
+        &analysis,
+        target,
+        args.depth,
+        args.max_objects.max(1),
+    );
+    let dot = heapgraph_report::dot::backrefs(&view);
+    match &args.output {
+        None => Ok(dot),
+        Some(path) => {
+            std::fs::write(path, &dot)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(format!(
+                "wrote {} ({} objects, {} references; render with `dot -Tsvg {} -o chain.svg`)\n",
+                path.display(),
+                view.objects.len(),
+                view.references.len(),
+                path.display()
+            ))
+        }
+    }
+}
+
+/// `diff`: two heap dumps by type, or two allocation snapshots by site.
+pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
+    let (old, new) = rayon::join(|| load_evidence(&args.old), || load_evidence(&args.new));
+    match (old?, new?) {
+        (Evidence::Alloc(old), Evidence::Alloc(new)) => crate::alloc::diff(args, &old, &new),
+        (Evidence::Graph(mut old), Evidence::Graph(mut new)) => {
+            let by = match args.by {
+                None | Some(RankByArg::Retained) => RankBy::Retained,
+                Some(RankByArg::Shallow) => RankBy::Shallow,
+                Some(RankByArg::Count) => RankBy::Count,
+                Some(other) => bail!(
+                    "--by {} groups allocation snapshots; heap dumps compare by retained, shallow or count",
+                    format!("{other:?}").to_lowercase()
+                ),
+            };
+            let (old_analysis, new_analysis) = rayon::join(
+                || old.analyze(args.include_weak),
+                || new.analyze(args.include_weak),
+            );
+            let (old_analysis, new_analysis) = (old_analysis?, new_analysis?);
+            let view = heapgraph_analyzer::diff::diff_types(
+                (&old.graph, &old_analysis),
+                (&new.graph, &new_analysis),
+                by,
+            );
+            let old_info = DumpInfo::new(&args.old.display().to_string(), old.graph.meta());
+            let new_info = DumpInfo::new(&args.new.display().to_string(), new.graph.meta());
+            Ok(match args.format {
+                OutputFormat::Text => {
+                    text::graph_diff(&view, &new_info, &old_info, by, args.n.unwrap_or(20))
+                }
+                OutputFormat::Json => json::graph_diff(&view, &new_info, &old_info, by, args.n),
+            })
+        }
+        _ => bail!(
+            "{} and {} are not of one kind: diff compares two heap dumps, or two allocation snapshots",
+            args.old.display(),
+            args.new.display()
+        ),
+    }
 }
 
 pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {

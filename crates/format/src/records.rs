@@ -287,6 +287,17 @@ pub struct NodesChunk<'a> {
     /// Number of outgoing edges: `u32` per node.
     #[serde(borrow, with = "serde_bytes")]
     pub edge_count: &'a [u8],
+    /// Optional (empty when absent): references to the object as the runtime counts them
+    /// (Python's reference counts), `u32` per node, 0 for unknown. Where the file's own edges
+    /// explain fewer, something outside the dump holds the object, and the reader makes it a
+    /// root.
+    #[serde(
+        borrow,
+        with = "serde_bytes",
+        default,
+        skip_serializing_if = "<[u8]>::is_empty"
+    )]
+    pub refcount: &'a [u8],
 }
 
 impl NodesChunk<'_> {
@@ -303,15 +314,34 @@ impl NodesChunk<'_> {
             column::<u64>("shallow_size", self.shallow_size),
             column::<u32>("edge_count", self.edge_count),
         ])
+        .and_then(|rows| {
+            if self.refcount.is_empty() {
+                return Ok(rows);
+            }
+            common_len(&[
+                Ok(("edge_count", rows)),
+                column::<u32>("refcount", self.refcount),
+            ])
+        })
     }
 }
 
-/// A chunk of edges, in the order of the nodes that own them.
+/// A chunk of edges, in the order of the nodes that own them. A target is named by its node
+/// index (`to`) or, for writers that never number their nodes (the Python dumper), by its
+/// object id (`to_object`), which the reader resolves; a chunk has one of the two.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EdgesChunk<'a> {
-    /// Target node index: `u32` per edge.
-    #[serde(borrow, with = "serde_bytes")]
+    /// Target node index: `u32` per edge (empty when `to_object` is given).
+    #[serde(borrow, with = "serde_bytes", default)]
     pub to: &'a [u8],
+    /// Target object id: `u64` per edge (empty when `to` is given).
+    #[serde(
+        borrow,
+        with = "serde_bytes",
+        default,
+        skip_serializing_if = "<[u8]>::is_empty"
+    )]
+    pub to_object: &'a [u8],
     /// Edge kind code (see docs/formats.md): `u8` per edge.
     #[serde(borrow, with = "serde_bytes")]
     pub kind: &'a [u8],
@@ -326,8 +356,13 @@ impl EdgesChunk<'_> {
     /// # Errors
     /// A lower-case message naming the column that disagrees.
     pub fn rows(&self) -> Result<usize, String> {
+        let target = match (self.to.is_empty(), self.to_object.is_empty()) {
+            (false, false) => return Err("an edges chunk has both to and to_object".to_owned()),
+            (true, false) => column::<u64>("to_object", self.to_object),
+            _ => column::<u32>("to", self.to),
+        };
         common_len(&[
-            column::<u32>("to", self.to),
+            target,
             column::<u8>("kind", self.kind),
             column::<u32>("name", self.name),
         ])

@@ -290,6 +290,7 @@ impl<W: Write> Writer<W> {
                 name,
                 shallow_size,
                 edge_count,
+                refcount: &[],
             }));
             if result.is_err() {
                 break;
@@ -317,7 +318,12 @@ impl<W: Write> Writer<W> {
             encode_fresh(&edges.to[rows.clone()], to);
             encode_fresh(&edges.kind[rows.clone()], kind);
             encode_fresh(&edges.name[rows], name);
-            result = self.write_chunk(&Chunk::Edges(EdgesChunk { to, kind, name }));
+            result = self.write_chunk(&Chunk::Edges(EdgesChunk {
+                to,
+                to_object: &[],
+                kind,
+                name,
+            }));
             if result.is_err() {
                 break;
             }
@@ -464,8 +470,9 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
             c.name,
             c.shallow_size,
             c.edge_count,
+            c.refcount,
         ],
-        Chunk::Edges(c) => &[c.to, c.kind, c.name],
+        Chunk::Edges(c) => &[c.to, c.to_object, c.kind, c.name],
         Chunk::Analysis(c) => &[c.dominator, c.retained_size, c.distance, c.retained_count],
         Chunk::TypeTotals(c) => &[c.type_name, c.count, c.shallow_size, c.retained_size],
         Chunk::NodeKinds(c) => {

@@ -306,8 +306,10 @@ struct BulkColumns {
     node_type: Vec<u32>,
     node_name: Vec<u32>,
     shallow_size: Vec<u64>,
+    refcount: Vec<u32>,
     first_edge: Vec<u64>,
     edge_to: Vec<u32>,
+    edge_to_object: Vec<u64>,
     edge_kind: Vec<EdgeKind>,
     edge_name: Vec<u32>,
     dominator: Vec<u32>,
@@ -350,8 +352,10 @@ impl BulkColumns {
                 node_type,
                 node_name,
                 shallow_size,
+                refcount,
                 first_edge,
                 edge_to,
+                edge_to_object,
                 edge_kind,
                 edge_name,
                 dominator,
@@ -373,7 +377,9 @@ impl BulkColumns {
             spawn_column!(nodes, node_type, type_name);
             spawn_column!(nodes, node_name, name);
             spawn_column!(nodes, shallow_size, shallow_size);
+            spawn_column!(nodes, refcount, refcount);
             spawn_column!(edges, edge_to, to);
+            spawn_column!(edges, edge_to_object, to_object);
             spawn_column!(edges, edge_name, name);
             spawn_column!(analysis, dominator, dominator);
             spawn_column!(analysis, retained_size, retained_size);
@@ -403,8 +409,10 @@ impl BulkColumns {
         columns.node_type = self.node_type;
         columns.node_name = self.node_name;
         columns.shallow_size = self.shallow_size;
+        columns.refcount = self.refcount;
         columns.first_edge = self.first_edge;
         columns.edge_to = self.edge_to;
+        columns.edge_to_object = self.edge_to_object;
         columns.edge_kind = self.edge_kind;
         columns.edge_name = self.edge_name;
         columns.dominator = self.dominator;
@@ -714,9 +722,15 @@ struct Columns {
     node_type: Vec<u32>,
     node_name: Vec<u32>,
     shallow_size: Vec<u64>,
+    /// Reference counts as the runtime keeps them, when the file gives them (Python).
+    refcount: Vec<u32>,
     /// CSR offsets: the prefix sums of the nodes' edge counts, starting at 0.
     first_edge: Vec<u64>,
     edge_to: Vec<u32>,
+    /// Edge targets named by object id (the Python dumper's edges), resolved in `finish`.
+    edge_to_object: Vec<u64>,
+    /// Object ids that more than one node has, found while resolving `edge_to_object`.
+    repeated_ids: u64,
     edge_kind: Vec<EdgeKind>,
     edge_name: Vec<u32>,
     root: Option<u32>,
@@ -745,6 +759,9 @@ impl Default for Columns {
             shallow_size: Vec::new(),
             first_edge: vec![0],
             edge_to: Vec::new(),
+            edge_to_object: Vec::new(),
+            repeated_ids: 0,
+            refcount: Vec::new(),
             edge_kind: Vec::new(),
             edge_name: Vec::new(),
             root: None,
@@ -812,6 +829,7 @@ impl Columns {
                 decode_column(chunk.type_name, &mut self.node_type).map_err(column)?;
                 decode_column(chunk.name, &mut self.node_name).map_err(column)?;
                 decode_column(chunk.shallow_size, &mut self.shallow_size).map_err(column)?;
+                decode_column(chunk.refcount, &mut self.refcount).map_err(column)?;
                 let (edge_counts, _) = chunk.edge_count.as_chunks::<4>();
                 let mut running = self.first_edge.last().copied().unwrap_or_default();
                 self.first_edge.extend(edge_counts.iter().map(|count| {
@@ -834,6 +852,7 @@ impl Columns {
                         .map(|&code| EdgeKind::from_u8(code).unwrap_or(EdgeKind::Weak)),
                 );
                 decode_column(chunk.to, &mut self.edge_to).map_err(column)?;
+                decode_column(chunk.to_object, &mut self.edge_to_object).map_err(column)?;
                 decode_column(chunk.name, &mut self.edge_name).map_err(column)?;
             }
             Chunk::Root(root) => {
@@ -880,6 +899,7 @@ impl Columns {
     ) -> Result<(HeapGraph, Option<StoredAnalysis>), ImportError> {
         let n_nodes = self.object_id.len();
         let cut_offset = truncation.map_or(0, |cut| cut.offset);
+        let unresolved = self.resolve_object_targets()?;
         let mut first_edge = std::mem::take(&mut self.first_edge);
         let edges_declared = first_edge.last().copied().unwrap_or_default();
         let edges_read = self.edge_to.len() as u64;
@@ -969,6 +989,14 @@ impl Columns {
         drop(std::mem::take(&mut self.node_type));
         drop(std::mem::take(&mut self.node_name));
 
+        let mut unresolved_note = None;
+        if unresolved > 0 && truncation.is_none() {
+            let dropped = self.drop_edges_to_missing(&mut first_edge, n_nodes);
+            unresolved_note = Some(format!(
+                "{dropped} references to objects that are not in the dump were left out \
+                 (objects made while the dump was taken, or past the dumper's bound)"
+            ));
+        }
         if truncation.is_some() {
             self.repair_edges(&mut first_edge, n_nodes, n_strings, &mut losses);
             let n_kinds = self.node_kinds.len();
@@ -1018,6 +1046,19 @@ impl Columns {
             meta.notes
                 .push(truncation_note(truncation, header, n_nodes, &losses));
         }
+        meta.notes.extend(unresolved_note);
+        if self.repeated_ids > 0 {
+            meta.notes.push(format!(
+                "{} objects appear twice (the collector changed them while the dump was taken); \
+                 references go to the first",
+                self.repeated_ids
+            ));
+        }
+        meta.notes.extend(self.root_what_is_held_outside(
+            &mut first_edge,
+            root as usize,
+            &mut strings,
+        ));
         for (type_name, count) in &self.unknown {
             meta.notes.push(format!(
                 "skipped {count} chunk(s) of type {type_name:?}, which this version of heapgraph does not read"
@@ -1072,8 +1113,64 @@ impl Columns {
                 losses.strings_repaired += 1;
             }
         }
+        losses.edges_dropped_for_missing_nodes += self.drop_edges_to_missing(first_edge, n_nodes);
+    }
+
+    /// Makes a root of every object that more references point at than the file's edges show
+    /// (held by C code or the interpreter, for Python), with an edge from the root named so.
+    /// Returns a note on what was done, if there were reference counts.
+    fn root_what_is_held_outside(
+        &mut self,
+        first_edge: &mut [u64],
+        root: usize,
+        strings: &mut StringTable,
+    ) -> Option<String> {
+        let n_nodes = self.object_id.len();
+        if self.refcount.is_empty() {
+            return None;
+        }
+        if self.refcount.len() != n_nodes {
+            return Some(
+                "reference counts were not given for every object, so none was used".to_owned(),
+            );
+        }
+        let mut seen = vec![0u32; n_nodes];
+        for (&to, kind) in self.edge_to.iter().zip(&self.edge_kind) {
+            if *kind != EdgeKind::Weak {
+                let slot = &mut seen[to as usize];
+                *slot = slot.saturating_add(1);
+            }
+        }
+        let held: Vec<u32> = (0..n_nodes)
+            .filter(|&node| node != root && self.refcount[node] > seen[node])
+            .map(|node| node as u32)
+            .collect();
+        drop(seen);
+        if held.is_empty() {
+            return None;
+        }
+        let name = strings.intern(HELD_OUTSIDE).to_raw();
+        let at = first_edge[root + 1] as usize;
+        let added = held.len();
+        self.edge_to.splice(at..at, held);
+        self.edge_kind
+            .splice(at..at, std::iter::repeat_n(EdgeKind::Internal, added));
+        self.edge_name
+            .splice(at..at, std::iter::repeat_n(name, added));
+        for first in &mut first_edge[root + 1..] {
+            *first += added as u64;
+        }
+        Some(format!(
+            "{added} objects are referenced from outside the dump (C code, the interpreter) more \
+             often than from dumped objects; each is a root ({HELD_OUTSIDE:?})"
+        ))
+    }
+
+    /// Removes the edges whose target is not a node, keeping the CSR consistent; returns how
+    /// many were removed.
+    fn drop_edges_to_missing(&mut self, first_edge: &mut [u64], n_nodes: usize) -> u64 {
         if self.edge_to.iter().all(|&to| (to as usize) < n_nodes) {
-            return;
+            return 0;
         }
         let mut kept = 0usize;
         let mut edge = 0usize;
@@ -1086,16 +1183,55 @@ impl Columns {
                     self.edge_kind[kept] = self.edge_kind[edge];
                     self.edge_name[kept] = self.edge_name[edge];
                     kept += 1;
-                } else {
-                    losses.edges_dropped_for_missing_nodes += 1;
                 }
                 edge += 1;
             }
         }
         first_edge[n_nodes] = kept as u64;
+        let dropped = (self.edge_to.len() - kept) as u64;
         self.edge_to.truncate(kept);
         self.edge_kind.truncate(kept);
         self.edge_name.truncate(kept);
+        dropped
+    }
+
+    /// Turns edge targets named by object id into node indices. Targets that are not nodes
+    /// become `u32::MAX` (dropped later); returns how many there were.
+    fn resolve_object_targets(&mut self) -> Result<u64, ImportError> {
+        if self.edge_to_object.is_empty() {
+            return Ok(0);
+        }
+        if !self.edge_to.is_empty() {
+            return Err(inconsistent(
+                "the file names edge targets both by node index and by object id".to_owned(),
+            ));
+        }
+        let mut index: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
+        index.reserve(self.object_id.len());
+        let mut repeated = 0u64;
+        for (node, &object_id) in self.object_id.iter().enumerate() {
+            // An object listed twice (a collection untracked it between the listing and the
+            // walk): edges go to its first node.
+            if let std::collections::hash_map::Entry::Vacant(slot) = index.entry(object_id) {
+                slot.insert(node as u32);
+            } else {
+                repeated += 1;
+            }
+        }
+        if repeated > 0 {
+            self.repeated_ids = repeated;
+        }
+        let mut unresolved = 0u64;
+        self.edge_to = std::mem::take(&mut self.edge_to_object)
+            .into_iter()
+            .map(|object_id| {
+                index.get(&object_id).copied().unwrap_or_else(|| {
+                    unresolved += 1;
+                    u32::MAX
+                })
+            })
+            .collect();
+        Ok(unresolved)
     }
 
     /// The stored analysis, if the file has one for every node of a graph that arrived whole and
@@ -1221,6 +1357,9 @@ fn malformed(offset: u64, message: String) -> ImportError {
 }
 
 /// Columns that do not make a consistent graph.
+/// The name of the root's edges to objects held from outside the dump.
+const HELD_OUTSIDE: &str = "held outside the dump";
+
 fn inconsistent(message: String) -> ImportError {
     ImportError::Inconsistent {
         format: FORMAT,

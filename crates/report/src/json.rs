@@ -3,6 +3,8 @@
 //! Field names are a contract documented in `docs/json.md`; add fields, never rename them.
 
 use crate::DumpInfo;
+use heapgraph_analyzer::backrefs::LeakingView;
+use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteRow, SitesView};
 use heapgraph_analyzer::{
@@ -76,6 +78,8 @@ struct Summary<'a> {
     reachable_size: u64,
     unreachable_objects: u64,
     unreachable_size: u64,
+    heap_size: u64,
+    kind: Option<&'a str>,
     types: Vec<TypeEntry<'a>>,
 }
 
@@ -92,6 +96,8 @@ pub fn summary(view: &SummaryView, info: &DumpInfo, max_types: Option<usize>) ->
         reachable_size: view.reachable_size,
         unreachable_objects: view.unreachable_objects,
         unreachable_size: view.unreachable_size,
+        heap_size: view.heap_size,
+        kind: view.kind.as_deref(),
         types: view.types[..shown]
             .iter()
             .map(|row| TypeEntry {
@@ -567,5 +573,125 @@ pub fn gpu(view: &GpuView, info: &DumpInfo) -> String {
             .iter()
             .map(|(key, value)| (key.as_str(), value.as_str()))
             .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct DiffTotal {
+    before: u64,
+    after: u64,
+    delta: i64,
+    objects_before: u64,
+    objects_after: u64,
+    shallow_delta: i64,
+    retained_before: u64,
+    retained_after: u64,
+    retained_delta: i64,
+}
+
+#[derive(Serialize)]
+struct DiffType<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    count_before: u64,
+    count_after: u64,
+    count_delta: i64,
+    shallow_before: u64,
+    shallow_after: u64,
+    shallow_delta: i64,
+    retained_before: u64,
+    retained_after: u64,
+    retained_delta: i64,
+}
+
+#[derive(Serialize)]
+struct Diff<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    old_dump: Dump<'a>,
+    by: &'static str,
+    total: DiffTotal,
+    types: Vec<DiffType<'a>>,
+}
+
+/// `heapgraph.diff/1` of two heap dumps, with at most `n` types (all when `None`).
+pub fn graph_diff(
+    view: &GraphDiffView,
+    info: &DumpInfo,
+    old: &DumpInfo,
+    by: RankBy,
+    n: Option<usize>,
+) -> String {
+    let shown = n.unwrap_or(usize::MAX).min(view.types.len());
+    let signed = |before: u64, after: u64| after as i64 - before as i64;
+    to_string(&Diff {
+        schema: "heapgraph.diff/1",
+        dump: info.into(),
+        old_dump: old.into(),
+        by: crate::rank_name(by),
+        total: DiffTotal {
+            before: view.before.shallow,
+            after: view.after.shallow,
+            delta: signed(view.before.shallow, view.after.shallow),
+            objects_before: view.before.objects,
+            objects_after: view.after.objects,
+            shallow_delta: signed(view.before.shallow, view.after.shallow),
+            retained_before: view.before.reachable,
+            retained_after: view.after.reachable,
+            retained_delta: signed(view.before.reachable, view.after.reachable),
+        },
+        types: view.types[..shown]
+            .iter()
+            .map(|row| DiffType {
+                type_name: &row.type_name,
+                count_before: row.count_before,
+                count_after: row.count_after,
+                count_delta: row.count_delta(),
+                shallow_before: row.shallow_before,
+                shallow_after: row.shallow_after,
+                shallow_delta: row.shallow_delta(),
+                retained_before: row.retained_before,
+                retained_after: row.retained_after,
+                retained_delta: row.retained_delta(),
+            })
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct LeakingType<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    count: u64,
+    shallow_size: u64,
+}
+
+#[derive(Serialize)]
+struct Leaking<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    count: u64,
+    shallow_size: u64,
+    types: Vec<LeakingType<'a>>,
+    objects: Vec<Object<'a>>,
+}
+
+/// `heapgraph.leaking/1`.
+pub fn leaking(view: &LeakingView, info: &DumpInfo) -> String {
+    to_string(&Leaking {
+        schema: "heapgraph.leaking/1",
+        dump: info.into(),
+        count: view.count,
+        shallow_size: view.shallow_size,
+        types: view
+            .by_type
+            .iter()
+            .map(|(name, count, size)| LeakingType {
+                type_name: name,
+                count: *count,
+                shallow_size: *size,
+            })
+            .collect(),
+        objects: view.objects.iter().map(Into::into).collect(),
     })
 }

@@ -15,6 +15,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod dot;
 pub mod json;
 pub mod text;
 

@@ -1,6 +1,8 @@
 //! Text output for terminals: aligned tables, human sizes, chains from the root.
 
 use crate::{DumpInfo, human_bytes, rank_name, signed_bytes};
+use heapgraph_analyzer::backrefs::LeakingView;
+use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SitesView};
 use heapgraph_analyzer::{
@@ -64,6 +66,12 @@ impl Table {
     }
 }
 
+/// A type as people read it: Python's built-in types without their `builtins.` module, as
+/// objgraph prints them (`dict`, `__main__.SessionCache`). No other runtime has such names.
+fn type_text(name: &str) -> &str {
+    name.strip_prefix("builtins.").unwrap_or(name)
+}
+
 /// Shortens a label to `max` characters on one line.
 fn short(text: &str, max: usize) -> String {
     let one_line: String = text
@@ -102,6 +110,9 @@ fn percent(part: u64, whole: u64) -> String {
 pub fn summary(view: &SummaryView, info: &DumpInfo, max_types: usize) -> String {
     let mut out = String::new();
     header(info, &mut out);
+    if let Some(kind) = &view.kind {
+        let _ = writeln!(out, "objects of kind {kind} only");
+    }
     let _ = writeln!(
         out,
         "{} objects, {} references, {} shallow in all",
@@ -131,11 +142,11 @@ pub fn summary(view: &SummaryView, info: &DumpInfo, max_types: usize) -> String 
     ]);
     for row in view.types.iter().take(max_types) {
         table.row(vec![
-            short(&row.type_name, 60),
+            short(type_text(&row.type_name), 60),
             row.count.to_string(),
             human_bytes(row.shallow_size),
             human_bytes(row.retained_size),
-            percent(row.retained_size, view.reachable_size),
+            percent(row.retained_size, view.heap_size),
         ]);
     }
     table.render(&mut out);
@@ -170,7 +181,7 @@ pub fn top(objects: &[ObjectView], by: RankBy, info: &DumpInfo) -> String {
     for object in objects {
         table.row(vec![
             object.id_text.clone(),
-            short(&object.type_name, 40),
+            short(type_text(&object.type_name), 40),
             short(&object.name, 40),
             human_bytes(object.shallow_size),
             object
@@ -194,7 +205,7 @@ fn edge_suffix(edge: &str) -> String {
 }
 
 fn object_line(object: &ObjectView) -> String {
-    let mut line = format!("{} {}", object.type_name, object.id_text);
+    let mut line = format!("{} {}", type_text(&object.type_name), object.id_text);
     if !object.name.is_empty() && object.name != object.type_name {
         let _ = write!(line, " {:?}", short(&object.name, 50));
     }
@@ -210,7 +221,7 @@ fn object_line(object: &ObjectView) -> String {
 fn chain_line(path: &[PathStep]) -> String {
     let mut parts = Vec::with_capacity(path.len());
     for (i, step) in path.iter().enumerate() {
-        let mut label = short(&step.object.type_name, 40);
+        let mut label = short(type_text(&step.object.type_name), 40);
         let name = &step.object.name;
         if !name.is_empty() && *name != step.object.type_name {
             let _ = write!(label, " {:?}", short(name, 60));
@@ -290,7 +301,12 @@ pub fn dominators(view: &DominatorTreeView, info: &DumpInfo) -> String {
     for node in &view.nodes {
         let mut label = "  ".repeat(node.depth as usize);
         let object = &node.object;
-        let _ = write!(label, "{} {}", short(&object.type_name, 40), object.id_text);
+        let _ = write!(
+            label,
+            "{} {}",
+            short(type_text(&object.type_name), 40),
+            object.id_text
+        );
         if !object.name.is_empty() && object.name != object.type_name {
             let _ = write!(label, " {:?}", short(&object.name, 40));
         }
@@ -347,7 +363,7 @@ pub fn suspects(view: &SuspectsView, info: &DumpInfo) -> String {
                         table.row(vec![
                             row.count.to_string(),
                             human_bytes(row.retained_size),
-                            short(&row.type_name, 60),
+                            short(type_text(&row.type_name), 60),
                         ]);
                     }
                     let mut rows = String::new();
@@ -363,7 +379,7 @@ pub fn suspects(view: &SuspectsView, info: &DumpInfo) -> String {
                     "suspect {}: {} instances of {}, held from different places, retain {} ({:.1}%)",
                     i + 1,
                     suspect.count,
-                    suspect.type_name,
+                    type_text(&suspect.type_name),
                     human_bytes(suspect.retained_size),
                     suspect.share * 100.0
                 );
@@ -665,6 +681,100 @@ pub fn gpu(view: &GpuView, info: &DumpInfo, all_frames: bool) -> String {
                 signed_bytes(trace.allocated_before),
                 signed_bytes(trace.reserved_before)
             );
+        }
+    }
+    out
+}
+
+/// `diff` of two heap dumps: totals, then the types that changed most, as objgraph's
+/// `show_growth` with sizes.
+pub fn graph_diff(
+    view: &GraphDiffView,
+    info: &DumpInfo,
+    old: &DumpInfo,
+    by: RankBy,
+    n: usize,
+) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    let _ = writeln!(out, "compared with {} ({})", old.file, old.source_format);
+    let signed = |before: u64, after: u64| after as i64 - before as i64;
+    let _ = writeln!(
+        out,
+        "objects {} → {} ({}), shallow {} → {} ({}), reachable {} → {} ({})",
+        view.before.objects,
+        view.after.objects,
+        signed_count(signed(view.before.objects, view.after.objects)),
+        human_bytes(view.before.shallow),
+        human_bytes(view.after.shallow),
+        signed_bytes(signed(view.before.shallow, view.after.shallow)),
+        human_bytes(view.before.reachable),
+        human_bytes(view.after.reachable),
+        signed_bytes(signed(view.before.reachable, view.after.reachable)),
+    );
+    let changed: Vec<_> = view
+        .types
+        .iter()
+        .filter(|row| {
+            row.count_delta() != 0 || row.shallow_delta() != 0 || row.retained_delta() != 0
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "{} of {} types changed; the {} that changed most by {}:\n",
+        changed.len(),
+        view.types.len(),
+        n.min(changed.len()),
+        rank_name(by)
+    );
+    let mut table = Table::new(&[
+        ("type", false),
+        ("count", true),
+        ("change", true),
+        ("shallow", true),
+        ("change", true),
+        ("retained", true),
+        ("change", true),
+    ]);
+    for row in changed.into_iter().take(n) {
+        table.row(vec![
+            short(type_text(&row.type_name), 60),
+            row.count_after.to_string(),
+            signed_count(row.count_delta()),
+            human_bytes(row.shallow_after),
+            signed_bytes(row.shallow_delta()),
+            human_bytes(row.retained_after),
+            signed_bytes(row.retained_delta()),
+        ]);
+    }
+    table.render(&mut out);
+    out
+}
+
+/// `leaking`: objects no dumped object refers to, by type, then the largest.
+pub fn leaking(view: &LeakingView, info: &DumpInfo, n: usize) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    let _ = writeln!(
+        out,
+        "{} gc-tracked objects ({}) are referred to by no dumped object: C code holds them, or \
+         a reference count leaked\n",
+        view.count,
+        human_bytes(view.shallow_size)
+    );
+    let mut table = Table::new(&[("count", true), ("shallow", true), ("type", false)]);
+    for (name, count, size) in view.by_type.iter().take(n) {
+        table.row(vec![
+            count.to_string(),
+            human_bytes(*size),
+            short(type_text(name), 60),
+        ]);
+    }
+    table.render(&mut out);
+    if !view.objects.is_empty() {
+        let _ = writeln!(out, "\nthe largest:");
+        for object in &view.objects {
+            let _ = writeln!(out, "  {}", object_line(object));
         }
     }
     out

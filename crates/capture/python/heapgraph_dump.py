@@ -1,0 +1,717 @@
+"""heapgraph's Python dumper: writes the live object graph of this process as a .hgd file.
+
+    import heapgraph_dump
+    heapgraph_dump.dump("svc.hgd")        # now
+    heapgraph_dump.install()              # on SIGUSR2: svc-<pid>-<time>.hgd in the working directory
+
+Analyse the file anywhere, later: `heapgraph summary svc.hgd`, `heapgraph who-holds svc.hgd --type
+SessionCache`, `heapgraph diff before.hgd after.hgd`. Standard library only, Python 3.9 to 3.14.
+The file layout is heapgraph's .hgd (docs/formats.md in the heapgraph repository).
+
+What is recorded: every object that `gc.get_objects()` returns, plus the untracked objects they
+refer to (str, bytes, int, float, tuples of atoms, ...) up to `max_untracked`. For each: `id()`,
+the type as `module.name` (what `objgraph.typestats(shortnames=False)` counts), `sys.getsizeof`,
+whether the garbage collector tracks it (node kind `object`, or `untracked`), a short label (a
+string's first 64 characters, a function's, class's or module's name) and its references, named
+where that is cheap: dict keys, attributes, list and tuple indices, closure variables, frame
+locals. Roots: every module of `sys.modules`, every thread's stack, and `gc.garbage`. A weakref's
+referent is a weak reference (so are `WeakValueDictionary` values and `WeakKeyDictionary` keys,
+which are held through weakrefs). `numpy.ndarray` and `torch.Tensor` objects also record their
+data buffer (address, bytes, device).
+
+How the picture stays consistent: the object list is taken first, then the walk encodes into
+in-memory columns with the interpreter's thread switching held off (no I/O, no Python code of
+the program runs during the walk), and the file is written once the walk is done. On a
+free-threaded build there is no GIL to hold; the file's notes say so.
+"""
+
+import gc
+import os
+import signal as _signal
+import struct
+import sys
+import threading
+import time
+import types
+import weakref
+from array import array
+
+__all__ = ["dump", "install"]
+
+FORMAT_VERSION = 1
+# Rows per chunk: small, so that a file cut short (the process killed while writing) keeps most
+# of what was written before the cut.
+CHUNK_ROWS = 1 << 14
+LABEL_CHARS = 64
+
+# Edge kind codes of the .hgd format (V8's order).
+CONTEXT, ELEMENT, PROPERTY, INTERNAL, HIDDEN, SHORTCUT, WEAK = range(7)
+
+# Node kinds, in the order of the node_kinds chunk.
+KIND_ROOT, KIND_THREAD, KIND_OBJECT, KIND_UNTRACKED = range(4)
+KIND_NAMES = ["root", "thread", "object", "untracked"]
+KIND_SYNTHETIC = [True, True, False, False]
+
+_ATOMS = (str, bytes, int, float, complex, bool, type(None))
+
+# Py_TPFLAGS_HEAPTYPE: a class made at run time (`class` statements), as opposed to a built-in.
+HEAPTYPE = 1 << 9
+
+
+# --- MessagePack, only what the format needs --------------------------------------------------
+
+def _mp_str(out, text):
+    data = text.encode("utf-8", "surrogatepass")
+    n = len(data)
+    if n < 32:
+        out.append(0xA0 | n)
+    elif n < 256:
+        out += b"\xd9" + bytes((n,))
+    elif n < 65536:
+        out += b"\xda" + struct.pack(">H", n)
+    else:
+        out += b"\xdb" + struct.pack(">I", n)
+    out += data
+
+
+def _mp_bin(out, data):
+    n = len(data)
+    if n < 256:
+        out += b"\xc4" + bytes((n,))
+    elif n < 65536:
+        out += b"\xc5" + struct.pack(">H", n)
+    else:
+        out += b"\xc6" + struct.pack(">I", n)
+    out += data
+
+
+def _mp_uint(out, value):
+    if value < 128:
+        out.append(value)
+    elif value < 256:
+        out += b"\xcc" + bytes((value,))
+    elif value < 65536:
+        out += b"\xcd" + struct.pack(">H", value)
+    elif value < 1 << 32:
+        out += b"\xce" + struct.pack(">I", value)
+    else:
+        out += b"\xcf" + struct.pack(">Q", value)
+
+
+def _mp_map_header(out, n):
+    if n < 16:
+        out.append(0x80 | n)
+    else:
+        out += b"\xde" + struct.pack(">H", n)
+
+
+def _mp_array_header(out, n):
+    if n < 16:
+        out.append(0x90 | n)
+    elif n < 65536:
+        out += b"\xdc" + struct.pack(">H", n)
+    else:
+        out += b"\xdd" + struct.pack(">I", n)
+
+
+def _mp_value(out, value):
+    if value is None:
+        out.append(0xC0)
+    elif value is True:
+        out.append(0xC3)
+    elif value is False:
+        out.append(0xC2)
+    elif isinstance(value, int):
+        _mp_uint(out, value)
+    elif isinstance(value, str):
+        _mp_str(out, value)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        _mp_bin(out, bytes(value))
+    elif isinstance(value, list):
+        _mp_array_header(out, len(value))
+        for item in value:
+            _mp_value(out, item)
+    elif isinstance(value, dict):
+        _mp_map_header(out, len(value))
+        for key, item in value.items():
+            _mp_str(out, key)
+            _mp_value(out, item)
+    else:
+        raise TypeError("cannot encode %r" % (type(value),))
+
+
+def _record(pairs):
+    """One record: a map written in the order given (the header's first key must be `magic`)."""
+    out = bytearray()
+    _mp_map_header(out, len(pairs))
+    for key, value in pairs:
+        _mp_str(out, key)
+        _mp_value(out, value)
+    return out
+
+
+def _le(column):
+    """A column's bytes, little-endian whatever the machine."""
+    if sys.byteorder != "little":
+        column = array(column.typecode, column)
+        column.byteswap()
+    return column.tobytes()
+
+
+# --- The walk ---------------------------------------------------------------------------------
+
+class _Columns:
+    """Nodes and edges as columns; edges name their target by object id (`to_object`)."""
+
+    def __init__(self):
+        self.object_id = array("Q")
+        self.kind = array("B")
+        self.type_name = array("I")
+        self.name = array("I")
+        self.shallow_size = array("Q")
+        self.edge_count = array("I")
+        self.refcount = array("I")
+        self.edge_to = array("Q")
+        self.edge_kind = array("B")
+        self.edge_name = array("I")
+        self.strings = {"": 0}
+        self.buffers = {"node": array("I"), "address": array("Q"), "nbytes": array("Q"),
+                        "device": array("I"), "owned": array("B")}
+
+    def string(self, text):
+        strings = self.strings
+        found = strings.get(text)
+        if found is None:
+            found = strings[text] = len(strings)
+        return found
+
+    def node(self, object_id, kind, type_name, label, size):
+        self.object_id.append(object_id)
+        self.kind.append(kind)
+        self.type_name.append(type_name)
+        self.name.append(self.string(label) if label else 0)
+        self.shallow_size.append(size)
+        self.edge_count.append(0)
+        self.refcount.append(0)
+        return len(self.object_id) - 1
+
+    def edge(self, target_id, kind, name):
+        self.edge_to.append(target_id)
+        self.edge_kind.append(kind)
+        self.edge_name.append(name)
+
+
+def _type_name(cls, cache):
+    found = cache.get(cls)
+    if found is None:
+        module = getattr(cls, "__module__", None)
+        name = cls.__name__
+        found = cache[cls] = "%s.%s" % (module, name) if module else name
+    return found
+
+
+def _label(obj, cls):
+    """A string's first characters, or the name of a function, class, module or code object."""
+    if cls is str:
+        return obj[:LABEL_CHARS]
+    if cls is types.FunctionType or cls is types.ModuleType or isinstance(obj, type):
+        try:
+            name = obj.__qualname__ if cls is types.FunctionType else obj.__name__
+        except Exception:
+            return None
+        return name if type(name) is str else None
+    if cls is types.CodeType:
+        return obj.co_name
+    return None
+
+
+def _stored_attributes(code):
+    """The attribute names a function assigns (`x.name = …`), nested functions included."""
+    import dis
+    names = []
+    stack = [code]
+    while stack:
+        code = stack.pop()
+        for instruction in dis.get_instructions(code):
+            if instruction.opname == "STORE_ATTR":
+                names.append(instruction.argval)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return names
+
+
+def _class_lookup(cls, name, default):
+    """`name` in the class's own MRO dicts, without running any descriptor."""
+    for klass in getattr(cls, "__mro__", (cls,)):
+        namespace = getattr(klass, "__dict__", {})
+        if name in namespace:
+            return namespace[name]
+    return default
+
+
+class _AttributeNames:
+    """Names for the attribute values of instances. Since 3.11 they are kept inline and reading
+    `__dict__` would create a dict per object, so names are found another way: candidates are
+    the names the class's own methods use (`co_names`) that are not attributes of the class
+    itself (so no descriptor, property or cached_property can run), and a value is named by the
+    candidate for which `object.__getattribute__` gives that very object back."""
+
+    def __init__(self):
+        self.by_class = {}
+
+    def candidates(self, cls):
+        found = self.by_class.get(cls)
+        if found is None:
+            names = []
+            seen = set()
+            for klass in getattr(cls, "__mro__", (cls,)):
+                if klass is object or type(klass).__module__ != "builtins" or \
+                        klass.__module__ == "builtins":
+                    continue
+                for value in list(klass.__dict__.values()):
+                    code = getattr(getattr(value, "__func__", value), "__code__", None)
+                    if isinstance(code, types.CodeType):
+                        for name in _stored_attributes(code):
+                            if name not in seen:
+                                seen.add(name)
+                                names.append(name)
+            missing = object()
+            found = self.by_class[cls] = [
+                n for n in names if _class_lookup(cls, n, missing) is missing
+            ]
+        return found
+
+    def name_values(self, obj, cls):
+        candidates = self.candidates(cls)
+        if not candidates:
+            return None
+        names = {}
+        getattribute = object.__getattribute__
+        for name in candidates:
+            try:
+                value = getattribute(obj, name)
+            except Exception:
+                continue
+            names.setdefault(id(value), name)
+        return names
+
+
+def _buffer_of(obj, cls, columns, node):
+    """Records the data buffer of a numpy array or a torch tensor."""
+    module = getattr(cls, "__module__", "") or ""
+    try:
+        if module == "numpy" and cls.__name__ == "ndarray":
+            address = obj.__array_interface__["data"][0]
+            columns.buffers["node"].append(node)
+            columns.buffers["address"].append(address)
+            columns.buffers["nbytes"].append(obj.nbytes)
+            columns.buffers["device"].append(columns.string("cpu"))
+            columns.buffers["owned"].append(1 if obj.base is None else 0)
+        elif module.startswith("torch") and cls.__name__ in ("Tensor", "Parameter"):
+            storage = obj.untyped_storage()
+            columns.buffers["node"].append(node)
+            columns.buffers["address"].append(storage.data_ptr())
+            columns.buffers["nbytes"].append(storage.nbytes())
+            columns.buffers["device"].append(columns.string(str(obj.device)))
+            columns.buffers["owned"].append(1 if obj._base is None else 0)
+    except Exception:
+        pass
+
+
+def _walk(columns, root_frames, objects, skip, max_untracked):
+    """Encodes `objects` (gc-tracked) and what they refer to into `columns`. Returns notes.
+
+    Written for speed: every per-object step is a local name, and atoms (str, int, …), most of
+    the untracked objects, take a short path with no referents to look at."""
+    notes = []
+    type_ids = {}
+    attribute_names = _AttributeNames()
+    get_referents = gc.get_referents
+    is_tracked = gc.is_tracked
+    getsizeof = sys.getsizeof
+    string = columns.string
+    node_id_append = columns.object_id.append
+    node_kind_append = columns.kind.append
+    node_type_append = columns.type_name.append
+    node_name_append = columns.name.append
+    node_size_append = columns.shallow_size.append
+    edge_count = columns.edge_count
+    edge_count_append = edge_count.append
+    refcount_append = columns.refcount.append
+    getrefcount = sys.getrefcount
+    edge_to = columns.edge_to
+    edge_to_append = edge_to.append
+    edge_kind_append = columns.edge_kind.append
+    edge_name_append = columns.edge_name.append
+    strings = columns.strings
+    atoms = frozenset(_ATOMS)
+    function_type = types.FunctionType
+    cell_type = types.CellType
+    frame_type = types.FrameType
+    module_type = types.ModuleType
+    code_type = types.CodeType
+    # Not __dict__ or __annotations__: reading them would create them.
+    function_fields = ("__code__", "__globals__", "__defaults__", "__kwdefaults__",
+                       "__closure__", "__module__", "__name__", "__qualname__",
+                       "__doc__")
+    # Stored fields only: co_varnames and co_code are built afresh on each read since 3.11.
+    code_fields = ("co_consts", "co_names", "co_filename", "co_name", "co_qualname")
+    type_dict = type.__dict__["__dict__"].__get__
+    # A module's namespace, read through ModuleType's own descriptor (no user code runs).
+    module_dict = types.ModuleType.__dict__["__dict__"].__get__
+    buffer_classes = _buffer_classes()
+    labelled = frozenset((types.FunctionType, types.ModuleType, types.CodeType))
+
+    def name_id(text):
+        found = strings.get(text)
+        if found is None:
+            found = strings[text] = len(strings)
+        return found
+
+    # Untracked objects reached as referents: encoded once each, up to the bound.
+    untracked_seen = set()
+    seen_add = untracked_seen.add
+    pending = []
+    pending_append = pending.append
+    dropped = [0]
+
+    def refer(target, kind, name):
+        target_id = id(target)
+        if target_id not in untracked_seen and not is_tracked(target):
+            if len(untracked_seen) >= max_untracked:
+                dropped[0] += 1
+                return
+            seen_add(target_id)
+            target_type = type(target)
+            if target_type in atoms:
+                # Atoms have no references: their node is written here and now (a node's edge
+                # count is set when its walk ends, so nodes may be added meanwhile).
+                type_id = type_ids.get(target_type)
+                if type_id is None:
+                    type_id = type_ids[target_type] = string(_type_name(target_type, {}))
+                node_id_append(target_id)
+                node_kind_append(KIND_UNTRACKED)
+                node_type_append(type_id)
+                node_size_append(getsizeof(target))
+                node_name_append(string(target[:LABEL_CHARS]) if target_type is str else 0)
+                edge_count_append(0)
+                refcount_append(0)
+            else:
+                pending_append(target)
+        edge_to_append(target_id)
+        edge_kind_append(kind)
+        edge_name_append(name)
+
+    key_name = name_id("key")
+    dict_name = name_id("__dict__")
+    class_name = name_id("__class__")
+    referent_name = name_id("referent")
+    cell_name = name_id("cell_contents")
+
+    def encode(obj, kind, walk_references):
+        # `walk_references`: the references this walk itself holds while it counts (the object
+        # list's, the loop's, this call's and getrefcount's own).
+        references = getrefcount(obj) - walk_references
+        cls = type(obj)
+        type_id = type_ids.get(cls)
+        if type_id is None:
+            type_id = type_ids[cls] = string(_type_name(cls, {}))
+        try:
+            size = getsizeof(obj)
+        except Exception:
+            size = 0
+        node = len(edge_count)
+        node_id_append(id(obj))
+        node_kind_append(kind)
+        node_type_append(type_id)
+        node_size_append(size)
+        if cls in labelled or isinstance(obj, type):
+            label = _label(obj, cls)
+            node_name_append(string(label) if label else 0)
+        else:
+            node_name_append(0)
+        edge_count_append(0)
+        refcount_append(min(max(references, 0), 0xFFFFFFFF))
+        start = len(edge_to)
+        if cls is dict:
+            for key, value in obj.items():
+                refer(key, INTERNAL, key_name)
+                key_type = type(key)
+                if key_type is str:
+                    refer(value, PROPERTY, name_id(key))
+                elif key_type is int and 0 <= key < 4294967296:
+                    refer(value, ELEMENT, key)
+                else:
+                    refer(value, INTERNAL, 0)
+        elif cls is list or cls is tuple:
+            index = 0
+            for value in obj:
+                refer(value, ELEMENT, index)
+                index += 1
+        elif cls is function_type:
+            # Closure cells by variable name; the function's own fields by theirs.
+            cells = obj.__closure__ or ()
+            named = {id(cell): (CONTEXT, name) for cell, name in zip(cells, obj.__code__.co_freevars)}
+            for field in function_fields:
+                value = getattr(obj, field, None)
+                if value is not None and id(value) not in named:
+                    named[id(value)] = (INTERNAL, field)
+            for target in get_referents(obj):
+                kind_name = named.get(id(target))
+                if kind_name is not None:
+                    refer(target, kind_name[0], name_id(kind_name[1]))
+                else:
+                    refer(target, INTERNAL, 0)
+        elif cls is cell_type:
+            for target in get_referents(obj):
+                refer(target, INTERNAL, cell_name)
+        elif cls is frame_type:
+            # A running frame's collector traversal gives only f_back: its code, locals and
+            # (for module code) namespace are named here from the frame's own attributes.
+            for target in get_referents(obj):
+                refer(target, INTERNAL, name_id("f_back"))
+            refer(obj.f_code, INTERNAL, name_id("f_code"))
+            try:
+                local_vars = obj.f_locals
+            except Exception:
+                local_vars = None
+            if local_vars is not None and local_vars is obj.f_globals:
+                refer(local_vars, INTERNAL, name_id("f_locals"))
+            elif local_vars is not None:
+                for name, value in list(local_vars.items()):
+                    refer(value, PROPERTY, name_id(name))
+        elif cls is code_type:
+            for field in code_fields:
+                target = getattr(obj, field, None)
+                if target is not None:
+                    refer(target, INTERNAL, name_id(field))
+        elif isinstance(obj, type) and not obj.__flags__ & HEAPTYPE:
+            # A built-in type is not tracked by the collector and has no referents to ask for:
+            # its namespace (through the mappingproxy), bases and MRO are named here.
+            for target in get_referents(type_dict(obj)):
+                refer(target, INTERNAL, dict_name)
+            refer(obj.__bases__, INTERNAL, name_id("__bases__"))
+            refer(obj.__mro__, INTERNAL, name_id("__mro__"))
+        elif isinstance(obj, _weakref_types):
+            target = obj()
+            if target is not None:
+                refer(target, WEAK, referent_name)
+            for target in get_referents(obj):
+                refer(target, INTERNAL, 0)
+        else:
+            referents = get_referents(obj)
+            names = attribute_names.name_values(obj, cls) if not isinstance(obj, type) else None
+            lone_dict = len(referents) == 2 and referents[1] is cls
+            own_dict = module_dict(obj) if isinstance(obj, module_type) else None
+            for target in referents:
+                name = names.get(id(target)) if names else None
+                if name is not None:
+                    refer(target, PROPERTY, name_id(name))
+                elif target is cls:
+                    refer(target, INTERNAL, class_name)
+                elif target is own_dict or (lone_dict and type(target) is dict):
+                    # The instance's own __dict__, already materialised (never created here).
+                    refer(target, INTERNAL, dict_name)
+                else:
+                    refer(target, INTERNAL, 0)
+        edge_count[node] = len(edge_to) - start
+        if cls in buffer_classes:
+            _buffer_of(obj, cls, columns, node)
+
+    # The threads' stacks first: frame objects made while listing the roots are not in
+    # `objects`, and without them nothing would hold the frames' locals.
+    for obj in root_frames:
+        # A running frame's object is not tracked by the collector until its frame returns.
+        encode(obj, KIND_OBJECT if is_tracked(obj) else KIND_UNTRACKED, 4)
+    for obj in objects:
+        if id(obj) not in skip:
+            encode(obj, KIND_OBJECT, 4)
+    while pending:
+        encode(pending.pop(), KIND_UNTRACKED, 2)
+    if dropped[0]:
+        notes.append("%d references to untracked objects past the bound of %d were left out"
+                     % (dropped[0], max_untracked))
+    return notes
+
+
+# weakref.ref and its subclasses (KeyedRef, WeakMethod): their referent is a weak reference.
+_weakref_types = (weakref.ref,)
+
+
+def _buffer_classes():
+    """The array classes whose data buffers are recorded, if their modules are loaded."""
+    found = set()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(getattr(numpy, "ndarray", None), type):
+        found.add(numpy.ndarray)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for name in ("Tensor",):
+            cls = getattr(torch, name, None)
+            if isinstance(cls, type):
+                found.add(cls)
+        parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
+        if isinstance(parameter, type):
+            found.add(parameter)
+    return found
+
+
+# --- Roots ------------------------------------------------------------------------------------
+
+def _roots(columns, frames_by_thread, thread_names):
+    """The synthetic root (node 0) and one node per thread. Module and gc.garbage edges go from
+    the root; each thread's edge goes to its innermost frame."""
+    root = columns.node(0, KIND_ROOT, columns.string("(root)"), "(root)", 0)
+    n = 0
+    for name, module in list(sys.modules.items()):
+        if module is not None:
+            columns.edge(id(module), PROPERTY, columns.string("module " + name))
+            n += 1
+    columns.edge(id(gc.garbage), PROPERTY, columns.string("gc.garbage"))
+    n += 1
+    thread_ids = sorted(frames_by_thread)
+    for index, ident in enumerate(thread_ids):
+        columns.edge(index + 1, SHORTCUT, columns.string("thread"))
+        n += 1
+    columns.edge_count[root] = n
+    for index, ident in enumerate(thread_ids):
+        label = 'Thread "%s"' % thread_names.get(ident, ident)
+        node = columns.node(index + 1, KIND_THREAD, columns.string("(thread)"), label, 0)
+        columns.edge(id(frames_by_thread[ident]), PROPERTY, columns.string("frame"))
+        columns.edge_count[node] = 1
+
+
+# --- Writing ----------------------------------------------------------------------------------
+
+def _chunks(columns, header_pairs):
+    yield _record(header_pairs)
+    count = 2
+    yield _record([("type", "node_kinds"), ("names", KIND_NAMES), ("synthetic", KIND_SYNTHETIC)])
+    yield _record([("type", "root"), ("node", 0)])
+    texts = list(columns.strings)
+    for start in range(0, len(texts), CHUNK_ROWS * 4):
+        part = texts[start:start + CHUNK_ROWS * 4]
+        encoded = [t.encode("utf-8", "surrogatepass") for t in part]
+        lengths = array("I", map(len, encoded))
+        yield _record([("type", "strings"), ("data", b"".join(encoded)), ("lengths", _le(lengths))])
+        count += 1
+    n_nodes = len(columns.object_id)
+    for start in range(0, n_nodes, CHUNK_ROWS):
+        end = start + CHUNK_ROWS
+        yield _record([
+            ("type", "nodes"),
+            ("object_id", _le(columns.object_id[start:end])),
+            ("kind", _le(columns.kind[start:end])),
+            ("type_name", _le(columns.type_name[start:end])),
+            ("name", _le(columns.name[start:end])),
+            ("shallow_size", _le(columns.shallow_size[start:end])),
+            ("edge_count", _le(columns.edge_count[start:end])),
+            ("refcount", _le(columns.refcount[start:end])),
+        ])
+        count += 1
+    n_edges = len(columns.edge_to)
+    for start in range(0, n_edges, CHUNK_ROWS):
+        end = start + CHUNK_ROWS
+        yield _record([
+            ("type", "edges"),
+            ("to_object", _le(columns.edge_to[start:end])),
+            ("kind", _le(columns.edge_kind[start:end])),
+            ("name", _le(columns.edge_name[start:end])),
+        ])
+        count += 1
+    buffers = columns.buffers
+    if buffers["node"]:
+        yield _record([("type", "buffers")] + [(k, _le(v)) for k, v in buffers.items()])
+        count += 1
+    yield _record([("type", "end"), ("chunks", count)])
+
+
+def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
+    """Writes this process's object graph to `path` (a .hgd file) and returns the number of
+    objects written. `objects`, if given, is the list of gc-tracked objects to write (by default
+    `gc.get_objects()`, taken first). With `cuda_snapshot=True` and torch's CUDA initialised,
+    `torch.cuda.memory._snapshot()` is pickled beside it (`path` + `.cuda.pickle`) at the same
+    moment."""
+    started = time.time()
+    notes = []
+    free_threaded = bool(getattr(sys, "_is_gil_enabled", lambda: True)() is False)
+    if free_threaded:
+        notes.append("free-threaded build: there is no GIL to hold; other threads may have "
+                     "changed objects during the walk")
+    thread_names = {t.ident: t.name for t in threading.enumerate()}
+    frames_by_thread = sys._current_frames()
+    # This thread's stack starts at the caller, not inside the dumper.
+    caller = sys._getframe(1)
+    while caller is not None and caller.f_globals is globals():
+        caller = caller.f_back
+    if caller is not None:
+        frames_by_thread[threading.get_ident()] = caller
+    del caller
+    root_frames = []
+    for frame in frames_by_thread.values():
+        while frame is not None:
+            root_frames.append(frame)
+            frame = frame.f_back
+    switch = sys.getswitchinterval()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    sys.setswitchinterval(1e6)
+    try:
+        if objects is None:
+            objects = gc.get_objects()
+        skip = {id(objects), id(frames_by_thread), id(thread_names), id(root_frames)}
+        skip.update(id(frame) for frame in root_frames)
+        columns = _Columns()
+        _roots(columns, frames_by_thread, thread_names)
+        notes += _walk(columns, root_frames, objects, skip, max_untracked)
+        cuda = None
+        if cuda_snapshot and "torch" in sys.modules:
+            torch = sys.modules["torch"]
+            if torch.cuda.is_initialized():
+                cuda = torch.cuda.memory._snapshot()
+    finally:
+        sys.setswitchinterval(switch)
+        if gc_was_enabled:
+            gc.enable()
+    notes.append("dumped in %.2f s" % (time.time() - started))
+    header = [
+        ("magic", "heapgraph"),
+        ("version", FORMAT_VERSION),
+        ("endianness", "little"),
+        ("pointer_size", struct.calcsize("P")),
+        ("kind", "heap-graph"),
+        ("source_format", "python-gc"),
+        ("runtime", "python"),
+        ("runtime_version", "%d.%d.%d" % sys.version_info[:3]),
+        ("captured_at_ms", int(started * 1000)),
+        ("pid", os.getpid()),
+        ("notes", notes),
+        ("totals", {"nodes": len(columns.object_id), "edges": len(columns.edge_to),
+                    "strings": len(columns.strings)}),
+    ]
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with open(tmp, "wb") as out:
+        for chunk in _chunks(columns, header):
+            out.write(chunk)
+    os.replace(tmp, path)
+    if cuda is not None:
+        import pickle
+        with open(str(path) + ".cuda.pickle", "wb") as out:
+            pickle.dump(cuda, out)
+    return len(columns.object_id)
+
+
+def install(signal=_signal.SIGUSR2, path=None):
+    """Dumps on `signal` (SIGUSR2 by default) to `path`, or to
+    `<program>-<pid>-<time>.hgd` in the working directory."""
+
+    def handler(signum, frame):
+        target = path or "%s-%d-%d.hgd" % (
+            os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0] or "python",
+            os.getpid(), int(time.time()))
+        try:
+            count = dump(target)
+            sys.stderr.write("heapgraph_dump: wrote %s (%d objects)\n" % (target, count))
+        except Exception as error:
+            sys.stderr.write("heapgraph_dump: could not write %s: %s\n" % (target, error))
+
+    return _signal.signal(signal, handler)
