@@ -226,15 +226,25 @@ def _label(obj, cls):
 
 
 def _stored_attributes(code):
-    """The attribute names a function assigns (`x.name = …`), nested functions included."""
+    """The attribute names a function assigns (`x.name = …`), nested functions included, read
+    from the bytecode: (opcode, argument) byte pairs, with EXTENDED_ARG prefixes."""
     import dis
+    store_attr = dis.opmap["STORE_ATTR"]
+    extended_arg = dis.opmap["EXTENDED_ARG"]
     names = []
     stack = [code]
     while stack:
         code = stack.pop()
-        for instruction in dis.get_instructions(code):
-            if instruction.opname == "STORE_ATTR":
-                names.append(instruction.argval)
+        raw = code.co_code
+        extended = 0
+        for at in range(0, len(raw) - 1, 2):
+            op, arg = raw[at], raw[at + 1] | extended
+            if op == extended_arg:
+                extended = arg << 8
+                continue
+            extended = 0
+            if op == store_attr and arg < len(code.co_names):
+                names.append(code.co_names[arg])
         stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
     return names
 
@@ -341,7 +351,9 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     edge_to = columns.edge_to
     edge_to_append = edge_to.append
     edge_kind_append = columns.edge_kind.append
+    edge_kind_frombytes = columns.edge_kind.frombytes
     edge_name_append = columns.edge_name.append
+    edge_name_extend = columns.edge_name.extend
     strings = columns.strings
     atoms = frozenset(_ATOMS)
     function_type = types.FunctionType
@@ -374,32 +386,40 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     pending_append = pending.append
     dropped = [0]
 
+    def first_seen(target, target_id):
+        """An untracked object met for the first time: an atom gets its node here and now (a
+        node's edge count is set when its walk ends, so nodes may be added meanwhile); others
+        are walked later. Past the bound the object is left out, and the reader drops the
+        references to it, with a note."""
+        if len(untracked_seen) >= max_untracked:
+            dropped[0] += 1
+            return
+        seen_add(target_id)
+        target_type = type(target)
+        if target_type in atoms:
+            type_id = type_ids.get(target_type)
+            if type_id is None:
+                type_id = type_ids[target_type] = string(_type_name(target_type, {}))
+            node_id_append(target_id)
+            node_kind_append(KIND_UNTRACKED)
+            node_type_append(type_id)
+            node_size_append(getsizeof(target))
+            node_name_append(string(target[:LABEL_CHARS]) if target_type is str else 0)
+            edge_count_append(0)
+            refcount_append(0)
+        else:
+            pending_append(target)
+
     def refer(target, kind, name):
         target_id = id(target)
         if target_id not in untracked_seen and not is_tracked(target):
-            if len(untracked_seen) >= max_untracked:
-                dropped[0] += 1
-                return
-            seen_add(target_id)
-            target_type = type(target)
-            if target_type in atoms:
-                # Atoms have no references: their node is written here and now (a node's edge
-                # count is set when its walk ends, so nodes may be added meanwhile).
-                type_id = type_ids.get(target_type)
-                if type_id is None:
-                    type_id = type_ids[target_type] = string(_type_name(target_type, {}))
-                node_id_append(target_id)
-                node_kind_append(KIND_UNTRACKED)
-                node_type_append(type_id)
-                node_size_append(getsizeof(target))
-                node_name_append(string(target[:LABEL_CHARS]) if target_type is str else 0)
-                edge_count_append(0)
-                refcount_append(0)
-            else:
-                pending_append(target)
+            first_seen(target, target_id)
         edge_to_append(target_id)
         edge_kind_append(kind)
         edge_name_append(name)
+
+    element_kind = bytes((ELEMENT,))
+    strings_get = strings.get
 
     key_name = name_id("key")
     dict_name = name_id("__dict__")
@@ -433,20 +453,39 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
         refcount_append(min(max(references, 0), 0xFFFFFFFF))
         start = len(edge_to)
         if cls is dict:
+            # The hot loops: `refer` written out, as a call per reference is most of the cost.
             for key, value in obj.items():
-                refer(key, INTERNAL, key_name)
+                key_id = id(key)
+                if key_id not in untracked_seen and not is_tracked(key):
+                    first_seen(key, key_id)
+                value_id = id(value)
+                if value_id not in untracked_seen and not is_tracked(value):
+                    first_seen(value, value_id)
+                edge_to_append(key_id)
+                edge_kind_append(INTERNAL)
+                edge_name_append(key_name)
+                edge_to_append(value_id)
                 key_type = type(key)
                 if key_type is str:
-                    refer(value, PROPERTY, name_id(key))
+                    name = strings_get(key)
+                    edge_kind_append(PROPERTY)
+                    edge_name_append(name if name is not None else name_id(key))
                 elif key_type is int and 0 <= key < 4294967296:
-                    refer(value, ELEMENT, key)
+                    edge_kind_append(ELEMENT)
+                    edge_name_append(key)
                 else:
-                    refer(value, INTERNAL, 0)
+                    edge_kind_append(INTERNAL)
+                    edge_name_append(0)
         elif cls is list or cls is tuple:
-            index = 0
             for value in obj:
-                refer(value, ELEMENT, index)
-                index += 1
+                if not is_tracked(value):
+                    value_id = id(value)
+                    if value_id not in untracked_seen:
+                        first_seen(value, value_id)
+            count = len(obj)
+            edge_to.extend(map(id, obj))
+            edge_kind_frombytes(element_kind * count)
+            edge_name_extend(range(count))
         elif cls is function_type:
             # Closure cells by variable name; the function's own fields by theirs.
             cells = obj.__closure__ or ()
