@@ -353,3 +353,46 @@ fn sys_remote_exec_path_runs_where_python_3_14_is_found() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn collapse_modules_puts_the_module_over_what_its_code_holds() {
+    let facts = read_json(&service_dumps().join("facts.json"));
+    let id = facts["planted_request_id"].as_u64().unwrap().to_string();
+    let holders = json(&[
+        "who-holds",
+        &dump("after"),
+        &id,
+        "--collapse-modules",
+        "--paths",
+        "1",
+        "--format",
+        "json",
+    ]);
+    // Functions' __globals__ no longer retain: the module is the namespace's one holder...
+    let chain: Vec<(String, String)> = holders["dominator_chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|object| {
+            (
+                object["type"].as_str().unwrap().to_owned(),
+                object["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        chain.contains(&("builtins.module".to_owned(), "__main__".to_owned())),
+        "{chain:?}"
+    );
+    // ...and the chain reads from the module down, as objgraph's find_backref_chain does.
+    let edges: Vec<&str> = holders["paths"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|step| step["edge"].as_str())
+        .collect();
+    assert_eq!(
+        edges,
+        ["module __main__", "__dict__", "cache", "history", "[41]"]
+    );
+}

@@ -97,6 +97,47 @@ pub fn unreferenced(graph: &HeapGraph, kind: &str) -> Option<Vec<NodeId>> {
     Some(found)
 }
 
+/// The references that make Python's module and class objects hold "a great deal" (meliae's
+/// "expensive references"): references to a module from anything but the root, an instance's
+/// reference to its class (`__class__`), and references to a module's namespace from anything
+/// but its module (functions' `__globals__`, frames' `f_locals`). Leaving them out of the
+/// dominator tree shows what user code itself holds.
+///
+/// Complexity: O(V + E).
+pub fn expensive_references(graph: &HeapGraph) -> Vec<usize> {
+    let root = graph.root();
+    let is_module: Vec<bool> = graph
+        .nodes()
+        .map(|node| graph.type_name(node) == "builtins.module")
+        .collect();
+    let named = |edge: usize, name: &str| matches!(graph.edge_name(edge), heapgraph_model::EdgeName::Named(text) if text == name);
+    let mut is_namespace = vec![false; graph.node_count()];
+    for node in graph.nodes().filter(|node| is_module[node.index()]) {
+        for edge in graph.edge_range(node) {
+            if named(edge, "__dict__") {
+                is_namespace[graph.edge_target(edge).index()] = true;
+            }
+        }
+    }
+    let mut expensive = Vec::new();
+    for node in graph.nodes() {
+        if node == root {
+            continue;
+        }
+        for edge in graph.edge_range(node) {
+            let target = graph.edge_target(edge).index();
+            let own_namespace = is_module[node.index()] && named(edge, "__dict__");
+            if is_module[target]
+                || named(edge, "__class__")
+                || (is_namespace[target] && !own_namespace)
+            {
+                expensive.push(edge);
+            }
+        }
+    }
+    expensive
+}
+
 /// Objects no dumped object refers to, by type, and the largest of them.
 #[derive(Clone, Debug)]
 pub struct LeakingView {

@@ -66,15 +66,21 @@ fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> Summa
         reachable_size: 0,
         unreachable_objects: 0,
         unreachable_size: 0,
-        heap_size: tree.retained_size[graph.root().index()],
+        heap_size: 0,
         kind: kind.map(|kind| parts.node_kinds[usize::from(kind)].name.clone()),
         types: Vec::new(),
     };
     for node in graph.nodes() {
-        if graph.is_synthetic(node) || !kept(node.index()) {
+        if graph.is_synthetic(node) {
             continue;
         }
         let size = parts.node_shallow_size[node.index()];
+        if tree.reachable[node.index()] {
+            view.heap_size += size;
+        }
+        if !kept(node.index()) {
+            continue;
+        }
         view.objects += 1;
         view.total_shallow_size += size;
         if tree.reachable[node.index()] {

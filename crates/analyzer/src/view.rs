@@ -61,8 +61,8 @@ pub struct SummaryView {
     pub unreachable_objects: u64,
     /// Their shallow size.
     pub unreachable_size: u64,
-    /// The reachable heap of the whole dump (the root's retained size): what a type's share is
-    /// taken of, also when the counts above cover one kind of object only.
+    /// The shallow size of every reachable real object of the dump: what a type's share is taken
+    /// of, also when the counts above cover one kind of object only.
     pub heap_size: u64,
     /// The kind the counts are restricted to, if any.
     pub kind: Option<String>,

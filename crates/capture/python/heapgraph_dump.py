@@ -386,7 +386,16 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     pending_append = pending.append
     dropped = [0]
 
-    def first_seen(target, target_id):
+    strings_get = strings.get
+
+    # Hot functions take what they use as default arguments: local loads, not closure cells.
+    def first_seen(target, target_id, untracked_seen=untracked_seen, seen_add=seen_add,
+                   atoms=atoms, type_ids=type_ids, node_id_append=node_id_append,
+                   node_kind_append=node_kind_append, node_type_append=node_type_append,
+                   node_size_append=node_size_append, node_name_append=node_name_append,
+                   edge_count_append=edge_count_append, refcount_append=refcount_append,
+                   getsizeof=getsizeof, strings=strings, strings_get=strings_get,
+                   pending_append=pending_append, max_untracked=max_untracked):
         """An untracked object met for the first time: an atom gets its node here and now (a
         node's edge count is set when its walk ends, so nodes may be added meanwhile); others
         are walked later. Past the bound the object is left out, and the reader drops the
@@ -404,13 +413,22 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
             node_kind_append(KIND_UNTRACKED)
             node_type_append(type_id)
             node_size_append(getsizeof(target))
-            node_name_append(string(target[:LABEL_CHARS]) if target_type is str else 0)
+            if target_type is str:
+                label = target if len(target) <= LABEL_CHARS else target[:LABEL_CHARS]
+                label_id = strings_get(label)
+                if label_id is None:
+                    label_id = strings[label] = len(strings)
+                node_name_append(label_id)
+            else:
+                node_name_append(0)
             edge_count_append(0)
             refcount_append(0)
         else:
             pending_append(target)
 
-    def refer(target, kind, name):
+    def refer(target, kind, name, untracked_seen=untracked_seen, is_tracked=is_tracked,
+              first_seen=first_seen, edge_to_append=edge_to_append,
+              edge_kind_append=edge_kind_append, edge_name_append=edge_name_append):
         target_id = id(target)
         if target_id not in untracked_seen and not is_tracked(target):
             first_seen(target, target_id)
@@ -419,7 +437,6 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
         edge_name_append(name)
 
     element_kind = bytes((ELEMENT,))
-    strings_get = strings.get
 
     key_name = name_id("key")
     dict_name = name_id("__dict__")

@@ -165,6 +165,10 @@ pub(crate) struct Common {
     /// Count weak references as retaining (off by default, as in DevTools and MAT)
     #[arg(long)]
     pub(crate) include_weak: bool,
+    /// Python dumps: leave references to modules, module namespaces and classes out of the
+    /// retained sizes (like meliae's "remove expensive references"), to see what user code holds
+    #[arg(long)]
+    pub(crate) collapse_modules: bool,
 }
 
 #[derive(Args, Debug)]
@@ -215,6 +219,10 @@ pub(crate) struct DiffArgs {
     /// Heap dumps: count weak references as retaining
     #[arg(long)]
     pub(crate) include_weak: bool,
+    /// Python dumps: leave references to modules, module namespaces and classes out of the
+    /// retained sizes (see `summary --help`)
+    #[arg(long)]
+    pub(crate) collapse_modules: bool,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
 }

@@ -1,6 +1,7 @@
 //! Loading a dump for a verb: import with a progress bar, then analyse (or adopt the analysis
 //! a `.hgd` file carries).
 
+use crate::args::Common;
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
 use heapgraph_import::{Dump, Format, native};
@@ -69,6 +70,26 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
     }
 }
 
+/// Reads the dump of `common` into a heap graph, with `--collapse-modules` applied.
+pub(crate) fn load_for(common: &Common) -> anyhow::Result<Loaded> {
+    let mut loaded = load(&common.file)?;
+    if common.collapse_modules {
+        loaded.collapse_modules();
+    }
+    Ok(loaded)
+}
+
+/// Reads the dump of `common`, whatever it holds, with `--collapse-modules` applied to a graph.
+pub(crate) fn load_evidence_for(common: &Common) -> anyhow::Result<Evidence> {
+    let mut evidence = load_evidence(&common.file)?;
+    if let Evidence::Graph(loaded) = &mut evidence
+        && common.collapse_modules
+    {
+        loaded.collapse_modules();
+    }
+    Ok(evidence)
+}
+
 /// Reads `path` into an allocation snapshot.
 pub(crate) fn load_alloc(path: &Path) -> anyhow::Result<AllocSnapshot> {
     match load_evidence(path)? {
@@ -125,6 +146,19 @@ fn is_native(path: &Path) -> anyhow::Result<bool> {
 }
 
 impl Loaded {
+    /// Leaves Python's references to modules and classes out of the analysis (meliae's
+    /// "remove expensive references"); a stored analysis no longer applies.
+    pub(crate) fn collapse_modules(&mut self) {
+        let edges = heapgraph_analyzer::backrefs::expensive_references(&self.graph);
+        self.graph.weaken_edges(&edges);
+        self.stored = None;
+        self.graph.add_note(format!(
+            "--collapse-modules: {} references to modules, module namespaces and classes count \
+             as weak",
+            edges.len()
+        ));
+    }
+
     /// The analysis under the runtime's default edge rule, or with weak edges retaining.
     /// A stored analysis is used when it was made under the same rule (the default).
     pub(crate) fn analyze(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {

@@ -5,7 +5,9 @@ use crate::args::{
     Common, ConvertArgs, DiffArgs, DominatorsArgs, GraphArgs, LeakingArgs, OutputFormat, RankByArg,
     SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs, WhoHoldsArgs,
 };
-use crate::load::{Evidence, Loaded, load, load_evidence, spinner, stored_of};
+use crate::load::{
+    Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner, stored_of,
+};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::RankBy;
 use heapgraph_import::native;
@@ -21,7 +23,7 @@ fn info(common: &Common, loaded: &Loaded) -> DumpInfo {
 }
 
 pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
-    let mut loaded = match load_evidence(&args.common.file)? {
+    let mut loaded = match load_evidence_for(&args.common)? {
         Evidence::Graph(loaded) => *loaded,
         Evidence::Alloc(snapshot) => return alloc_summary(args, &snapshot),
     };
@@ -81,7 +83,7 @@ fn alloc_summary(args: &SummaryArgs, snapshot: &AllocSnapshot) -> anyhow::Result
 }
 
 pub(crate) fn top(args: &TopArgs) -> anyhow::Result<String> {
-    let mut loaded = match load_evidence(&args.common.file)? {
+    let mut loaded = match load_evidence_for(&args.common)? {
         Evidence::Graph(loaded) => *loaded,
         Evidence::Alloc(snapshot) => {
             return crate::alloc::top(
@@ -128,9 +130,44 @@ fn parse_object_id(text: &str) -> anyhow::Result<u64> {
     })
 }
 
+/// The type a user means: the name as given if some object has it, else the one type whose
+/// name ends with `.NAME` (so `SessionCache` finds `__main__.SessionCache`, `dict` finds
+/// `builtins.dict`, `HashMap` finds `java.util.HashMap`).
+fn resolve_type(
+    graph: &heapgraph_model::HeapGraph,
+    name: &str,
+    file: &std::path::Path,
+) -> anyhow::Result<String> {
+    let mut types: Vec<heapgraph_model::StringId> = graph.parts().node_type.clone();
+    types.sort_unstable();
+    types.dedup();
+    let strings = graph.strings();
+    if types.iter().any(|&id| strings.get(id) == name) {
+        return Ok(name.to_owned());
+    }
+    let suffix = format!(".{name}");
+    let candidates: Vec<&str> = types
+        .iter()
+        .map(|&id| strings.get(id))
+        .filter(|text| text.ends_with(&suffix))
+        .collect();
+    match candidates.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] => bail!(
+            "{}: no object has type {name:?}; `heapgraph summary` lists the types",
+            file.display()
+        ),
+        many => bail!(
+            "{}: several types end with {name:?}: {}; give the whole name",
+            file.display(),
+            many.iter().take(10).copied().collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
 pub(crate) fn who_holds(args: &WhoHoldsArgs) -> anyhow::Result<String> {
     let object_id = args.object.as_deref().map(parse_object_id).transpose()?;
-    let mut loaded = load(&args.common.file)?;
+    let mut loaded = load_for(&args.common)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
     let graph = &loaded.graph;
     let runtime = graph.meta().runtime;
@@ -146,8 +183,9 @@ pub(crate) fn who_holds(args: &WhoHoldsArgs) -> anyhow::Result<String> {
             (node, None)
         }
         (None, Some(type_name)) => {
+            let type_name = resolve_type(graph, type_name, &args.common.file)?;
             let Some((node, matches)) =
-                heapgraph_analyzer::find_largest_of_type(graph, &analysis, type_name)
+                heapgraph_analyzer::find_largest_of_type(graph, &analysis, &type_name)
             else {
                 bail!(
                     "{}: no object has type {type_name:?}; `heapgraph summary` lists the types",
@@ -168,7 +206,7 @@ pub(crate) fn who_holds(args: &WhoHoldsArgs) -> anyhow::Result<String> {
 }
 
 pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {
-    let mut loaded = load(&args.common.file)?;
+    let mut loaded = load_for(&args.common)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
     let view =
         heapgraph_analyzer::dominator_tree(&loaded.graph, &analysis, args.depth, args.min_share);
@@ -180,7 +218,7 @@ pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {
 }
 
 pub(crate) fn suspects(args: &SuspectsArgs) -> anyhow::Result<String> {
-    let mut loaded = load(&args.common.file)?;
+    let mut loaded = load_for(&args.common)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
     let view = heapgraph_analyzer::suspects(&loaded.graph, &analysis, args.threshold);
     let info = info(&args.common, &loaded);
@@ -191,7 +229,7 @@ pub(crate) fn suspects(args: &SuspectsArgs) -> anyhow::Result<String> {
 }
 
 pub(crate) fn strings(args: &StringsArgs) -> anyhow::Result<String> {
-    let loaded = load(&args.common.file)?;
+    let loaded = load_for(&args.common)?;
     let view = heapgraph_analyzer::strings(&loaded.graph, args.duplicates, args.n);
     let info = info(&args.common, &loaded);
     Ok(match args.common.format {
@@ -202,7 +240,7 @@ pub(crate) fn strings(args: &StringsArgs) -> anyhow::Result<String> {
 
 /// `leaking`: objgraph's get_leaking_objects, for Python dumps.
 pub(crate) fn leaking(args: &LeakingArgs) -> anyhow::Result<String> {
-    let mut loaded = load(&args.common.file)?;
+    let mut loaded = load_for(&args.common)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
     let Some(view) =
         heapgraph_analyzer::backrefs::leaking(&loaded.graph, &analysis, "object", args.n)
@@ -259,7 +297,15 @@ pub(crate) fn graph(args: &GraphArgs) -> anyhow::Result<String> {
 /// `diff`: two heap dumps by type, or two allocation snapshots by site.
 pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
     let (old, new) = rayon::join(|| load_evidence(&args.old), || load_evidence(&args.new));
-    match (old?, new?) {
+    let (mut old, mut new) = (old?, new?);
+    if args.collapse_modules {
+        for evidence in [&mut old, &mut new] {
+            if let Evidence::Graph(loaded) = evidence {
+                loaded.collapse_modules();
+            }
+        }
+    }
+    match (old, new) {
         (Evidence::Alloc(old), Evidence::Alloc(new)) => crate::alloc::diff(args, &old, &new),
         (Evidence::Graph(mut old), Evidence::Graph(mut new)) => {
             let by = match args.by {

@@ -325,6 +325,17 @@ impl HeapGraph {
         self.meta.notes.push(note);
     }
 
+    /// Makes the given edges weak, so that analyses do not count them as retaining (a view of
+    /// the heap that leaves some references out, such as Python's references to modules and
+    /// classes). Edge indices out of range are ignored.
+    pub fn weaken_edges(&mut self, edges: &[usize]) {
+        for &edge in edges {
+            if let Some(kind) = self.parts.edge_kind.get_mut(edge) {
+                *kind = EdgeKind::Weak;
+            }
+        }
+    }
+
     /// The string table.
     pub fn strings(&self) -> &StringTable {
         &self.strings
