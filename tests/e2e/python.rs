@@ -396,3 +396,97 @@ fn collapse_modules_puts_the_module_over_what_its_code_holds() {
         ["module __main__", "__dict__", "cache", "history", "[41]"]
     );
 }
+
+/// Runs `script` in python3 with the dumper importable; returns its stdout.
+fn run_python(script: &str, args: &[&str]) -> String {
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .env("PYTHONPATH", repo_root().join("crates/capture/python"))
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn install_dumps_on_sigusr2() {
+    let dir = temp_dir("python-install");
+    let out = dir.join("on-signal.hgd");
+    let script = "import os, signal, sys, heapgraph_dump\n\
+                  class Marker: pass\n\
+                  keep = [Marker() for _ in range(7)]\n\
+                  heapgraph_dump.install(path=sys.argv[1])\n\
+                  os.kill(os.getpid(), signal.SIGUSR2)\n\
+                  print(os.path.getsize(sys.argv[1]) > 0)\n";
+    assert_eq!(run_python(script, &[path_str(&out)]).trim(), "True");
+    let summary = json(&[
+        "summary",
+        path_str(&out),
+        "--kind",
+        "object",
+        "--format",
+        "json",
+    ]);
+    let marker = summary["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["type"] == "__main__.Marker")
+        .expect("the program's objects");
+    assert_eq!(marker["count"], 7);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn weak_references_do_not_retain() {
+    // `item` is held by the list and by a WeakValueDictionary; `other` only by a weakref and
+    // a list. Neither weak holder may dominate, or retain, them.
+    let dir = temp_dir("python-weak");
+    let out = dir.join("weak.hgd");
+    let script = "import sys, weakref, heapgraph_dump\n\
+                  class Item:\n\
+                  \x20   def __init__(self): self.payload = bytearray(100000)\n\
+                  strong = [Item(), Item()]\n\
+                  index = weakref.WeakValueDictionary({'a': strong[0]})\n\
+                  ref = weakref.ref(strong[1])\n\
+                  heapgraph_dump.dump(sys.argv[1])\n\
+                  print(id(strong[0]), id(strong[1]), id(index))\n";
+    let ids = run_python(script, &[path_str(&out)]);
+    let ids: Vec<&str> = ids.split_whitespace().collect();
+    for item in &ids[..2] {
+        let holders = json(&["who-holds", path_str(&out), item, "--format", "json"]);
+        let chain: Vec<&str> = holders["dominator_chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|object| object["type"].as_str().unwrap())
+            .collect();
+        assert!(
+            !chain.iter().any(|t| t.starts_with("weakref.")),
+            "a weak holder dominates: {chain:?}"
+        );
+        assert_eq!(chain[chain.len() - 2], "builtins.list", "{chain:?}");
+    }
+    // The WeakValueDictionary retains its own structure, not the 100 kB payload.
+    let index = json(&["who-holds", path_str(&out), ids[2], "--format", "json"]);
+    assert!(index["target"]["retained_size"].as_u64().unwrap() < 50_000);
+    // With --include-weak, the weakref edges count again and the list is no longer the only
+    // holder of the first item.
+    let weak = json(&[
+        "who-holds",
+        path_str(&out),
+        ids[0],
+        "--include-weak",
+        "--format",
+        "json",
+    ]);
+    let chain = weak["dominator_chain"].as_array().unwrap();
+    assert_ne!(chain[chain.len() - 2]["type"], "builtins.list");
+    std::fs::remove_dir_all(&dir).ok();
+}
