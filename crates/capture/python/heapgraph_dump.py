@@ -35,6 +35,7 @@ import time
 import types
 import weakref
 from array import array
+from itertools import repeat
 
 __all__ = ["dump", "install"]
 
@@ -290,20 +291,6 @@ class _AttributeNames:
             ]
         return found
 
-    def name_values(self, obj, cls):
-        candidates = self.candidates(cls)
-        if not candidates:
-            return None
-        names = {}
-        getattribute = object.__getattribute__
-        for name in candidates:
-            try:
-                value = getattribute(obj, name)
-            except Exception:
-                continue
-            names.setdefault(id(value), name)
-        return names
-
 
 def _buffer_of(obj, cls, columns, node):
     """Records the data buffer of a numpy array or a torch tensor."""
@@ -335,6 +322,8 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     notes = []
     type_ids = {}
     attribute_names = _AttributeNames()
+    class_candidates = {}
+    getattribute = object.__getattribute__
     get_referents = gc.get_referents
     is_tracked = gc.is_tracked
     getsizeof = sys.getsizeof
@@ -388,41 +377,31 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
 
     strings_get = strings.get
 
+    # Atoms (str, int, …) are most untracked objects and have no references: they are only
+    # gathered during the walk, and their nodes written at the end in bulk (C-speed `map`s).
+    for atom_type in atoms:
+        type_ids[atom_type] = string(_type_name(atom_type, {}))
+    atom_strs = []
+    atom_others = []
+    str_append = atom_strs.append
+    other_append = atom_others.append
+
     # Hot functions take what they use as default arguments: local loads, not closure cells.
     def first_seen(target, target_id, untracked_seen=untracked_seen, seen_add=seen_add,
-                   atoms=atoms, type_ids=type_ids, node_id_append=node_id_append,
-                   node_kind_append=node_kind_append, node_type_append=node_type_append,
-                   node_size_append=node_size_append, node_name_append=node_name_append,
-                   edge_count_append=edge_count_append, refcount_append=refcount_append,
-                   getsizeof=getsizeof, strings=strings, strings_get=strings_get,
+                   str_append=str_append, other_append=other_append, atoms=atoms,
                    pending_append=pending_append, max_untracked=max_untracked):
-        """An untracked object met for the first time: an atom gets its node here and now (a
-        node's edge count is set when its walk ends, so nodes may be added meanwhile); others
-        are walked later. Past the bound the object is left out, and the reader drops the
+        """An untracked object met for the first time: atoms are written at the end, others
+        walked later. Past the bound the object is left out, and the reader drops the
         references to it, with a note."""
         if len(untracked_seen) >= max_untracked:
             dropped[0] += 1
             return
         seen_add(target_id)
         target_type = type(target)
-        if target_type in atoms:
-            type_id = type_ids.get(target_type)
-            if type_id is None:
-                type_id = type_ids[target_type] = string(_type_name(target_type, {}))
-            node_id_append(target_id)
-            node_kind_append(KIND_UNTRACKED)
-            node_type_append(type_id)
-            node_size_append(getsizeof(target))
-            if target_type is str:
-                label = target if len(target) <= LABEL_CHARS else target[:LABEL_CHARS]
-                label_id = strings_get(label)
-                if label_id is None:
-                    label_id = strings[label] = len(strings)
-                node_name_append(label_id)
-            else:
-                node_name_append(0)
-            edge_count_append(0)
-            refcount_append(0)
+        if target_type is str:
+            str_append(target)
+        elif target_type in atoms:
+            other_append(target)
         else:
             pending_append(target)
 
@@ -467,7 +446,8 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
         else:
             node_name_append(0)
         edge_count_append(0)
-        refcount_append(min(max(references, 0), 0xFFFFFFFF))
+        refcount_append(references if 0 <= references <= 0xFFFFFFFF
+                        else (0 if references < 0 else 0xFFFFFFFF))
         start = len(edge_to)
         if cls is dict:
             # The hot loops: `refer` written out, as a call per reference is most of the cost.
@@ -555,7 +535,19 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
                 refer(target, INTERNAL, 0)
         else:
             referents = get_referents(obj)
-            names = attribute_names.name_values(obj, cls) if not isinstance(obj, type) else None
+            candidates = class_candidates.get(cls)
+            if candidates is None:
+                candidates = class_candidates[cls] = (
+                    () if isinstance(obj, type) else attribute_names.candidates(cls))
+            names = None
+            if candidates:
+                names = {}
+                for name in candidates:
+                    try:
+                        value = getattribute(obj, name)
+                    except Exception:
+                        continue
+                    names.setdefault(id(value), name)
             lone_dict = len(referents) == 2 and referents[1] is cls
             own_dict = module_dict(obj) if isinstance(obj, module_type) else None
             for target in referents:
@@ -583,6 +575,20 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
             encode(obj, KIND_OBJECT, 4)
     while pending:
         encode(pending.pop(), KIND_UNTRACKED, 2)
+    for batch, labelled_batch in ((atom_others, False), (atom_strs, True)):
+        count = len(batch)
+        columns.object_id.extend(map(id, batch))
+        columns.kind.frombytes(bytes((KIND_UNTRACKED,)) * count)
+        columns.type_name.extend(map(type_ids.__getitem__, map(type, batch)))
+        columns.shallow_size.extend(map(getsizeof, batch))
+        if labelled_batch:
+            # setdefault(label, len(strings)): a new label gets the next string id.
+            labels = [text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS] for text in batch]
+            columns.name.extend(map(strings.setdefault, labels, map(len, repeat(strings))))
+        else:
+            columns.name.frombytes(bytes(4 * count))
+        columns.edge_count.frombytes(bytes(4 * count))
+        columns.refcount.frombytes(bytes(4 * count))
     if dropped[0]:
         notes.append("%d references to untracked objects past the bound of %d were left out"
                      % (dropped[0], max_untracked))
