@@ -490,3 +490,31 @@ fn weak_references_do_not_retain() {
     assert_ne!(chain[chain.len() - 2]["type"], "builtins.list");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_gate_measures_type_growth_between_python_dumps() {
+    let (before, after) = (dump("before"), dump("after"));
+    let output = heapgraph(&[
+        "diff",
+        &before,
+        &after,
+        "--fail-if",
+        "count(type=__main__.Request) >= +200",
+        "--fail-if",
+        "retained(type~^__main__\\.SessionCache$) > +1MiB",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "gate FAILED: count(type=__main__.Request) >= +200: measured +200.0% (+200, 100 → 300)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("gate passed: retained(type~^__main__\\.SessionCache$) > +1MiB"),
+        "{stderr}"
+    );
+    let same = heapgraph(&["diff", &after, &after, "--fail-if", "total > 0"]);
+    assert_eq!(same.status.code(), Some(0));
+}

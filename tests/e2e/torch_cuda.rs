@@ -169,3 +169,48 @@ fn release_a_against_release_b_grows_at_the_kept_loss_graphs() {
         487_643_136 - 269_582_336
     );
 }
+
+#[test]
+fn the_gate_fails_on_the_leaking_release_and_passes_on_the_fixed_one() {
+    let fixed = fixture("torch-cuda/train_release_b_fixed.pickle.gz");
+    let leak = fixture("torch-cuda/train_release_a_leak.pickle.gz");
+    let rule = "size(site~make_fixtures.py:69) > +100MiB";
+    let gate = |old: &str, new: &str| {
+        crate::support::heapgraph(&[
+            "diff",
+            old,
+            new,
+            "--fail-if",
+            rule,
+            "--fail-if",
+            "total > +50%",
+        ])
+    };
+    // B -> A: the kept graphs grow the loss line's allocations by 288 MiB.
+    let failed = gate(path_str(&fixed), path_str(&leak));
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        stderr.contains(&format!("gate FAILED: {rule}: measured +872.7%")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("gate FAILED: total > +50%"), "{stderr}");
+    // B -> B: nothing grew.
+    let passed = gate(path_str(&fixed), path_str(&fixed));
+    assert_eq!(
+        passed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&passed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&passed.stderr).contains(&format!("gate passed: {rule}")));
+    // A rule for heap dumps is a usage error here.
+    let wrong = crate::support::heapgraph(&[
+        "diff",
+        path_str(&fixed),
+        path_str(&leak),
+        "--fail-if",
+        "retained > 1",
+    ]);
+    assert_eq!(wrong.status.code(), Some(2));
+}

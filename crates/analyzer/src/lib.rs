@@ -20,6 +20,7 @@ pub mod diff;
 mod distances;
 mod dominators;
 mod edge_rule;
+pub mod gate;
 pub mod gpu;
 mod histogram;
 mod paths;

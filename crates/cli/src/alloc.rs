@@ -74,7 +74,8 @@ pub(crate) fn diff(
     args: &DiffArgs,
     old: &AllocSnapshot,
     new: &AllocSnapshot,
-) -> anyhow::Result<String> {
+    rules: &[heapgraph_analyzer::gate::Rule],
+) -> anyhow::Result<(String, Vec<heapgraph_analyzer::gate::Verdict>)> {
     if old.meta.source != new.meta.source {
         bail!(
             "{} is a {} snapshot and {} a {} one; compare snapshots of one kind",
@@ -87,11 +88,17 @@ pub(crate) fn diff(
     let mut options = site_options(site_key(args.by, new)?, &args.sites)?;
     fold_for(new, &mut options);
     let view = heapgraph_analyzer::sites::compare(old, new, &options);
+    let verdicts = rules
+        .iter()
+        .map(|rule| rule.check_sites(&view))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|message| anyhow::anyhow!("--fail-if: {message}"))?;
     let (old_info, new_info) = (info(&args.old, old), info(&args.new, new));
-    Ok(match args.format {
+    let output = match args.format {
         OutputFormat::Text => text::sites(&view, &new_info, Some(&old_info), args.n.unwrap_or(20)),
         OutputFormat::Json => json::sites(&view, &new_info, Some(&old_info), args.n),
-    })
+    };
+    Ok((output, verdicts))
 }
 
 /// `gpu`: what filled the GPU.

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 #[command(name = "heapgraph", version, about, long_about = None)]
 #[command(
     after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), tracemalloc dumps \
-(Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz) and heapgraph's own .hgd.\n\
-Exit codes: 0 success, 2 bad usage or unreadable input."
+(Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz) and heapgraph's own .hgd \
+(which the Python dumper writes: heapgraph capture python).\n\
+Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -223,6 +224,13 @@ pub(crate) struct DiffArgs {
     /// retained sizes (see `summary --help`)
     #[arg(long)]
     pub(crate) collapse_modules: bool,
+    /// A regression gate: exit 1 if this rule holds. METRIC[(SELECTOR)] OP VALUE, like
+    /// 'retained(type~Cache) > +10%', 'total > +64MiB', 'size(site~loader.py) >= +1MB'.
+    /// METRIC: total, count, shallow, retained (heap dumps), size (allocation snapshots);
+    /// SELECTOR: type~REGEX, type=NAME, site~REGEX; OP: > or >=; KiB/MiB/GiB binary,
+    /// KB/MB/GB decimal. May be repeated; every rule is printed on stderr with what it measured
+    #[arg(long = "fail-if", value_name = "RULE")]
+    pub(crate) fail_if: Vec<String>,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
 }

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
 
 /// Runs one command. Exit codes: 0 success, 1 a gate failed, 2 bad usage or unreadable input.
 fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
+    let mut code = ExitCode::SUCCESS;
     let output = match cli.command {
         args::Command::Summary(args) => verbs::summary(&args)?,
         args::Command::Top(args) => verbs::top(&args)?,
@@ -38,7 +39,13 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Dominators(args) => verbs::dominators(&args)?,
         args::Command::Suspects(args) => verbs::suspects(&args)?,
         args::Command::Strings(args) => verbs::strings(&args)?,
-        args::Command::Diff(args) => verbs::diff(&args)?,
+        args::Command::Diff(args) => {
+            let (output, gate_failed) = verbs::diff(&args)?;
+            if gate_failed {
+                code = ExitCode::from(1);
+            }
+            output
+        }
         args::Command::Gpu(args) => alloc::gpu(&args)?,
         args::Command::Leaking(args) => verbs::leaking(&args)?,
         args::Command::Graph(args) => verbs::graph(&args)?,
@@ -48,7 +55,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(output.as_bytes())?;
     stdout.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -294,8 +294,29 @@ pub(crate) fn graph(args: &GraphArgs) -> anyhow::Result<String> {
     }
 }
 
-/// `diff`: two heap dumps by type, or two allocation snapshots by site.
-pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
+/// `diff`: two heap dumps by type, or two allocation snapshots by site; with the verdict of
+/// the `--fail-if` gates (true: one failed).
+pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<(String, bool)> {
+    let rules = args
+        .fail_if
+        .iter()
+        .map(|text| heapgraph_analyzer::gate::parse_rule(text))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|message| anyhow::anyhow!("--fail-if: {message}"))?;
+    let (output, verdicts) = diff_and_check(args, &rules)?;
+    let mut failed = false;
+    let mut stderr = std::io::stderr().lock();
+    for verdict in &verdicts {
+        failed |= verdict.failed;
+        writeln!(stderr, "{}", text::verdict(verdict))?;
+    }
+    Ok((output, failed))
+}
+
+fn diff_and_check(
+    args: &DiffArgs,
+    rules: &[heapgraph_analyzer::gate::Rule],
+) -> anyhow::Result<(String, Vec<heapgraph_analyzer::gate::Verdict>)> {
     let (old, new) = rayon::join(|| load_evidence(&args.old), || load_evidence(&args.new));
     let (mut old, mut new) = (old?, new?);
     if args.collapse_modules {
@@ -306,7 +327,7 @@ pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
         }
     }
     match (old, new) {
-        (Evidence::Alloc(old), Evidence::Alloc(new)) => crate::alloc::diff(args, &old, &new),
+        (Evidence::Alloc(old), Evidence::Alloc(new)) => crate::alloc::diff(args, &old, &new, rules),
         (Evidence::Graph(mut old), Evidence::Graph(mut new)) => {
             let by = match args.by {
                 None | Some(RankByArg::Retained) => RankBy::Retained,
@@ -327,14 +348,20 @@ pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<String> {
                 (&new.graph, &new_analysis),
                 by,
             );
+            let verdicts = rules
+                .iter()
+                .map(|rule| rule.check_graph(&view))
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|message| anyhow::anyhow!("--fail-if: {message}"))?;
             let old_info = DumpInfo::new(&args.old.display().to_string(), old.graph.meta());
             let new_info = DumpInfo::new(&args.new.display().to_string(), new.graph.meta());
-            Ok(match args.format {
+            let output = match args.format {
                 OutputFormat::Text => {
                     text::graph_diff(&view, &new_info, &old_info, by, args.n.unwrap_or(20))
                 }
                 OutputFormat::Json => json::graph_diff(&view, &new_info, &old_info, by, args.n),
-            })
+            };
+            Ok((output, verdicts))
         }
         _ => bail!(
             "{} and {} are not of one kind: diff compares two heap dumps, or two allocation snapshots",

@@ -779,3 +779,31 @@ pub fn leaking(view: &LeakingView, info: &DumpInfo, n: usize) -> String {
     }
     out
 }
+
+/// One `--fail-if` verdict on a line: `gate failed: RULE: measured +23.4% (+1.2 MiB, 5.1 MiB →
+/// 6.3 MiB)`.
+pub fn verdict(verdict: &heapgraph_analyzer::gate::Verdict) -> String {
+    let amount = |value: i64| {
+        if verdict.bytes {
+            human_bytes(value.max(0) as u64)
+        } else {
+            value.to_string()
+        }
+    };
+    let change = if verdict.bytes {
+        signed_bytes(verdict.delta())
+    } else {
+        signed_count(verdict.delta())
+    };
+    let relative = verdict.relative().map_or_else(
+        || "from nothing".to_owned(),
+        |r| format!("{:+.1}%", r * 100.0),
+    );
+    format!(
+        "gate {}: {}: measured {relative} ({change}, {} → {})",
+        if verdict.failed { "FAILED" } else { "passed" },
+        verdict.rule,
+        amount(verdict.before),
+        amount(verdict.after)
+    )
+}
