@@ -518,3 +518,52 @@ fn the_gate_measures_type_growth_between_python_dumps() {
     let same = heapgraph(&["diff", &after, &after, "--fail-if", "total > 0"]);
     assert_eq!(same.status.code(), Some(0));
 }
+
+#[test]
+fn diff_matches_holders_by_their_path_from_the_root() {
+    let diff = json(&[
+        "diff",
+        &dump("before"),
+        &dump("after"),
+        "--collapse-modules",
+        "--format",
+        "json",
+    ]);
+    let holders = diff["holders"].as_array().unwrap();
+    let find = |signature: &str| {
+        holders
+            .iter()
+            .find(|holder| holder["signature"] == signature)
+            .unwrap_or_else(|| panic!("{signature} not among {holders:#?}"))
+    };
+    let requests = find(
+        "(root).module __main__ → module.__dict__ → dict.cache → __main__.SessionCache.history → list[] → __main__.Request",
+    );
+    assert_eq!(requests["status"], "grown");
+    assert_eq!(
+        (
+            requests["count_before"].as_u64(),
+            requests["count_after"].as_u64()
+        ),
+        (Some(100), Some(300))
+    );
+    let cache =
+        find("(root).module __main__ → module.__dict__ → dict.cache → __main__.SessionCache");
+    assert_eq!(cache["count_after"], 1);
+    assert!(cache["retained_delta"].as_i64().unwrap() > 0);
+    // A holder gate over the cache's own signature.
+    let gate = heapgraph(&[
+        "diff",
+        &dump("before"),
+        &dump("after"),
+        "--collapse-modules",
+        "--fail-if",
+        "retained(holder~SessionCache$) > +100%",
+    ]);
+    assert_eq!(
+        gate.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&gate.stderr)
+    );
+}

@@ -1,11 +1,13 @@
 //! What grew between two heap dumps, by type: counts, shallow and retained sizes before and
 //! after, as objgraph's `show_growth` does by count, with the sizes it never had.
 
+use crate::edge_rule::StrongEdges;
 use crate::view::RankBy;
 use crate::{Analysis, TypeTotals};
-use heapgraph_model::HeapGraph;
-use rustc_hash::FxHashMap;
+use heapgraph_model::{EdgeName, HeapGraph, StringId};
+use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
+use std::hash::{Hash, Hasher};
 
 /// One type's change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +68,233 @@ pub struct GraphDiffView {
     pub after: DumpTotals,
     /// Every type of either dump, the largest change by `by` first.
     pub types: Vec<TypeDelta>,
+    /// Holders matched across the dumps by retainer-path signature, the largest change first.
+    pub holders: Vec<HolderDelta>,
 }
+
+/// How a holder changed between the dumps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HolderStatus {
+    /// Only in the newer dump.
+    New,
+    /// Only in the older dump.
+    Gone,
+    /// Retains more.
+    Grown,
+    /// Retains less.
+    Shrunk,
+    /// Retains the same.
+    Same,
+}
+
+impl HolderStatus {
+    /// The name used in output.
+    pub fn name(self) -> &'static str {
+        match self {
+            HolderStatus::New => "new",
+            HolderStatus::Gone => "gone",
+            HolderStatus::Grown => "grown",
+            HolderStatus::Shrunk => "shrunk",
+            HolderStatus::Same => "same",
+        }
+    }
+}
+
+/// The objects at one retainer-path signature (the types and edge names on the first
+/// breadth-first path from the root, array indices left out), in both dumps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HolderDelta {
+    /// `(root).module __main__ → module.__dict__ → dict.cache → __main__.SessionCache`.
+    pub signature: String,
+    /// New, gone, grown, shrunk or the same.
+    pub status: HolderStatus,
+    /// Objects with this signature before and after.
+    pub count_before: u64,
+    /// See `count_before`.
+    pub count_after: u64,
+    /// Their retained sizes, summed, before and after.
+    pub retained_before: u64,
+    /// See `retained_before`.
+    pub retained_after: u64,
+}
+
+impl HolderDelta {
+    /// `retained_after - retained_before`.
+    pub fn retained_delta(&self) -> i64 {
+        delta(self.retained_before, self.retained_after)
+    }
+}
+
+/// Signatures of one dump: per node its breadth-first parent and edge, and per signature hash
+/// the objects' count, retained sum and the node that retains the most.
+struct Signatures {
+    parent: Vec<(u32, u32)>,
+    totals: FxHashMap<u64, (u64, u64, u32)>,
+}
+
+fn text_hash(text: &str) -> u64 {
+    let mut hasher = FxHasher::default();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The breadth-first tree over retaining edges, each node's signature hashed from its parent's,
+/// its type and the edge's name (indices as `[]`, so that list slots match across dumps).
+///
+/// Complexity: O(V + E) time, O(V) space.
+fn signatures(graph: &HeapGraph, analysis: &Analysis) -> Signatures {
+    let n = graph.node_count();
+    let strong = StrongEdges::new(graph, &analysis.edge_rule);
+    let mut text_hashes: FxHashMap<StringId, u64> = FxHashMap::default();
+    let mut type_hash = |id: StringId| {
+        *text_hashes
+            .entry(id)
+            .or_insert_with(|| text_hash(graph.strings().get(id)))
+    };
+    let mut hash = vec![0u64; n];
+    let mut parent = vec![(u32::MAX, 0u32); n];
+    let root = graph.root();
+    hash[root.index()] = text_hash("(root)") | 1;
+    let mut queue = std::collections::VecDeque::from([root.to_raw()]);
+    while let Some(from) = queue.pop_front() {
+        let from_node = graph.node(from as usize).unwrap_or(root);
+        for edge in graph.edge_range(from_node) {
+            let to = graph.parts().edge_to[edge];
+            if hash[to as usize] != 0 || !strong.retains(from, edge, to) {
+                continue;
+            }
+            let edge_hash = match graph.edge_name(edge) {
+                EdgeName::Named(name) => text_hash(name),
+                EdgeName::Index(_) => text_hash("[]"),
+            };
+            let to_node = graph.node(to as usize).unwrap_or(root);
+            let mut hasher = FxHasher::default();
+            (
+                hash[from as usize],
+                edge_hash,
+                type_hash(graph.type_id(to_node)),
+            )
+                .hash(&mut hasher);
+            // 0 marks "not reached".
+            hash[to as usize] = hasher.finish() | 1;
+            parent[to as usize] = (from, edge as u32);
+            queue.push_back(to);
+        }
+    }
+    let mut totals: FxHashMap<u64, (u64, u64, u32)> = FxHashMap::default();
+    let tree = &analysis.dominators;
+    for node in graph.nodes() {
+        let sig = hash[node.index()];
+        if sig == 0 || graph.is_synthetic(node) {
+            continue;
+        }
+        let retained = tree.retained_size[node.index()];
+        let entry = totals.entry(sig).or_insert((0, 0, node.to_raw()));
+        entry.0 += 1;
+        entry.1 += retained;
+        if retained > tree.retained_size[entry.2 as usize] {
+            entry.2 = node.to_raw();
+        }
+    }
+    Signatures { parent, totals }
+}
+
+/// The text of `node`'s signature, from the root down.
+fn signature_text(graph: &HeapGraph, signatures: &Signatures, node: u32) -> String {
+    let mut steps: Vec<(u32, u32)> = Vec::new();
+    let mut at = node;
+    while signatures.parent[at as usize].0 != u32::MAX {
+        let (from, edge) = signatures.parent[at as usize];
+        steps.push((from, edge));
+        at = from;
+    }
+    let type_of = |raw: u32| {
+        let name = graph
+            .node(raw as usize)
+            .map_or("?", |node| graph.type_name(node));
+        name.strip_prefix("builtins.").unwrap_or(name)
+    };
+    let mut text = String::new();
+    for &(from, edge) in steps.iter().rev() {
+        let edge = match graph.edge_name(edge as usize) {
+            EdgeName::Named(name) => format!(".{name}"),
+            EdgeName::Index(_) => "[]".to_owned(),
+        };
+        if from == graph.root().to_raw() {
+            text.push_str("(root)");
+        } else {
+            text.push_str(type_of(from));
+        }
+        text.push_str(&edge);
+        text.push_str(" → ");
+    }
+    text.push_str(type_of(node));
+    text
+}
+
+/// Holders in either dump: the `candidates` signatures that retain the most in each, matched by
+/// signature, the largest change of retained size first (then by signature).
+fn holder_deltas(
+    before: (&HeapGraph, &Analysis),
+    after: (&HeapGraph, &Analysis),
+    candidates: usize,
+) -> Vec<HolderDelta> {
+    let (old, new) = rayon::join(
+        || signatures(before.0, before.1),
+        || signatures(after.0, after.1),
+    );
+    let top = |sigs: &Signatures| -> Vec<u64> {
+        let mut all: Vec<(u64, u64)> = sigs.totals.iter().map(|(&h, t)| (t.1, h)).collect();
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        all.into_iter().take(candidates).map(|(_, h)| h).collect()
+    };
+    let mut chosen = top(&old);
+    chosen.extend(top(&new));
+    chosen.sort_unstable();
+    chosen.dedup();
+    let mut rows: Vec<HolderDelta> = chosen
+        .into_iter()
+        .map(|sig| {
+            let (count_before, retained_before, old_node) =
+                old.totals.get(&sig).copied().unwrap_or((0, 0, u32::MAX));
+            let (count_after, retained_after, new_node) =
+                new.totals.get(&sig).copied().unwrap_or((0, 0, u32::MAX));
+            let signature = if new_node != u32::MAX {
+                signature_text(after.0, &new, new_node)
+            } else {
+                signature_text(before.0, &old, old_node)
+            };
+            let status = if count_before == 0 {
+                HolderStatus::New
+            } else if count_after == 0 {
+                HolderStatus::Gone
+            } else if retained_after > retained_before {
+                HolderStatus::Grown
+            } else if retained_after < retained_before {
+                HolderStatus::Shrunk
+            } else {
+                HolderStatus::Same
+            };
+            HolderDelta {
+                signature,
+                status,
+                count_before,
+                count_after,
+                retained_before,
+                retained_after,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        Reverse(a.retained_delta().unsigned_abs())
+            .cmp(&Reverse(b.retained_delta().unsigned_abs()))
+            .then_with(|| a.signature.cmp(&b.signature))
+    });
+    rows
+}
+
+/// How many signatures of each dump, by retained size, are compared as holders.
+pub const HOLDER_CANDIDATES: usize = 500;
 
 fn totals_of(graph: &HeapGraph, analysis: &Analysis) -> DumpTotals {
     let totals = analysis.type_totals(graph);
@@ -138,6 +366,7 @@ pub fn diff_types(
         before: totals_of(before.0, before.1),
         after: totals_of(after.0, after.1),
         types: rows,
+        holders: holder_deltas(before, after, HOLDER_CANDIDATES),
     }
 }
 
@@ -149,9 +378,9 @@ mod tests {
 
     #[test]
     fn growth_is_ranked_and_signed() {
-        let before = graph("root -> cache: 8; cache -> Item#1: 16");
+        let before = graph("root -> cache: 8; cache -e> Item#1: 16");
         let after = graph(
-            "root -> cache: 8; cache -> Item#1: 16; cache -> Item#2: 16; cache -> Item#3: 16; root -> Extra#9: 4",
+            "root -> cache: 8; cache -e> Item#1: 16; cache -e> Item#2: 16; cache -e> Item#3: 16; root -> Extra#9: 4",
         );
         let options = |g: &HeapGraph| Options {
             edge_rule: EdgeRule::for_runtime(g.meta().runtime),
@@ -172,6 +401,20 @@ mod tests {
         assert_eq!((extra.count_before, extra.count_after), (0, 1));
         let by_count = diff_types((&before, &a), (&after, &b), RankBy::Count);
         assert_eq!(by_count.types[0].type_name, "Item");
+        // Holders: the cache grew (two more items at one signature), Extra is new.
+        let sigs: Vec<&str> = view.holders.iter().map(|h| h.signature.as_str()).collect();
+        let holder = |sig: &str| {
+            view.holders
+                .iter()
+                .find(|h| h.signature == sig)
+                .unwrap_or_else(|| panic!("{sig} not in {sigs:?}"))
+        };
+        let cache = holder("(root).cache → cache");
+        assert_eq!(cache.status, HolderStatus::Grown);
+        assert_eq!(cache.retained_delta(), 32);
+        let items = holder("(root).cache → cache[] → Item");
+        assert_eq!((items.count_before, items.count_after), (1, 3));
+        assert_eq!(holder("(root).Extra#9 → Extra").status, HolderStatus::New);
         assert_eq!(view.after.shallow - view.before.shallow, 36);
     }
 }

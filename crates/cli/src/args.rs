@@ -36,8 +36,9 @@ pub(crate) enum Command {
     /// Strings grouped by value; --duplicates shows the values held more than once and the
     /// bytes the copies waste
     Strings(StringsArgs),
-    /// What grew between two dumps: heap dumps by type (count, shallow, retained), allocation
-    /// snapshots (tracemalloc, CUDA) by allocating site, as tracemalloc's Snapshot.compare_to
+    /// What grew between two dumps: heap dumps by type (count, shallow, retained) and by holder
+    /// (matched by its path from the root), allocation snapshots (tracemalloc, CUDA) by
+    /// allocating site, as tracemalloc's Snapshot.compare_to; --fail-if gates for CI
     Diff(DiffArgs),
     /// What filled a GPU: a PyTorch CUDA memory snapshot's allocated and reserved bytes, live
     /// memory by allocating stack, fragmentation, the failed request of an OOM, the timeline
@@ -227,7 +228,7 @@ pub(crate) struct DiffArgs {
     /// A regression gate: exit 1 if this rule holds. METRIC[(SELECTOR)] OP VALUE, like
     /// 'retained(type~Cache) > +10%', 'total > +64MiB', 'size(site~loader.py) >= +1MB'.
     /// METRIC: total, count, shallow, retained (heap dumps), size (allocation snapshots);
-    /// SELECTOR: type~REGEX, type=NAME, site~REGEX; OP: > or >=; KiB/MiB/GiB binary,
+    /// SELECTOR: type~REGEX, type=NAME, holder~REGEX, site~REGEX; OP: > or >=; KiB/MiB/GiB binary,
     /// KB/MB/GB decimal. May be repeated; every rule is printed on stderr with what it measured
     #[arg(long = "fail-if", value_name = "RULE")]
     pub(crate) fail_if: Vec<String>,

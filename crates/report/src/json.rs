@@ -605,6 +605,17 @@ struct DiffType<'a> {
 }
 
 #[derive(Serialize)]
+struct DiffHolder<'a> {
+    signature: &'a str,
+    status: &'static str,
+    count_before: u64,
+    count_after: u64,
+    retained_before: u64,
+    retained_after: u64,
+    retained_delta: i64,
+}
+
+#[derive(Serialize)]
 struct Diff<'a> {
     schema: &'static str,
     dump: Dump<'a>,
@@ -612,6 +623,7 @@ struct Diff<'a> {
     by: &'static str,
     total: DiffTotal,
     types: Vec<DiffType<'a>>,
+    holders: Vec<DiffHolder<'a>>,
 }
 
 /// `heapgraph.diff/1` of two heap dumps, with at most `n` types (all when `None`).
@@ -653,6 +665,18 @@ pub fn graph_diff(
                 retained_before: row.retained_before,
                 retained_after: row.retained_after,
                 retained_delta: row.retained_delta(),
+            })
+            .collect(),
+        holders: view.holders[..view.holders.len().min(n.unwrap_or(usize::MAX))]
+            .iter()
+            .map(|holder| DiffHolder {
+                signature: &holder.signature,
+                status: holder.status.name(),
+                count_before: holder.count_before,
+                count_after: holder.count_after,
+                retained_before: holder.retained_before,
+                retained_after: holder.retained_after,
+                retained_delta: holder.retained_delta(),
             })
             .collect(),
     })

@@ -748,6 +748,35 @@ pub fn graph_diff(
         ]);
     }
     table.render(&mut out);
+    let holders: Vec<_> = view
+        .holders
+        .iter()
+        .filter(|holder| holder.retained_delta() != 0)
+        .take(n)
+        .collect();
+    if !holders.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nholders that changed most (matched by their path from the root):\n"
+        );
+        let mut table = Table::new(&[
+            ("status", false),
+            ("retained", true),
+            ("change", true),
+            ("objects", true),
+            ("holder", false),
+        ]);
+        for holder in holders {
+            table.row(vec![
+                holder.status.name().to_owned(),
+                human_bytes(holder.retained_after),
+                signed_bytes(holder.retained_delta()),
+                holder.count_after.to_string(),
+                short(&holder.signature, 120),
+            ]);
+        }
+        table.render(&mut out);
+    }
     out
 }
 
