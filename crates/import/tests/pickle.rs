@@ -133,3 +133,31 @@ proptest! {
         let _ = import_pickle(&bytes);
     }
 }
+
+#[test]
+fn stacks_shared_through_the_memo_are_stored_once_by_content() {
+    // The large fixture: 215,687 trace entries and 143,809 frame-list objects, which Python
+    // sees as 30 distinct stacks by content (../shared/docs/formats.md, 3.3).
+    let bytes = fixture_bytes("torch-cuda/transformer_train_large.pickle.gz");
+    let Ok(Dump::Alloc(snapshot)) = import_pickle(&bytes) else {
+        panic!("a CUDA snapshot");
+    };
+    let cuda = snapshot.cuda.as_ref().expect("CUDA state");
+    assert_eq!(cuda.trace.len(), 215_687);
+    // Every stack the snapshot uses, counted by content, as Python would.
+    let mut used: Vec<usize> = cuda
+        .trace
+        .iter()
+        .map(|event| event.stack.index())
+        .chain(cuda.blocks.iter().map(|block| block.stack.index()))
+        .chain(cuda.segments.iter().map(|segment| segment.stack.index()))
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    assert_eq!(
+        used.len(),
+        30,
+        "distinct stacks in use, the empty one included"
+    );
+    assert_eq!(snapshot.stacks.stack_count(), 30, "each stored once");
+}
