@@ -2,7 +2,7 @@
 //! the largest live blocks and the code that allocated them, fragmentation, the failed request
 //! of an out-of-memory event, and the allocated and reserved bytes over time from the trace.
 
-use crate::sites::{SiteFrame, SiteKey, SiteOptions, SiteRow, is_library_file, statistics};
+use crate::sites::{SiteFrame, SiteKey, SiteOptions, SiteRow, fold_library_frames, statistics};
 use heapgraph_model::{AllocSnapshot, BlockState, CudaState, StackId, TraceAction};
 
 /// How much of the snapshot to list.
@@ -162,8 +162,8 @@ pub fn stack_frames(snapshot: &AllocSnapshot, stack: StackId, all_frames: bool) 
             }
         })
         .collect();
-    if !all_frames && frames.iter().any(|frame| !is_library_file(&frame.filename)) {
-        frames.retain(|frame| !is_library_file(&frame.filename));
+    if !all_frames {
+        fold_library_frames(&mut frames);
     }
     frames
 }

@@ -43,7 +43,7 @@ pub struct SiteOptions {
     /// (`tracemalloc.Filter(False, pattern)`).
     pub exclude: Vec<String>,
     /// Leave library frames (site-packages, the standard library) out of stacks before grouping,
-    /// keeping the user's own code; a stack of library frames only keeps its innermost frame.
+    /// keeping the user's own code; a stack of library frames only is kept whole.
     pub user_frames_only: bool,
 }
 
@@ -113,6 +113,14 @@ pub fn is_library_file(filename: &str) -> bool {
         || filename.contains("/dist-packages/")
         || filename.starts_with("<frozen ")
         || is_stdlib_path(filename)
+}
+
+/// Leaves out the library frames of a stack that has frames of the user's own code; a stack of
+/// library frames only is kept whole.
+pub fn fold_library_frames(frames: &mut Vec<SiteFrame>) {
+    if frames.iter().any(|frame| !is_library_file(&frame.filename)) {
+        frames.retain(|frame| !is_library_file(&frame.filename));
+    }
 }
 
 /// `…/lib/python3.12/x.py`, but not inside site-packages (handled above).
@@ -277,12 +285,8 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
         groups.total_size += bytes;
         groups.total_count += count;
         let mut frames: Vec<SiteFrame> = raw.iter().map(|&frame| text_of(frame)).collect();
-        if options.user_frames_only && frames.iter().any(|f| is_library_file(&f.filename)) {
-            let innermost = frames.first().cloned();
-            frames.retain(|frame| !is_library_file(&frame.filename));
-            if frames.is_empty() {
-                frames.extend(innermost);
-            }
+        if options.user_frames_only {
+            fold_library_frames(&mut frames);
         }
         let by_file = |frame: &SiteFrame| SiteFrame {
             filename: frame.filename.clone(),
