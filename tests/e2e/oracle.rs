@@ -233,3 +233,70 @@ fn dominators_equal_petgraphs_simple_fast_on_the_fixtures() {
         }
     }
 }
+
+#[test]
+fn leaks_alive_from_the_target_equal_memlabs_find_leaks() {
+    let oracle_dir = repo_root().join("tests/oracle");
+    assert!(
+        oracle_dir.join("node_modules").exists(),
+        "run `npm ci --ignore-scripts` in tests/oracle"
+    );
+    let out = temp_dir("oracle").join("memlab-leaks.json");
+    let status = Command::new("node")
+        .arg("--max-old-space-size=4000")
+        .arg(oracle_dir.join("memlab_leaks.js"))
+        .arg("-o")
+        .arg(&out)
+        .args(V8_FIXTURES.map(fixture))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("node runs");
+    assert!(status.success(), "memlab_leaks.js failed");
+    let memlab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let files: Vec<String> = V8_FIXTURES
+        .iter()
+        .map(|name| crate::support::path_str(&fixture(name)).to_owned())
+        .collect();
+    let ours =
+        crate::support::json(&["leaks", &files[0], &files[1], &files[2], "--format", "json"]);
+    let kinds: HashMap<(String, String), (u64, u64)> = ours["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                (
+                    row["name"].as_str().unwrap().to_owned(),
+                    row["kind"].as_str().unwrap().to_owned(),
+                ),
+                (
+                    row["count"].as_u64().unwrap(),
+                    row["retained_size"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect();
+    let rows = memlab["kinds"].as_array().unwrap();
+    assert_eq!(rows.len(), 20, "memlab shows its top 20");
+    for row in rows {
+        let key = (
+            row["name"].as_str().unwrap().to_owned(),
+            row["type"].as_str().unwrap().to_owned(),
+        );
+        let expected = (
+            row["count"].as_u64().unwrap(),
+            row["retainedSize"].as_u64().unwrap(),
+        );
+        assert_eq!(kinds.get(&key), Some(&expected), "{key:?}");
+    }
+    // The planted leak is one cluster: the requests kept in the cache's map.
+    let first = &ours["clusters"][0];
+    assert_eq!(first["count"], 100);
+    assert!(
+        first["signature"]
+            .as_str()
+            .unwrap()
+            .ends_with("LeakyCache.entries → Map.table → (array)[] → LeakyRequest")
+    );
+}

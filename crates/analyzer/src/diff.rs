@@ -125,11 +125,19 @@ impl HolderDelta {
     }
 }
 
-/// Signatures of one dump: per node its breadth-first parent and edge, and per signature hash
-/// the objects' count, retained sum and the node that retains the most.
-struct Signatures {
+/// Signatures of one dump: per node its signature hash (0: not reached) and its breadth-first
+/// parent and edge, and per signature hash the objects' count, retained sum and the node that
+/// retains the most.
+pub(crate) struct Signatures {
+    pub(crate) hash: Vec<u64>,
     parent: Vec<(u32, u32)>,
     totals: FxHashMap<u64, (u64, u64, u32)>,
+}
+
+/// Whether an edge name is a slot number (V8 names a hash table's slots `"341"`): slots are
+/// written `[]` in signatures, so that one container's entries share one.
+fn is_slot(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn text_hash(text: &str) -> u64 {
@@ -142,7 +150,7 @@ fn text_hash(text: &str) -> u64 {
 /// its type and the edge's name (indices as `[]`, so that list slots match across dumps).
 ///
 /// Complexity: O(V + E) time, O(V) space.
-fn signatures(graph: &HeapGraph, analysis: &Analysis) -> Signatures {
+pub(crate) fn signatures(graph: &HeapGraph, analysis: &Analysis) -> Signatures {
     let n = graph.node_count();
     let strong = StrongEdges::new(graph, &analysis.edge_rule);
     let mut text_hashes: FxHashMap<StringId, u64> = FxHashMap::default();
@@ -164,8 +172,8 @@ fn signatures(graph: &HeapGraph, analysis: &Analysis) -> Signatures {
                 continue;
             }
             let edge_hash = match graph.edge_name(edge) {
-                EdgeName::Named(name) => text_hash(name),
-                EdgeName::Index(_) => text_hash("[]"),
+                EdgeName::Named(name) if !is_slot(name) => text_hash(name),
+                _ => text_hash("[]"),
             };
             let to_node = graph.node(to as usize).unwrap_or(root);
             let mut hasher = FxHasher::default();
@@ -196,11 +204,15 @@ fn signatures(graph: &HeapGraph, analysis: &Analysis) -> Signatures {
             entry.2 = node.to_raw();
         }
     }
-    Signatures { parent, totals }
+    Signatures {
+        hash,
+        parent,
+        totals,
+    }
 }
 
 /// The text of `node`'s signature, from the root down.
-fn signature_text(graph: &HeapGraph, signatures: &Signatures, node: u32) -> String {
+pub(crate) fn signature_text(graph: &HeapGraph, signatures: &Signatures, node: u32) -> String {
     let mut steps: Vec<(u32, u32)> = Vec::new();
     let mut at = node;
     while signatures.parent[at as usize].0 != u32::MAX {
@@ -217,8 +229,8 @@ fn signature_text(graph: &HeapGraph, signatures: &Signatures, node: u32) -> Stri
     let mut text = String::new();
     for &(from, edge) in steps.iter().rev() {
         let edge = match graph.edge_name(edge as usize) {
-            EdgeName::Named(name) => format!(".{name}"),
-            EdgeName::Index(_) => "[]".to_owned(),
+            EdgeName::Named(name) if !is_slot(name) => format!(".{name}"),
+            _ => "[]".to_owned(),
         };
         if from == graph.root().to_raw() {
             text.push_str("(root)");

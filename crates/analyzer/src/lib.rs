@@ -23,6 +23,7 @@ mod edge_rule;
 pub mod gate;
 pub mod gpu;
 mod histogram;
+pub mod leaks;
 mod paths;
 mod queries;
 pub mod sites;

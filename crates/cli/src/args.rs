@@ -49,6 +49,9 @@ pub(crate) enum Command {
     /// The references into an object, some levels up, as a Graphviz DOT graph (objgraph's
     /// show_backrefs)
     Graph(GraphArgs),
+    /// memlab's three-snapshot method: objects allocated between BASELINE and TARGET that are
+    /// still alive in FINAL (matched by V8 object id), clustered by their path from the root
+    Leaks(LeaksArgs),
     /// Take a dump of a running process from outside
     #[command(subcommand)]
     Capture(CaptureCommand),
@@ -79,6 +82,23 @@ pub(crate) struct CaptureArgs {
     /// heapgraph_dump.dump(path), or heapgraph_dump.install() to dump on SIGUSR2
     #[arg(long, conflicts_with_all = ["pid", "output"])]
     pub(crate) print_dumper: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct LeaksArgs {
+    /// The snapshot before the action under test
+    pub(crate) baseline: PathBuf,
+    /// The snapshot after the action
+    pub(crate) target: PathBuf,
+    /// The snapshot after undoing the action (what is still alive here leaked)
+    #[arg(name = "final")]
+    pub(crate) final_: PathBuf,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) format: OutputFormat,
+    /// Clusters to list
+    #[arg(short = 'n', default_value_t = 20)]
+    pub(crate) n: usize,
 }
 
 #[derive(Args, Debug)]

@@ -2,8 +2,8 @@
 //! arguments.
 
 use crate::args::{
-    Common, ConvertArgs, DiffArgs, DominatorsArgs, GraphArgs, LeakingArgs, OutputFormat, RankByArg,
-    SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs, WhoHoldsArgs,
+    Common, ConvertArgs, DiffArgs, DominatorsArgs, GraphArgs, LeakingArgs, LeaksArgs, OutputFormat,
+    RankByArg, SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs, WhoHoldsArgs,
 };
 use crate::load::{
     Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner, stored_of,
@@ -254,6 +254,28 @@ pub(crate) fn leaking(args: &LeakingArgs) -> anyhow::Result<String> {
     Ok(match args.common.format {
         OutputFormat::Text => text::leaking(&view, &info, args.n),
         OutputFormat::Json => json::leaking(&view, &info),
+    })
+}
+
+/// `leaks`: memlab's three-snapshot method.
+pub(crate) fn leaks(args: &LeaksArgs) -> anyhow::Result<String> {
+    let (baseline, (target, final_)) = rayon::join(
+        || load(&args.baseline),
+        || rayon::join(|| load(&args.target), || load(&args.final_)),
+    );
+    let (baseline, target, mut final_) = (baseline?, target?, final_?);
+    let analysis = final_.analyze(false)?;
+    let view = heapgraph_analyzer::leaks::leaks(
+        &baseline.graph,
+        &target.graph,
+        &final_.graph,
+        &analysis,
+        args.n,
+    );
+    let info = DumpInfo::new(&args.final_.display().to_string(), final_.graph.meta());
+    Ok(match args.format {
+        OutputFormat::Text => text::leaks(&view, &info),
+        OutputFormat::Json => json::leaks(&view, &info),
     })
 }
 

@@ -6,6 +6,7 @@ use crate::DumpInfo;
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
+use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteRow, SitesView};
 use heapgraph_analyzer::{
     DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
@@ -717,5 +718,59 @@ pub fn leaking(view: &LeakingView, info: &DumpInfo) -> String {
             })
             .collect(),
         objects: view.objects.iter().map(Into::into).collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct LeakClusterEntry<'a> {
+    signature: &'a str,
+    count: u64,
+    retained_size: u64,
+    representative: Object<'a>,
+}
+
+#[derive(Serialize)]
+struct LeakKindEntry<'a> {
+    name: &'a str,
+    kind: &'a str,
+    count: u64,
+    retained_size: u64,
+}
+
+#[derive(Serialize)]
+struct Leaks<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    leaked: u64,
+    clusters: Vec<LeakClusterEntry<'a>>,
+    kinds: Vec<LeakKindEntry<'a>>,
+}
+
+/// `heapgraph.leaks/1`.
+pub fn leaks(view: &LeaksView, info: &DumpInfo) -> String {
+    to_string(&Leaks {
+        schema: "heapgraph.leaks/1",
+        dump: info.into(),
+        leaked: view.leaked,
+        clusters: view
+            .clusters
+            .iter()
+            .map(|cluster| LeakClusterEntry {
+                signature: &cluster.signature,
+                count: cluster.count,
+                retained_size: cluster.retained_size,
+                representative: (&cluster.representative).into(),
+            })
+            .collect(),
+        kinds: view
+            .kinds
+            .iter()
+            .map(|kind| LeakKindEntry {
+                name: &kind.name,
+                kind: &kind.kind,
+                count: kind.count,
+                retained_size: kind.retained_size,
+            })
+            .collect(),
     })
 }

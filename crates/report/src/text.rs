@@ -4,6 +4,7 @@ use crate::{DumpInfo, human_bytes, rank_name, signed_bytes};
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
+use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SitesView};
 use heapgraph_analyzer::{
     DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
@@ -835,4 +836,48 @@ pub fn verdict(verdict: &heapgraph_analyzer::gate::Verdict) -> String {
         amount(verdict.before),
         amount(verdict.after)
     )
+}
+
+/// `leaks`: the clusters of objects new in the target and alive in the final snapshot.
+pub fn leaks(view: &LeaksView, info: &DumpInfo) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    let _ = writeln!(
+        out,
+        "{} objects allocated between the baseline and the target are still alive here\n",
+        view.leaked
+    );
+    let mut table = Table::new(&[
+        ("retained", true),
+        ("objects", true),
+        ("path from the root", false),
+    ]);
+    for cluster in &view.clusters {
+        table.row(vec![
+            human_bytes(cluster.retained_size),
+            cluster.count.to_string(),
+            short(&cluster.signature, 140),
+        ]);
+    }
+    table.render(&mut out);
+    let _ = writeln!(
+        out,
+        "\nby kind (as memlab's \"alive objects allocated in target\"):\n"
+    );
+    let mut table = Table::new(&[
+        ("retained", true),
+        ("count", true),
+        ("kind", false),
+        ("name", false),
+    ]);
+    for kind in view.kinds.iter().take(20) {
+        table.row(vec![
+            human_bytes(kind.retained_size),
+            kind.count.to_string(),
+            kind.kind.clone(),
+            short(&kind.name, 60),
+        ]);
+    }
+    table.render(&mut out);
+    out
 }
