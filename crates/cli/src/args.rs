@@ -49,6 +49,9 @@ pub(crate) enum Command {
     /// The references into an object, some levels up, as a Graphviz DOT graph (objgraph's
     /// show_backrefs)
     Graph(GraphArgs),
+    /// A self-contained HTML incident report (no network, inline charts): one dump, a series of
+    /// dumps of one process, a baseline and a release, or a CUDA snapshot
+    Report(ReportArgs),
     /// memlab's three-snapshot method: objects allocated between BASELINE and TARGET that are
     /// still alive in FINAL (matched by V8 object id), clustered by their path from the root
     Leaks(LeaksArgs),
@@ -82,6 +85,23 @@ pub(crate) struct CaptureArgs {
     /// heapgraph_dump.dump(path), or heapgraph_dump.install() to dump on SIGUSR2
     #[arg(long, conflicts_with_all = ["pid", "output"])]
     pub(crate) print_dumper: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ReportArgs {
+    /// The dumps: one, or a series of one process, oldest first
+    #[arg(required = true)]
+    pub(crate) files: Vec<PathBuf>,
+    /// Compare with this dump (an earlier release), as the first of the series
+    #[arg(long)]
+    pub(crate) baseline: Option<PathBuf>,
+    /// Where to write the page
+    #[arg(short = 'o', long = "output")]
+    pub(crate) output: PathBuf,
+    /// Leave the generation time out (as does setting SOURCE_DATE_EPOCH, which gives the time to
+    /// show), so that the same inputs give the same bytes
+    #[arg(long)]
+    pub(crate) no_timestamp: bool,
 }
 
 #[derive(Args, Debug)]

@@ -5,6 +5,7 @@ mod alloc;
 mod args;
 mod capture;
 mod load;
+mod report;
 mod verbs;
 
 use clap::Parser;
@@ -49,6 +50,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Gpu(args) => alloc::gpu(&args)?,
         args::Command::Leaking(args) => verbs::leaking(&args)?,
         args::Command::Leaks(args) => verbs::leaks(&args)?,
+        args::Command::Report(args) => report::report(&args)?,
         args::Command::Graph(args) => verbs::graph(&args)?,
         args::Command::Capture(args::CaptureCommand::Python(args)) => capture::python(&args)?,
         args::Command::Convert(args) => verbs::convert(&args)?,

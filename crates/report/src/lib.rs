@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod dot;
+pub mod html;
 pub mod json;
 pub mod text;
 

@@ -1,0 +1,157 @@
+//! `heapgraph report`: the self-contained HTML page for an incident.
+
+use crate::args::ReportArgs;
+use crate::load::{Evidence, load_evidence};
+use anyhow::{Context, bail};
+use heapgraph_analyzer::gpu::GpuOptions;
+use heapgraph_analyzer::{Analysis, RankBy, SummaryView};
+use heapgraph_report::DumpInfo;
+use heapgraph_report::html::{GpuSection, HeapSection, Report, SeriesSection};
+use std::path::PathBuf;
+
+/// Depth and share of the dominator tree the page holds (about the top 500 nodes at most).
+const TREE_DEPTH: u32 = 6;
+const TREE_MIN_SHARE: f64 = 0.002;
+const TREE_MAX_NODES: usize = 500;
+
+/// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch (Howard Hinnant's civil date).
+fn utc(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let rest = seconds % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+fn generated_at(args: &ReportArgs) -> Option<String> {
+    if args.no_timestamp {
+        return None;
+    }
+    if let Ok(epoch) = std::env::var("SOURCE_DATE_EPOCH") {
+        return epoch.trim().parse().ok().map(utc);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some(utc(now.as_secs()))
+}
+
+struct Analysed {
+    info: DumpInfo,
+    graph: heapgraph_model::HeapGraph,
+    analysis: Analysis,
+}
+
+pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
+    let mut files: Vec<PathBuf> = args.baseline.iter().cloned().collect();
+    files.extend(args.files.iter().cloned());
+    let mut dumps: Vec<Analysed> = Vec::new();
+    let mut gpu = None;
+    for file in &files {
+        match load_evidence(file)? {
+            Evidence::Graph(mut loaded) => {
+                let analysis = loaded.analyze(false)?;
+                dumps.push(Analysed {
+                    info: DumpInfo::new(&file.display().to_string(), loaded.graph.meta()),
+                    graph: loaded.graph,
+                    analysis,
+                });
+            }
+            Evidence::Alloc(snapshot) if snapshot.cuda.is_some() && files.len() == 1 => {
+                let options = GpuOptions {
+                    n: 50,
+                    all_frames: false,
+                    timeline: true,
+                };
+                let view = heapgraph_analyzer::gpu::gpu(&snapshot, &options)
+                    .context("a CUDA snapshot without allocator state")?;
+                gpu = Some((
+                    DumpInfo::for_alloc(&file.display().to_string(), &snapshot.meta),
+                    view,
+                ));
+            }
+            Evidence::Alloc(_) => bail!(
+                "{}: the report reads heap dumps (one, or a series) or one CUDA snapshot; use \
+                 `heapgraph top` or `diff` for tracemalloc dumps",
+                file.display()
+            ),
+        }
+    }
+    let summaries: Vec<SummaryView> = dumps
+        .iter()
+        .map(|dump| heapgraph_analyzer::summary(&dump.graph, &dump.analysis))
+        .collect();
+    let diff = (dumps.len() >= 2).then(|| {
+        let (first, last) = (&dumps[0], &dumps[dumps.len() - 1]);
+        heapgraph_analyzer::diff::diff_types(
+            (&first.graph, &first.analysis),
+            (&last.graph, &last.analysis),
+            RankBy::Retained,
+        )
+    });
+    let last = dumps.last();
+    let tree = last.map(|dump| {
+        let mut tree = heapgraph_analyzer::dominator_tree(
+            &dump.graph,
+            &dump.analysis,
+            TREE_DEPTH,
+            TREE_MIN_SHARE,
+        );
+        tree.nodes.truncate(TREE_MAX_NODES);
+        tree
+    });
+    let suspects = last.map(|dump| heapgraph_analyzer::suspects(&dump.graph, &dump.analysis, 0.1));
+    let page = Report {
+        generated_at: generated_at(args),
+        heap: match (last, summaries.last(), &tree, &suspects) {
+            (Some(dump), Some(summary), Some(tree), Some(suspects)) => Some(HeapSection {
+                info: &dump.info,
+                summary,
+                dominators: tree,
+                suspects,
+            }),
+            _ => None,
+        },
+        series: diff.as_ref().map(|diff| SeriesSection {
+            dumps: dumps
+                .iter()
+                .map(|dump| &dump.info)
+                .zip(&summaries)
+                .collect(),
+            diff,
+        }),
+        gpu: gpu.as_ref().map(|(info, view)| GpuSection { info, view }),
+    };
+    let html = heapgraph_report::html::report(&page);
+    std::fs::write(&args.output, &html)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    Ok(format!(
+        "wrote {} ({} KiB)\n",
+        args.output.display(),
+        html.len().div_ceil(1024)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn dates_are_civil_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_796_000_000), "2026-11-30 00:53:20 UTC");
+    }
+}

@@ -1,0 +1,106 @@
+//! The HTML report: self-contained (nothing fetched), bounded in size, the same bytes for the
+//! same inputs, and holding what the issue asks for on real dumps.
+
+use crate::support::{V8_FIXTURES, fixture, heapgraph_ok, path_str, temp_dir};
+use std::process::Command;
+
+fn report(args: &[&str], name: &str) -> String {
+    let dir = temp_dir("report");
+    let out = dir.join(name);
+    let mut all = vec!["report"];
+    all.extend(args);
+    all.extend(["-o", path_str(&out)]);
+    heapgraph_ok(&all);
+    std::fs::read_to_string(&out).unwrap()
+}
+
+/// Nothing in the page may make the browser fetch anything.
+fn assert_self_contained(html: &str) {
+    for needle in [
+        "<link",
+        "<img",
+        "src=",
+        "@import",
+        "url(",
+        "<iframe",
+        "fetch(",
+        "XMLHttpRequest",
+    ] {
+        assert!(!html.contains(needle), "the page contains {needle}");
+    }
+    // Namespaces name, they do not fetch: the only http in the page is SVG's.
+    let without_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
+    assert!(html.len() < 2 << 20, "{} bytes", html.len());
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn one_dump_gives_cards_types_tree_and_suspects() {
+    let file = fixture("java/default.hprof.gz");
+    let html = report(&[path_str(&file), "--no-timestamp"], "one.html");
+    assert_self_contained(&html);
+    for part in [
+        "class=\"cards\"",
+        "<h2>Leak suspects</h2>",
+        "com.example.SessionCache",
+        "<h2>Types (click a column to sort)</h2>",
+        "table class=\"sortable\"",
+        "<h2>Dominator tree",
+        "<details open><summary>",
+    ] {
+        assert!(html.contains(part), "{part} missing");
+    }
+    // Bounded: a few hundred tree nodes at most.
+    assert!(html.matches("<summary>").count() + html.matches("class=\"leaf\"").count() <= 500);
+}
+
+#[test]
+fn a_series_adds_a_growth_chart_and_tables() {
+    let files: Vec<String> = V8_FIXTURES
+        .iter()
+        .map(|name| path_str(&fixture(name)).to_owned())
+        .collect();
+    let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
+    args.push("--no-timestamp");
+    let html = report(&args, "series.html");
+    assert_self_contained(&html);
+    assert!(html.contains("<h2>Growth over the dumps</h2>"));
+    let svg = html.find("<svg").expect("a chart");
+    assert!(html[svg..].contains("</svg>"));
+    assert!(html.contains("Retained size of the types that grew most"));
+    assert!(html.contains(">LeakyCache<"), "the growing cache is drawn");
+    assert!(html.contains("<h2>Holders that changed"));
+    assert!(html.contains("global.requestCache → LeakyCache"));
+}
+
+#[test]
+fn the_same_inputs_give_the_same_bytes() {
+    let file = fixture("v8/app-after.heapsnapshot.gz");
+    let a = report(&[path_str(&file), "--no-timestamp"], "a.html");
+    let b = report(&[path_str(&file), "--no-timestamp"], "b.html");
+    assert_eq!(a, b);
+    assert!(!a.contains("report generated"));
+    // SOURCE_DATE_EPOCH sets the time shown.
+    let dir = temp_dir("report-epoch");
+    let out = dir.join("epoch.html");
+    let status = Command::new(env!("CARGO_BIN_EXE_heapgraph"))
+        .args(["report", path_str(&file), "-o", path_str(&out)])
+        .env("SOURCE_DATE_EPOCH", "0")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("report generated 1970-01-01 00:00:00 UTC"));
+}
+
+#[test]
+fn a_cuda_snapshot_gives_its_timeline_and_stacks() {
+    let file = fixture("torch-cuda/oom_batch_growth.pickle.gz");
+    let html = report(&[path_str(&file), "--no-timestamp"], "gpu.html");
+    assert_self_contained(&html);
+    assert!(html.contains("Out of memory: a request for 256.0 MiB failed"));
+    assert!(html.contains("<h2>GPU memory over time</h2>"));
+    assert!(html.contains("<svg"));
+    assert!(html.contains("/srv/trainer/make_fixtures.py:59 (forward)"));
+}
