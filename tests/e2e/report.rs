@@ -104,3 +104,61 @@ fn a_cuda_snapshot_gives_its_timeline_and_stacks() {
     assert!(html.contains("<svg"));
     assert!(html.contains("/srv/trainer/make_fixtures.py:59 (forward)"));
 }
+
+#[test]
+fn reports_work_in_a_real_browser() {
+    // Chromium and chromedriver come from Debian (.ci/run installs them).
+    for tool in ["chromium", "chromedriver"] {
+        assert!(
+            Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            "{tool} is needed: apt-get install chromium chromium-driver (.ci/run does)"
+        );
+    }
+    let dir = temp_dir("report-browser");
+    let files: Vec<String> = V8_FIXTURES
+        .iter()
+        .map(|name| path_str(&fixture(name)).to_owned())
+        .collect();
+    let pages = [
+        (vec![files[1].clone()], "one-dump.html"),
+        (files.clone(), "series.html"),
+        (
+            vec![path_str(&fixture("torch-cuda/oom_batch_growth.pickle.gz")).to_owned()],
+            "gpu.html",
+        ),
+    ];
+    let mut paths = Vec::new();
+    for (inputs, name) in &pages {
+        let out = dir.join(name);
+        let mut args = vec!["report".to_owned()];
+        args.extend(inputs.iter().cloned());
+        args.extend(["-o".to_owned(), path_str(&out).to_owned()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        heapgraph_ok(&args);
+        paths.push(path_str(&out).to_owned());
+    }
+    // Screenshots are kept under target/ to look at.
+    let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report-screenshots");
+    let output = Command::new("python3")
+        .arg(crate::support::repo_root().join("tests/browser/check_report.py"))
+        .arg(&shots)
+        .args(&paths)
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    for line in stdout.lines() {
+        let facts: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(facts["requests"].as_array().unwrap().len(), 1, "{line}");
+        assert!(facts["sort"]["up"].as_bool().unwrap_or(false), "{line}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -406,16 +406,28 @@ fn dominator_tree(tree: &DominatorTreeView, out: &mut String) {
     out.push_str("</div>");
 }
 
+/// The x axis of a line chart: one label per point (a series of dumps), or a value per point
+/// (time).
+enum XAxis<'a> {
+    Labels(&'a [String]),
+    Values(&'a [f64]),
+}
+
 /// A line chart of `series` (name, one value per x) as inline SVG.
 fn line_chart(
     title: &str,
     x_desc: &str,
     y_desc: &str,
-    x_labels: &[String],
+    x_axis: XAxis<'_>,
     series: &[(String, Vec<f64>)],
 ) -> String {
     let mut svg = String::new();
-    let n = x_labels.len().max(2);
+    let xs: Vec<f64> = match &x_axis {
+        XAxis::Labels(labels) => (0..labels.len()).map(|i| i as f64).collect(),
+        XAxis::Values(values) => values.to_vec(),
+    };
+    let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
+    let x_max = xs.iter().copied().fold(0.0f64, f64::max).max(x_min + 1.0);
     let y_max = series
         .iter()
         .flat_map(|(_, values)| values.iter().copied())
@@ -431,16 +443,27 @@ fn line_chart(
                 .margin(12)
                 .x_label_area_size(36)
                 .y_label_area_size(70)
-                .build_cartesian_2d(0f64..(n - 1) as f64, 0f64..y_max)?;
-            let labels = x_labels.to_vec();
+                .build_cartesian_2d(x_min..x_max, 0f64..y_max)?;
+            let labels: Vec<String> = match &x_axis {
+                XAxis::Labels(labels) => labels.to_vec(),
+                XAxis::Values(_) => Vec::new(),
+            };
+            let categorical = !labels.is_empty();
             chart
                 .configure_mesh()
                 .x_desc(x_desc)
                 .y_desc(y_desc)
-                .x_labels(n.min(12))
+                .x_labels(if categorical {
+                    labels.len().min(12)
+                } else {
+                    10
+                })
                 .x_label_formatter(&|x| {
-                    let i = x.round() as usize;
-                    labels.get(i).cloned().unwrap_or_default()
+                    if categorical {
+                        labels.get(x.round() as usize).cloned().unwrap_or_default()
+                    } else {
+                        format!("{x:.1}")
+                    }
                 })
                 .y_label_formatter(&|y| format!("{y:.1}"))
                 .draw()?;
@@ -448,7 +471,7 @@ fn line_chart(
                 let color = Palette99::pick(i).to_rgba();
                 chart
                     .draw_series(LineSeries::new(
-                        values.iter().enumerate().map(|(x, &y)| (x as f64, y)),
+                        xs.iter().copied().zip(values.iter().copied()),
                         color.stroke_width(2),
                     ))?
                     .label(name.clone())
@@ -515,7 +538,7 @@ fn series_section(series: &SeriesSection<'_>, out: &mut String) {
             "Retained size of the types that grew most",
             "dump",
             "retained (MiB)",
-            &labels,
+            XAxis::Labels(&labels),
             &lines,
         ));
     }
@@ -630,10 +653,18 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
         let step = points.len().div_ceil(TIMELINE_POINTS);
         let thinned: Vec<_> = points.iter().step_by(step.max(1)).collect();
         let start = thinned[0].time_us;
-        let labels: Vec<String> = thinned
+        let span_us = thinned[thinned.len() - 1].time_us - start;
+        // Milliseconds for short traces (an OOM's last moments), seconds otherwise.
+        let (unit, scale) = if span_us < 10_000_000 {
+            ("milliseconds", 1e3)
+        } else {
+            ("seconds", 1e6)
+        };
+        let times: Vec<f64> = thinned
             .iter()
-            .map(|p| format!("{:.1}", (p.time_us - start) as f64 / 1e6))
+            .map(|p| (p.time_us - start) as f64 / scale)
             .collect();
+        let x_desc = format!("{unit} since the first trace event");
         let mib = |v: i64| v as f64 / (1024.0 * 1024.0);
         let lines = vec![
             (
@@ -648,9 +679,9 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
         out.push_str("<h2>GPU memory over time</h2>");
         out.push_str(&line_chart(
             "Allocated and reserved bytes, from the allocator's trace",
-            "seconds since the first trace event",
+            &x_desc,
             "MiB",
-            &labels,
+            XAxis::Values(&times),
             &lines,
         ));
     }
@@ -672,18 +703,16 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
         let stack = if frames.is_empty() {
             "(no stack recorded)".to_owned()
         } else {
-            frames.join("\n")
+            frames
+                .iter()
+                .map(|frame| short(frame, 200))
+                .collect::<Vec<_>>()
+                .join("<br>")
         };
         table.row(vec![
             bytes_cell(row.size),
             count_cell(row.count),
-            (
-                format!(
-                    "<span class=\"chain\">{}</span>",
-                    short(&stack, 800).replace('\n', "<br>")
-                ),
-                None,
-            ),
+            (format!("<span class=\"chain\">{stack}</span>"), None),
         ]);
     }
     table.render(out);

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Opens heapgraph HTML reports in headless Chromium through chromedriver (WebDriver, standard
+library only) and checks what a reader would see.
+
+Usage: python3 tests/browser/check_report.py SCREENSHOT_DIR REPORT.html [REPORT.html ...]
+
+For each page: no console errors; every chart (<svg>) is present and has drawn lines; clicking a
+numeric column header sorts the table by it, both ways; no request leaves the page (the
+performance log holds only the file itself); and a full-page screenshot is kept in
+SCREENSHOT_DIR to look at. Prints one JSON line per page; exits 1 on the first failed check.
+"""
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Driver:
+    def __init__(self):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            ["chromedriver", "--port=%d" % self.port],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while True:
+            try:
+                self.call("GET", "/status")
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        capabilities = {"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                                            "--window-size=1280,1000", "--hide-scrollbars"]},
+            "goog:loggingPrefs": {"browser": "ALL", "performance": "ALL"},
+        }}}
+        self.session = self.call("POST", "/session", capabilities)["sessionId"]
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            "http://127.0.0.1:%d%s" % (self.port, path), data=data, method=method,
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())["value"]
+
+    def session_call(self, method, path, body=None):
+        return self.call(method, "/session/%s%s" % (self.session, path), body)
+
+    def run(self, script, *args):
+        return self.session_call("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def close(self):
+        try:
+            self.call("DELETE", "/session/%s" % self.session)
+        finally:
+            self.process.terminate()
+
+
+def check(driver, page, shots):
+    url = "file://" + os.path.abspath(page)
+    driver.session_call("POST", "/url", {"url": url})
+    facts = {"page": page}
+    # Console errors.
+    logs = driver.session_call("POST", "/se/log", {"type": "browser"})
+    errors = [entry["message"] for entry in logs if entry["level"] == "SEVERE"]
+    assert not errors, "console errors: %s" % errors
+    # Charts drawn.
+    charts = driver.run(
+        "return Array.from(document.querySelectorAll('svg')).map(function(s){"
+        "return {w: s.getBoundingClientRect().width, paths: s.querySelectorAll('polyline,path,line').length}})")
+    for chart in charts:
+        assert chart["w"] > 100 and chart["paths"] > 10, "an empty chart: %s" % chart
+    facts["charts"] = len(charts)
+    # Sorting: the first sortable table's first numeric column, ascending then descending.
+    sorted_ok = driver.run("""
+        var table = document.querySelector('table.sortable');
+        if (!table) return null;
+        var th = Array.from(table.tHead.rows[0].cells);
+        var col = th.findIndex(function(h, i){ return table.tBodies[0].rows[0].cells[i].hasAttribute('data-v'); });
+        if (col < 0) return null;
+        function values(){ return Array.from(table.tBodies[0].rows).map(function(r){ return parseFloat(r.cells[col].getAttribute('data-v')); }); }
+        function isSorted(v, asc){ for (var i = 1; i < v.length; i++) { if (asc ? v[i-1] > v[i] : v[i-1] < v[i]) return false; } return true; }
+        th[col].click(); var up = isSorted(values(), true);
+        th[col].click(); var down = isSorted(values(), false);
+        return {rows: values().length, up: up, down: down};
+    """)
+    if sorted_ok is not None:
+        assert sorted_ok["up"] and sorted_ok["down"] and sorted_ok["rows"] > 1, "sorting: %s" % sorted_ok
+    facts["sort"] = sorted_ok
+    # Requests: nothing but the page itself.
+    performance = driver.session_call("POST", "/se/log", {"type": "performance"})
+    urls = set()
+    for entry in performance:
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.add(message["params"]["request"]["url"])
+    others = [u for u in urls if u != url]
+    assert not others, "the page requested %s" % others
+    facts["requests"] = sorted(urls)
+    # A full-page screenshot to look at.
+    height = driver.run("return document.documentElement.scrollHeight")
+    driver.session_call("POST", "/window/rect", {"width": 1280, "height": min(int(height) + 20, 8000)})
+    png = base64.b64decode(driver.session_call("GET", "/screenshot"))
+    shot = os.path.join(shots, os.path.basename(page) + ".png")
+    with open(shot, "wb") as out:
+        out.write(png)
+    facts["screenshot"] = shot
+    print(json.dumps(facts))
+
+
+def main():
+    shots, pages = sys.argv[1], sys.argv[2:]
+    os.makedirs(shots, exist_ok=True)
+    driver = Driver()
+    try:
+        for page in pages:
+            check(driver, page, shots)
+    finally:
+        driver.close()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as error:
+        print("FAILED:", error, file=sys.stderr)
+        sys.exit(1)
