@@ -14,38 +14,17 @@ const TREE_DEPTH: u32 = 6;
 const TREE_MIN_SHARE: f64 = 0.002;
 const TREE_MAX_NODES: usize = 500;
 
-/// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch (Howard Hinnant's civil date).
-fn utc(seconds: u64) -> String {
-    let days = (seconds / 86_400) as i64;
-    let rest = seconds % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
 fn generated_at(args: &ReportArgs) -> Option<String> {
     if args.no_timestamp {
         return None;
     }
     if let Ok(epoch) = std::env::var("SOURCE_DATE_EPOCH") {
-        return epoch.trim().parse().ok().map(utc);
+        return epoch.trim().parse().ok().map(heapgraph_report::utc_text);
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?;
-    Some(utc(now.as_secs()))
+    Some(heapgraph_report::utc_text(now.as_secs()))
 }
 
 struct Analysed {
@@ -142,16 +121,4 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         args.output.display(),
         html.len().div_ceil(1024)
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::utc;
-
-    #[test]
-    fn dates_are_civil_utc() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc(1_796_000_000), "2026-11-30 00:53:20 UTC");
-    }
 }

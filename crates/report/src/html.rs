@@ -222,6 +222,15 @@ fn header(report: &Report<'_>, out: &mut String) {
             escape(&info.source_format),
             escape(&info.runtime)
         );
+        if let Some(version) = &info.runtime_version {
+            let _ = write!(out, " {}", escape(version));
+        }
+        if let Some(pid) = info.pid {
+            let _ = write!(out, " · process {pid}");
+        }
+        if let Some(ms) = info.captured_at_ms {
+            let _ = write!(out, " · captured {}", crate::utc_text(ms / 1000));
+        }
         if let Some(generated) = &report.generated_at {
             let _ = write!(out, " · report generated {}", escape(generated));
         }
@@ -354,7 +363,7 @@ fn heap_section(heap: &HeapSection<'_>, out: &mut String) {
     if summary.types.len() > TABLE_ROWS {
         let _ = write!(
             out,
-            "<div class=\"meta\">{} more types; `heapgraph summary --format json` lists them all</div>",
+            "<div class=\"meta\">{} more types; <code>heapgraph summary --format json</code> lists them all</div>",
             summary.types.len() - TABLE_ROWS
         );
     }

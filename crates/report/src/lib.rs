@@ -34,6 +34,12 @@ pub struct DumpInfo {
     pub runtime: String,
     /// Notes: what was missing or repaired.
     pub notes: Vec<String>,
+    /// When the dump was taken, milliseconds since the Unix epoch, where it says.
+    pub captured_at_ms: Option<u64>,
+    /// The dumped process, where the dump says.
+    pub pid: Option<u32>,
+    /// The runtime's version, where the dump says.
+    pub runtime_version: Option<String>,
 }
 
 impl DumpInfo {
@@ -44,6 +50,9 @@ impl DumpInfo {
             source_format: meta.source_format.clone(),
             runtime: meta.runtime.name().to_owned(),
             notes: meta.notes.clone(),
+            captured_at_ms: meta.captured_at_ms,
+            pid: meta.pid,
+            runtime_version: meta.runtime_version.clone(),
         }
     }
 
@@ -58,8 +67,32 @@ impl DumpInfo {
             }
             .to_owned(),
             notes: meta.notes.clone(),
+            captured_at_ms: None,
+            pid: None,
+            runtime_version: None,
         }
     }
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch (Howard Hinnant's civil date).
+pub fn utc_text(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let rest = seconds % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// Signed bytes: `+1.5 KiB`, `-512 B`.
@@ -95,6 +128,14 @@ pub fn human_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::human_bytes;
+
+    #[test]
+    fn dates_are_civil_utc() {
+        use super::utc_text;
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_text(1_796_000_000), "2026-11-30 00:53:20 UTC");
+    }
 
     #[test]
     fn sizes_read_as_people_write_them() {
