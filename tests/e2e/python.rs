@@ -567,3 +567,40 @@ fn diff_matches_holders_by_their_path_from_the_root() {
         String::from_utf8_lossy(&gate.stderr)
     );
 }
+
+#[test]
+fn the_gate_fails_on_the_leaking_release_and_passes_on_the_fixed_one() {
+    // The same service, released fixed: the growth phase does the same work and keeps nothing.
+    let fixed = temp_dir("python-service-fixed");
+    let status = Command::new("python3")
+        .arg(repo_root().join("fixtures/python/leaky_service.py"))
+        .arg(&fixed)
+        .args(["--fixed", "--no-oracle"])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    let gates = [
+        "--fail-if",
+        "count(type=__main__.Request) >= +100",
+        "--fail-if",
+        "retained(holder~SessionCache$) > +50%",
+    ];
+    let gate = |dir: &Path| {
+        let (before, after) = (dir.join("before.hgd"), dir.join("after.hgd"));
+        let mut args = vec!["diff", path_str(&before), path_str(&after)];
+        args.extend(gates);
+        heapgraph(&args)
+    };
+    let leaking = gate(service_dumps());
+    assert_eq!(
+        leaking.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&leaking.stderr)
+    );
+    let passed = gate(&fixed);
+    let stderr = String::from_utf8_lossy(&passed.stderr);
+    assert_eq!(passed.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("gate passed").count(), 2, "{stderr}");
+    std::fs::remove_dir_all(&fixed).ok();
+}
