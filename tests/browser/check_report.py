@@ -5,7 +5,8 @@ library only) and checks what a reader would see.
 Usage: python3 tests/browser/check_report.py SCREENSHOT_DIR REPORT.html [REPORT.html ...]
 
 For each page: no console errors; every chart (<svg>) is present and has drawn lines; clicking a
-numeric column header sorts the table by it, both ways; no request leaves the page (the
+numeric column header sorts the table by it, both ways; printing opens every collapsed subtree
+and gives a PDF; no request leaves the page (the
 performance log holds only the file itself); and a full-page screenshot is kept in
 SCREENSHOT_DIR to look at. Prints one JSON line per page; exits 1 on the first failed check.
 """
@@ -100,6 +101,14 @@ def check(driver, page, shots):
     if sorted_ok is not None:
         assert sorted_ok["up"] and sorted_ok["down"] and sorted_ok["rows"] > 1, "sorting: %s" % sorted_ok
     facts["sort"] = sorted_ok
+    # Printing opens every collapsed subtree, and the page prints.
+    closed_after_print = driver.run(
+        "window.dispatchEvent(new Event('beforeprint'));"
+        "return document.querySelectorAll('details:not([open])').length")
+    assert closed_after_print == 0, "%d subtrees stay closed in print" % closed_after_print
+    pdf = base64.b64decode(driver.session_call("POST", "/print", {"background": True}))
+    assert pdf.startswith(b"%PDF") and len(pdf) > 10000, "printing gave %d bytes" % len(pdf)
+    facts["pdf_bytes"] = len(pdf)
     # Requests: nothing but the page itself.
     performance = driver.session_call("POST", "/se/log", {"type": "performance"})
     urls = set()
