@@ -37,15 +37,8 @@ REPEAT="${REPEAT:-3}"
 MEMLAB_REPEAT="${MEMLAB_REPEAT:-1}"
 case "$SIZE" in small|medium|large) ;; *) echo "SIZE must be small, medium or large" >&2; exit 2 ;; esac
 
-if [[ ! -x /usr/bin/time ]]; then
-  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
-    echo "installing GNU time (Debian package 'time')" >&2
-    apt-get update -qq && apt-get install -y -qq time >/dev/null
-  else
-    echo "/usr/bin/time is missing: apt-get install time" >&2
-    exit 2
-  fi
-fi
+source "$ROOT/benches/timing.sh"
+require_gnu_time
 
 MEMLAB_DIR="${HEAPGRAPH_MEMLAB_DIR:-$ROOT/tests/oracle}"
 if [[ ! -d "$MEMLAB_DIR/node_modules/@memlab/core" ]]; then
@@ -76,38 +69,6 @@ fi
 
 LOGS="$(mktemp -d "${TMPDIR:-/tmp}/heapgraph-bench-logs.XXXXXX")"
 trap 'rm -rf "$LOGS"' EXIT
-
-# timed NAME CMD...: runs CMD under /usr/bin/time -v (stdout discarded),
-# fails loudly if CMD fails, and leaves "wall_seconds peak_rss_kib" in $LOGS/NAME.
-timed() {
-  local name="$1"; shift
-  echo "running $name: $*" >&2
-  local t0 t1
-  t0=$(date +%s%N)
-  if ! /usr/bin/time -v -o "$LOGS/$name.time" "$@" >/dev/null 2>"$LOGS/$name.err"; then
-    echo "$name failed:" >&2
-    tail -n 20 "$LOGS/$name.err" >&2
-    exit 1
-  fi
-  t1=$(date +%s%N)
-  # Wall time from date (ns); GNU time's "Elapsed (wall clock)" has 10 ms steps.
-  awk -v ns="$((t1 - t0))" '
-    /Maximum resident set size/ { rss = $NF }
-    END { printf "%.3f %d\n", ns / 1e9, rss }
-  ' "$LOGS/$name.time" >"$LOGS/$name"
-}
-
-# median NAME N CMD...: runs `timed` N times and keeps the run with the median wall time (the
-# machine is shared and single runs vary by a third).
-median() {
-  local name="$1" n="$2"; shift 2
-  : >"$LOGS/$name.all"
-  for ((i = 1; i <= n; i++)); do
-    timed "$name" "$@"
-    cat "$LOGS/$name" >>"$LOGS/$name.all"
-  done
-  sort -n "$LOGS/$name.all" | sed -n "$(((n + 1) / 2))p" >"$LOGS/$name"
-}
 
 rm -f "$HGD"
 median memlab "$MEMLAB_REPEAT" node --max-old-space-size="$MEMLAB_HEAP_MB" \
