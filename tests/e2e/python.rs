@@ -38,6 +38,25 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// How many gc-tracked objects of `type_name` a dump holds (`summary --kind object`); 0 when
+/// none.
+fn tracked_count(dump: &Path, type_name: &str) -> u64 {
+    let summary = json(&[
+        "summary",
+        path_str(dump),
+        "--kind",
+        "object",
+        "--format",
+        "json",
+    ]);
+    summary["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["type"] == type_name)
+        .map_or(0, |row| row["count"].as_u64().unwrap())
+}
+
 fn dump(name: &str) -> String {
     path_str(&service_dumps().join(format!("{name}.hgd"))).to_owned()
 }
@@ -229,9 +248,9 @@ fn print_dumper_prints_the_embedded_module() {
     assert_eq!(printed, source);
 }
 
-/// A Python child that holds 500 `Planted` objects and waits to be dumped.
-fn python_child() -> std::process::Child {
-    let mut child = Command::new("python3")
+/// A child of `interpreter` that holds 500 `Planted` objects and waits to be dumped.
+fn python_child(interpreter: &str) -> std::process::Child {
+    let mut child = Command::new(interpreter)
         .args([
             "-c",
             "import sys, time\n\
@@ -242,7 +261,7 @@ fn python_child() -> std::process::Child {
         ])
         .stdout(Stdio::piped())
         .spawn()
-        .expect("python3 runs");
+        .expect("the interpreter runs");
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
@@ -258,7 +277,7 @@ fn capture_injects_the_dumper_through_gdb() {
     if Command::new("gdb").arg("--version").output().is_err() {
         panic!("gdb is needed for this test: apt-get install gdb (.ci/run does)");
     }
-    let mut child = python_child();
+    let mut child = python_child("python3");
     let dir = temp_dir("python-capture");
     let out = dir.join("live.hgd");
     let pid = child.id().to_string();
@@ -272,21 +291,7 @@ fn capture_injects_the_dumper_through_gdb() {
         return;
     }
     assert!(output.status.success(), "capture failed: {stderr}");
-    let summary = json(&[
-        "summary",
-        path_str(&out),
-        "--kind",
-        "object",
-        "--format",
-        "json",
-    ]);
-    let planted = summary["types"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["type"] == "__main__.Planted")
-        .expect("the child's objects are in the dump");
-    assert_eq!(planted["count"], 500);
+    assert_eq!(tracked_count(&out, "__main__.Planted"), 500);
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -323,17 +328,7 @@ fn sys_remote_exec_path_runs_where_python_3_14_is_found() {
         );
         return;
     };
-    let mut child = Command::new(interpreter)
-        .args(["-c", "import time\nclass Planted: pass\nkeep = [Planted() for _ in range(50)]\nprint('ready', flush=True)\ntime.sleep(120)\n"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let mut child = python_child(interpreter);
     let dir = temp_dir("python-remote-exec");
     let out = dir.join("live.hgd");
     let output = heapgraph(&[
@@ -351,6 +346,7 @@ fn sys_remote_exec_path_runs_where_python_3_14_is_found() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    assert_eq!(tracked_count(&out, "__main__.Planted"), 500);
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -425,21 +421,7 @@ fn install_dumps_on_sigusr2() {
                   os.kill(os.getpid(), signal.SIGUSR2)\n\
                   print(os.path.getsize(sys.argv[1]) > 0)\n";
     assert_eq!(run_python(script, &[path_str(&out)]).trim(), "True");
-    let summary = json(&[
-        "summary",
-        path_str(&out),
-        "--kind",
-        "object",
-        "--format",
-        "json",
-    ]);
-    let marker = summary["types"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["type"] == "__main__.Marker")
-        .expect("the program's objects");
-    assert_eq!(marker["count"], 7);
+    assert_eq!(tracked_count(&out, "__main__.Marker"), 7);
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -97,7 +97,18 @@ pub(crate) fn top(args: &TopArgs) -> anyhow::Result<String> {
         }
     };
     let analysis = loaded.analyze(args.common.include_weak)?;
-    let by = match args.by {
+    let by = heap_rank(args.by)?;
+    let objects = heapgraph_analyzer::top(&loaded.graph, &analysis, by, args.n);
+    let info = info(&args.common, &loaded);
+    Ok(match args.common.format {
+        OutputFormat::Text => text::top(&objects, by, &info),
+        OutputFormat::Json => json::top(&objects, by, &info),
+    })
+}
+
+/// What `--by` ranks heap dumps by: retained size unless it says shallow or count.
+fn heap_rank(by: Option<RankByArg>) -> anyhow::Result<RankBy> {
+    Ok(match by {
         None | Some(RankByArg::Retained) => RankBy::Retained,
         Some(RankByArg::Shallow) => RankBy::Shallow,
         Some(RankByArg::Count) => RankBy::Count,
@@ -105,12 +116,6 @@ pub(crate) fn top(args: &TopArgs) -> anyhow::Result<String> {
             "--by {} groups allocation snapshots; heap dumps rank by retained, shallow or count",
             format!("{other:?}").to_lowercase()
         ),
-    };
-    let objects = heapgraph_analyzer::top(&loaded.graph, &analysis, by, args.n);
-    let info = info(&args.common, &loaded);
-    Ok(match args.common.format {
-        OutputFormat::Text => text::top(&objects, by, &info),
-        OutputFormat::Json => json::top(&objects, by, &info),
     })
 }
 
@@ -351,15 +356,7 @@ fn diff_and_check(
     match (old, new) {
         (Evidence::Alloc(old), Evidence::Alloc(new)) => crate::alloc::diff(args, &old, &new, rules),
         (Evidence::Graph(mut old), Evidence::Graph(mut new)) => {
-            let by = match args.by {
-                None | Some(RankByArg::Retained) => RankBy::Retained,
-                Some(RankByArg::Shallow) => RankBy::Shallow,
-                Some(RankByArg::Count) => RankBy::Count,
-                Some(other) => bail!(
-                    "--by {} groups allocation snapshots; heap dumps compare by retained, shallow or count",
-                    format!("{other:?}").to_lowercase()
-                ),
-            };
+            let by = heap_rank(args.by)?;
             let (old_analysis, new_analysis) = rayon::join(
                 || old.analyze(args.include_weak),
                 || new.analyze(args.include_weak),

@@ -1,6 +1,6 @@
 //! Graphviz DOT output: the referrers of an object, as objgraph's `show_backrefs` draws them.
 
-use crate::human_bytes;
+use crate::{human_bytes, type_text};
 use heapgraph_analyzer::backrefs::BackrefsView;
 use std::fmt::Write;
 
@@ -29,11 +29,7 @@ pub fn backrefs(view: &BackrefsView) -> String {
         "digraph backrefs {\n  rankdir=BT;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n  edge [fontname=\"monospace\", fontsize=9];\n",
     );
     for (i, object) in view.objects.iter().enumerate() {
-        let type_name = object
-            .type_name
-            .strip_prefix("builtins.")
-            .unwrap_or(&object.type_name);
-        let mut label = type_name.to_owned();
+        let mut label = type_text(&object.type_name).to_owned();
         if !object.name.is_empty() && object.name != object.type_name {
             let name: String = object.name.chars().take(40).collect();
             let _ = write!(label, "\n{name}");

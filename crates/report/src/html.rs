@@ -2,7 +2,7 @@
 //! for sorting tables, inline SVG charts drawn by plotters; no request leaves the page), small
 //! whatever the dump's size, and the same bytes for the same inputs.
 
-use crate::{DumpInfo, human_bytes, signed_bytes};
+use crate::{DumpInfo, human_bytes, signed_bytes, type_text};
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule, SuspectsView};
@@ -71,17 +71,9 @@ fn escape(text: &str) -> String {
     out
 }
 
+/// [`crate::short`], escaped for HTML.
 fn short(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        escape(text)
-    } else {
-        let cut: String = text.chars().take(max.saturating_sub(1)).collect();
-        escape(&format!("{cut}…"))
-    }
-}
-
-fn type_text(name: &str) -> &str {
-    name.strip_prefix("builtins.").unwrap_or(name)
+    escape(&crate::short(text, max))
 }
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;background:#f6f7f9}\

@@ -95,6 +95,27 @@ pub fn utc_text(seconds: u64) -> String {
     )
 }
 
+/// A type as people read it: Python's built-in types without their `builtins.` module, as
+/// objgraph prints them (`dict`, `__main__.SessionCache`). No other runtime has such names.
+pub(crate) fn type_text(name: &str) -> &str {
+    name.strip_prefix("builtins.").unwrap_or(name)
+}
+
+/// Shortens a label to `max` characters on one line.
+pub(crate) fn short(text: &str, max: usize) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
+
 /// Signed bytes: `+1.5 KiB`, `-512 B`.
 pub fn signed_bytes(bytes: i64) -> String {
     let sign = if bytes < 0 { '-' } else { '+' };

@@ -1,6 +1,6 @@
 //! Text output for terminals: aligned tables, human sizes, chains from the root.
 
-use crate::{DumpInfo, human_bytes, rank_name, signed_bytes};
+use crate::{DumpInfo, human_bytes, rank_name, short, signed_bytes, type_text};
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
@@ -64,27 +64,6 @@ impl Table {
         for row in &self.rows {
             line(row, out);
         }
-    }
-}
-
-/// A type as people read it: Python's built-in types without their `builtins.` module, as
-/// objgraph prints them (`dict`, `__main__.SessionCache`). No other runtime has such names.
-fn type_text(name: &str) -> &str {
-    name.strip_prefix("builtins.").unwrap_or(name)
-}
-
-/// Shortens a label to `max` characters on one line.
-fn short(text: &str, max: usize) -> String {
-    let one_line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let mut cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
     }
 }
 
