@@ -202,13 +202,10 @@ class _Columns:
         self.edge_name.append(name)
 
 
-def _type_name(cls, cache):
-    found = cache.get(cls)
-    if found is None:
-        module = getattr(cls, "__module__", None)
-        name = cls.__name__
-        found = cache[cls] = "%s.%s" % (module, name) if module else name
-    return found
+def _type_name(cls):
+    """`module.name`, as objgraph.typestats(shortnames=False) names a type."""
+    module = getattr(cls, "__module__", None)
+    return "%s.%s" % (module, cls.__name__) if module else cls.__name__
 
 
 def _label(obj, cls):
@@ -362,11 +359,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     buffer_classes = _buffer_classes()
     labelled = frozenset((types.FunctionType, types.ModuleType, types.CodeType))
 
-    def name_id(text):
-        found = strings.get(text)
-        if found is None:
-            found = strings[text] = len(strings)
-        return found
+    name_id = columns.string
 
     # Untracked objects reached as referents: encoded once each, up to the bound.
     untracked_seen = set()
@@ -380,7 +373,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     # Atoms (str, int, …) are most untracked objects and have no references: they are only
     # gathered during the walk, and their nodes written at the end in bulk (C-speed `map`s).
     for atom_type in atoms:
-        type_ids[atom_type] = string(_type_name(atom_type, {}))
+        type_ids[atom_type] = string(_type_name(atom_type))
     atom_strs = []
     atom_others = []
     str_append = atom_strs.append
@@ -430,7 +423,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
         cls = type(obj)
         type_id = type_ids.get(cls)
         if type_id is None:
-            type_id = type_ids[cls] = string(_type_name(cls, {}))
+            type_id = type_ids[cls] = string(_type_name(cls))
         try:
             size = getsizeof(obj)
         except Exception:
