@@ -2,7 +2,9 @@
 //! the largest live blocks and the code that allocated them, fragmentation, the failed request
 //! of an out-of-memory event, and the allocated and reserved bytes over time from the trace.
 
-use crate::sites::{SiteFrame, SiteKey, SiteOptions, SiteRow, fold_library_frames, statistics};
+use crate::sites::{
+    SiteFrame, SiteKey, SiteOptions, SiteRow, fold_library_frames, site_frames, statistics,
+};
 use heapgraph_model::{AllocSnapshot, BlockState, CudaState, StackId, TraceAction};
 
 /// How much of the snapshot to list.
@@ -148,20 +150,7 @@ fn state_name(snapshot: &AllocSnapshot, state: BlockState) -> String {
 
 /// The frames of `stack`, most recent call first, library frames folded unless `all_frames`.
 pub fn stack_frames(snapshot: &AllocSnapshot, stack: StackId, all_frames: bool) -> Vec<SiteFrame> {
-    let strings = &snapshot.strings;
-    let mut frames: Vec<SiteFrame> = snapshot
-        .stacks
-        .frames_of(stack)
-        .iter()
-        .map(|&frame| {
-            let frame = snapshot.stacks.frame(frame);
-            SiteFrame {
-                filename: strings.get(frame.filename).to_owned(),
-                lineno: frame.lineno,
-                name: frame.name.map(|name| strings.get(name).to_owned()),
-            }
-        })
-        .collect();
+    let mut frames = site_frames(snapshot, stack);
     if !all_frames {
         fold_library_frames(&mut frames);
     }

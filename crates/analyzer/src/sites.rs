@@ -2,7 +2,7 @@
 //! snapshots, with exactly the rows and order of tracemalloc's `Snapshot.statistics` and
 //! `Snapshot.compare_to` (Python 3.9+), ties included.
 
-use heapgraph_model::{AllocSnapshot, FrameId, LiveSite};
+use heapgraph_model::{AllocSnapshot, LiveSite, StackId};
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 
@@ -113,6 +113,25 @@ pub fn is_library_file(filename: &str) -> bool {
         || filename.contains("/dist-packages/")
         || filename.starts_with("<frozen ")
         || is_stdlib_path(filename)
+}
+
+/// The frames of `stack` with their own text (rows compare across snapshots), most recent call
+/// first.
+pub fn site_frames(snapshot: &AllocSnapshot, stack: StackId) -> Vec<SiteFrame> {
+    let strings = &snapshot.strings;
+    snapshot
+        .stacks
+        .frames_of(stack)
+        .iter()
+        .map(|&frame| {
+            let frame = snapshot.stacks.frame(frame);
+            SiteFrame {
+                filename: strings.get(frame.filename).to_owned(),
+                lineno: frame.lineno,
+                name: frame.name.map(|name| strings.get(name).to_owned()),
+            }
+        })
+        .collect()
 }
 
 /// Leaves out the library frames of a stack that has frames of the user's own code; a stack of
@@ -242,20 +261,6 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
         .iter()
         .map(|p| normalize_filename(p))
         .collect();
-    let mut frame_text: FxHashMap<FrameId, SiteFrame> = FxHashMap::default();
-    let mut text_of = |frame: FrameId| -> SiteFrame {
-        frame_text
-            .entry(frame)
-            .or_insert_with(|| {
-                let frame = snapshot.stacks.frame(frame);
-                SiteFrame {
-                    filename: strings.get(frame.filename).to_owned(),
-                    lineno: frame.lineno,
-                    name: frame.name.map(|name| strings.get(name).to_owned()),
-                }
-            })
-            .clone()
-    };
     let mut groups = Groups {
         index: FxHashMap::default(),
         rows: Vec::new(),
@@ -284,7 +289,7 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
         }
         groups.total_size += bytes;
         groups.total_count += count;
-        let mut frames: Vec<SiteFrame> = raw.iter().map(|&frame| text_of(frame)).collect();
+        let mut frames = site_frames(snapshot, stack);
         if options.user_frames_only {
             fold_library_frames(&mut frames);
         }
