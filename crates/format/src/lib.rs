@@ -46,6 +46,7 @@ mod error;
 mod frame;
 mod reader;
 mod records;
+mod timeline;
 mod writer;
 
 pub use column::{LeInt, column_len, decode_column, encode_column};
@@ -55,6 +56,10 @@ pub use records::{
     AnalysisChunk, Chunk, EdgesChunk, Header, KIND_HEAP_GRAPH, LITTLE_ENDIAN, MAGIC,
     NodeKindsChunk, NodesChunk, RootChunk, StringsChunk, StringsIter, TypeTotalsChunk,
     UnknownChunk, VERSION,
+};
+pub use timeline::{
+    EventChunk, GpuInfo, KIND_TIMELINE, NOT_MEASURED, SampleColumns, SamplesChunk, ThresholdInfo,
+    TimelineInfoChunk,
 };
 pub use writer::{AnalysisColumns, EdgeColumns, NodeColumns, TypeTotalsColumns, Writer};
 

@@ -7,6 +7,7 @@ use crate::records::{
     AnalysisChunk, Chunk, EdgesChunk, Header, LITTLE_ENDIAN, MAGIC, NodeKindsChunk, NodesChunk,
     RootChunk, StringsChunk, TypeTotalsChunk, UnknownChunk, VERSION,
 };
+use crate::timeline::{EventChunk, SamplesChunk, TimelineInfoChunk};
 use crate::{MAX_RECORD_BYTES, sniff};
 use serde::Deserialize;
 use std::fmt;
@@ -408,6 +409,11 @@ fn decode_chunk<'a>(buf: &'a [u8], type_name: &str) -> Result<Chunk<'a>, String>
         "type_totals" => {
             Chunk::TypeTotals(rmp_serde::from_slice::<TypeTotalsChunk<'_>>(buf).map_err(bad)?)
         }
+        "timeline_info" => {
+            Chunk::TimelineInfo(rmp_serde::from_slice::<TimelineInfoChunk>(buf).map_err(bad)?)
+        }
+        "samples" => Chunk::Samples(rmp_serde::from_slice::<SamplesChunk<'_>>(buf).map_err(bad)?),
+        "event" => Chunk::Event(rmp_serde::from_slice::<EventChunk>(buf).map_err(bad)?),
         "header" => return Err("a second header".to_owned()),
         other => Chunk::Unknown(UnknownChunk {
             type_name: other.to_owned(),

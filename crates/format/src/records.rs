@@ -2,6 +2,7 @@
 //! Each chunk's `validate` checks that its columns agree with each other.
 
 use crate::column::{LeInt, column_len};
+use crate::timeline::{EventChunk, SamplesChunk, TimelineInfoChunk};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -29,7 +30,8 @@ pub struct Header {
     /// Pointer size of the dumped process in bytes, where known.
     #[serde(default)]
     pub pointer_size: Option<u8>,
-    /// What the file holds: [`KIND_HEAP_GRAPH`] (later also allocation snapshots, timelines).
+    /// What the file holds: [`KIND_HEAP_GRAPH`], or [`crate::KIND_TIMELINE`] (later also
+    /// allocation snapshots).
     pub kind: String,
     /// The format the data was first captured in (`v8-heapsnapshot`, `hprof`, `python-gc`, …).
     pub source_format: String,
@@ -77,7 +79,8 @@ impl Header {
 /// A record after the header. A reader concatenates chunks of the same type in stream order.
 ///
 /// Serialized as a MessagePack map whose `type` key names the variant (`strings`, `node_kinds`,
-/// `nodes`, `edges`, `root`, `analysis`, `type_totals`), followed by the variant's fields. Column fields are
+/// `nodes`, `edges`, `root`, `analysis`, `type_totals`; for timelines `timeline_info`, `samples`,
+/// `event`), followed by the variant's fields. Column fields are
 /// `bin` blobs of little-endian integers that borrow from the reader's buffer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -97,6 +100,12 @@ pub enum Chunk<'a> {
     Analysis(AnalysisChunk<'a>),
     /// Stored per-type totals, per type.
     TypeTotals(TypeTotalsChunk<'a>),
+    /// What a timeline measures.
+    TimelineInfo(TimelineInfoChunk),
+    /// Samples of a timeline.
+    Samples(SamplesChunk<'a>),
+    /// Something that happened during a recording.
+    Event(EventChunk),
     /// A chunk of a type this version does not know; the reader skips its content. Never written.
     #[serde(skip)]
     Unknown(UnknownChunk),
@@ -113,6 +122,9 @@ impl Chunk<'_> {
             Chunk::Root(_) => "root",
             Chunk::Analysis(_) => "analysis",
             Chunk::TypeTotals(_) => "type_totals",
+            Chunk::TimelineInfo(_) => "timeline_info",
+            Chunk::Samples(_) => "samples",
+            Chunk::Event(_) => "event",
             Chunk::Unknown(unknown) => &unknown.type_name,
         }
     }
@@ -129,7 +141,8 @@ impl Chunk<'_> {
             Chunk::Edges(chunk) => chunk.rows().map(drop),
             Chunk::Analysis(chunk) => chunk.rows().map(drop),
             Chunk::TypeTotals(chunk) => chunk.rows().map(drop),
-            Chunk::Root(_) | Chunk::Unknown(_) => Ok(()),
+            Chunk::Samples(chunk) => chunk.rows().map(drop),
+            Chunk::Root(_) | Chunk::TimelineInfo(_) | Chunk::Event(_) | Chunk::Unknown(_) => Ok(()),
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::records::{
     AnalysisChunk, Chunk, EdgesChunk, Header, NodeKindsChunk, NodesChunk, RootChunk, StringsChunk,
     TypeTotalsChunk,
 };
+use crate::timeline::{SampleColumns, SamplesChunk, encode_into};
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
 use serde::Serialize;
 use std::io::{self, BufWriter, Write};
@@ -404,6 +405,63 @@ impl<W: Write> Writer<W> {
         result
     }
 
+    /// Writes samples as one `samples` chunk. Optional columns may be empty slices; the GPU
+    /// columns hold one value per sample and GPU.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns disagree in length, [`Error::Io`].
+    pub fn write_samples(&mut self, samples: &SampleColumns<'_>) -> Result<(), Error> {
+        let mut blobs: [Vec<u8>; 10] = Default::default();
+        let [
+            t_ms,
+            rss,
+            pss,
+            uss,
+            swap,
+            processes,
+            cgroup_current,
+            system_available,
+            gpu_process,
+            gpu_used,
+        ] = &mut blobs;
+        encode_into(samples.t_ms, t_ms);
+        encode_into(samples.rss, rss);
+        encode_into(samples.pss, pss);
+        encode_into(samples.uss, uss);
+        encode_into(samples.swap, swap);
+        encode_into(samples.processes, processes);
+        encode_into(samples.cgroup_current, cgroup_current);
+        encode_into(samples.system_available, system_available);
+        encode_into(samples.gpu_process, gpu_process);
+        encode_into(samples.gpu_used, gpu_used);
+        self.write_chunk(&Chunk::Samples(SamplesChunk {
+            t_ms,
+            rss,
+            pss,
+            uss,
+            swap,
+            processes,
+            cgroup_current,
+            system_available,
+            gpu_process,
+            gpu_used,
+        }))
+    }
+
+    /// Hands everything written so far to the stream and flushes it, so that a reader (or what
+    /// is left after a crash) sees every complete chunk.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn flush(&mut self) -> Result<(), Error> {
+        let offset = self.out.written;
+        self.out.flush().map_err(|source| Error::Io {
+            record: self.chunks,
+            offset,
+            source,
+        })
+    }
+
     /// Writes the end record, flushes, and returns the stream.
     ///
     /// # Errors
@@ -475,6 +533,37 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
         Chunk::Edges(c) => &[c.to, c.to_object, c.kind, c.name],
         Chunk::Analysis(c) => &[c.dominator, c.retained_size, c.distance, c.retained_count],
         Chunk::TypeTotals(c) => &[c.type_name, c.count, c.shallow_size, c.retained_size],
+        Chunk::Samples(c) => &[
+            c.t_ms,
+            c.rss,
+            c.pss,
+            c.uss,
+            c.swap,
+            c.processes,
+            c.cgroup_current,
+            c.system_available,
+            c.gpu_process,
+            c.gpu_used,
+        ],
+        Chunk::TimelineInfo(c) => {
+            let strings = c.command.iter().map(String::len).sum::<usize>()
+                + c.gpus
+                    .iter()
+                    .map(|gpu| gpu.name.len() + gpu.uuid.len())
+                    .sum::<usize>()
+                + c.thresholds
+                    .iter()
+                    .map(|t| t.resource.len() + t.spec.len())
+                    .sum::<usize>();
+            return strings as u64
+                + 64 * (c.command.len() + c.gpus.len() + c.thresholds.len()) as u64;
+        }
+        Chunk::Event(c) => {
+            return [&c.path, &c.message, &c.dump_kind, &c.resource]
+                .iter()
+                .map(|text| text.as_ref().map_or(0, |text| text.len() as u64))
+                .sum();
+        }
         Chunk::NodeKinds(c) => {
             return c
                 .names

@@ -27,7 +27,7 @@ pub mod v8;
 pub use error::ImportError;
 pub use sniff::{Format, sniff};
 
-use heapgraph_model::{AllocSnapshot, HeapGraph};
+use heapgraph_model::{AllocSnapshot, HeapGraph, Timeline};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -54,6 +54,8 @@ pub enum Dump {
     HeapGraph(HeapGraph),
     /// Live allocations by allocating stack (tracemalloc, CUDA snapshots).
     Alloc(AllocSnapshot),
+    /// Memory sampled over time (`heapgraph record`'s `.hgt`).
+    Timeline(Timeline),
 }
 
 /// The gzip magic bytes.

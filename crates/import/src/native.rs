@@ -1,6 +1,7 @@
 //! heapgraph's own `.hgd` dumps: the codec between `heapgraph_format`'s records and the model's
 //! [`HeapGraph`], both ways, with the optional stored analysis (dominators, retained sizes,
-//! distances) beside the graph, so that a converted file reopens without recomputing.
+//! distances) beside the graph, so that a converted file reopens without recomputing; and the
+//! reader of timelines (`.hgt`, the same stream with header kind `timeline`).
 //!
 //! Reading copies each column blob straight into the model's columns (no per-element serde).
 //! A file that was cut short yields what arrived as a consistent graph, with a note in
@@ -8,14 +9,16 @@
 
 use crate::{Dump, ImportError};
 use heapgraph_format::{
-    self as format, AnalysisColumns, Chunk, EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns,
-    Reader, SliceReader, Truncation, TypeTotalsColumns, Writer, decode_column,
+    self as format, AnalysisColumns, Chunk, EdgeColumns, Header, KIND_HEAP_GRAPH, KIND_TIMELINE,
+    NodeColumns, Reader, SliceReader, Truncation, TypeTotalsColumns, Writer, decode_column,
 };
 use heapgraph_model::{
     EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
 };
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
+
+mod timeline;
 
 /// The format name in errors.
 const FORMAT: &str = "heapgraph .hgd";
@@ -102,6 +105,9 @@ pub fn import_with_analysis<R: BufRead>(
 ) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
     let mut reader = Reader::new(reader).map_err(import_error)?;
     let header = reader.header().clone();
+    if header.kind == KIND_TIMELINE {
+        return timeline::import(reader).map(|timeline| (Dump::Timeline(timeline), None));
+    }
     let runtime = check_header(&header)?;
     let mut columns = Columns::default();
     // The strings (written first) are copied into the table on a second thread while the
@@ -151,7 +157,7 @@ fn check_header(header: &Header) -> Result<Runtime, ImportError> {
         return Err(malformed(
             0,
             format!(
-                "the file holds a {:?}; this version of heapgraph reads only {KIND_HEAP_GRAPH:?}",
+                "the file holds a {:?}; this version of heapgraph reads {KIND_HEAP_GRAPH:?} and {KIND_TIMELINE:?}",
                 header.kind
             ),
         ));
@@ -180,6 +186,11 @@ pub fn import_slice_with_analysis(
 ) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
     let mut reader = SliceReader::new(bytes).map_err(import_error)?;
     let header = reader.header().clone();
+    if header.kind == KIND_TIMELINE {
+        // Timelines are small: the streaming reader's copy costs nothing worth a second path.
+        let reader = Reader::new(bytes).map_err(import_error)?;
+        return timeline::import(reader).map(|timeline| (Dump::Timeline(timeline), None));
+    }
     let runtime = check_header(&header)?;
     let mut columns = Columns::default();
     let mut bulk = Vec::new();

@@ -1,6 +1,7 @@
 //! The nouns of heapgraph: heap graphs as columnar tables with references in CSR form,
-//! allocation snapshots (live allocations by stack, and a CUDA allocator's state), an interned
-//! string table, and typed `u32` ids. No I/O happens here.
+//! allocation snapshots (live allocations by stack, and a CUDA allocator's state), timelines
+//! (memory sampled over time), an interned string table, and typed `u32` ids. No I/O happens
+//! here.
 //!
 //! ```
 //! use heapgraph_model::{EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringTable};
@@ -35,6 +36,7 @@ mod alloc;
 mod heap_graph;
 mod reverse;
 mod strings;
+mod timeline;
 mod visit;
 
 pub use alloc::{
@@ -47,4 +49,8 @@ pub use heap_graph::{
 };
 pub use reverse::ReverseEdges;
 pub use strings::{StringId, StringTable};
+pub use timeline::{
+    EventKind, GpuSeries, Level, MemoryLimit, Resource, Samples, Threshold, Timeline,
+    TimelineEvent, TimelineMeta,
+};
 pub use visit::{EdgeView, Edges};
