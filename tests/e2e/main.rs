@@ -6,6 +6,7 @@ mod cli;
 mod hprof;
 mod oracle;
 mod python;
+mod record;
 mod report;
 mod support;
 mod tidy;

@@ -1,6 +1,7 @@
 //! Pure computation on the model: for heap graphs, which edges retain, dominators and retained
 //! sizes, distances, holder chains, histograms; for allocation snapshots, sites grouped and
-//! compared as tracemalloc does, and a CUDA allocator's state. No I/O, no printing, no clocks.
+//! compared as tracemalloc does, and a CUDA allocator's state; for timelines, peaks, growth and
+//! what happened. No I/O, no printing, no clocks.
 //!
 //! ```
 //! use heapgraph_analyzer::{analyze, EdgeRule, Options, RankBy};
@@ -28,6 +29,7 @@ mod paths;
 mod queries;
 pub mod sites;
 mod suspects;
+pub mod timeline;
 pub mod view;
 
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};

@@ -2,7 +2,8 @@
 
     import heapgraph_dump
     heapgraph_dump.dump("svc.hgd")        # now
-    heapgraph_dump.install()              # on SIGUSR2: svc-<pid>-<time>.hgd in the working directory
+    heapgraph_dump.install()              # on SIGUSR2: svc-<pid>-<time>.hgd in the working directory,
+                                          # or where `heapgraph record --act` asks
 
 Analyse the file anywhere, later: `heapgraph summary svc.hgd`, `heapgraph who-holds svc.hgd --type
 SessionCache`, `heapgraph diff before.hgd after.hgd`. Standard library only, Python 3.9 to 3.14.
@@ -743,30 +744,103 @@ def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
         ("totals", {"nodes": len(columns.object_id), "edges": len(columns.edge_to),
                     "strings": len(columns.strings)}),
     ]
+    # The CUDA snapshot is complete before the dump appears, so that whoever waits for the
+    # dump (heapgraph record) finds both.
+    if cuda is not None:
+        import pickle
+        cuda_path = str(path) + ".cuda.pickle"
+        cuda_tmp = "%s.tmp-%d" % (cuda_path, os.getpid())
+        with open(cuda_tmp, "wb") as out:
+            pickle.dump(cuda, out)
+        os.replace(cuda_tmp, cuda_path)
     tmp = "%s.tmp-%d" % (path, os.getpid())
     with open(tmp, "wb") as out:
         for chunk in _chunks(columns, header):
             out.write(chunk)
     os.replace(tmp, path)
-    if cuda is not None:
-        import pickle
-        with open(str(path) + ".cuda.pickle", "wb") as out:
-            pickle.dump(cuda, out)
     return len(columns.object_id)
+
+
+# How `heapgraph record` finds a process that can dump itself, and asks it for a dump: the
+# marker says which signal to send; the request (written by the recorder, read and removed by
+# the handler) says where to write. Both live in /tmp, where every process on Linux finds them.
+MARKER = "/tmp/heapgraph-dumper-%d"
+REQUEST = "/tmp/heapgraph-request-%d"
+
+
+def _cuda_ready():
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized()
+
+
+def _take_request():
+    """The recorder's request for this process, if one is waiting: a JSON object with `path`
+    and `cuda_snapshot`. Only a regular file of this process's user (or root) counts, so that
+    nobody else on the machine can make the process write where they choose."""
+    import json
+    import stat
+    name = REQUEST % os.getpid()
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (not stat.S_ISREG(info.st_mode) or info.st_uid not in (os.getuid(), 0)
+                or info.st_size > 65536):
+            return None
+        data = os.read(fd, 65536)
+    finally:
+        os.close(fd)
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+    try:
+        request = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+    return request if isinstance(request, dict) else None
+
+
+def _remove_marker(name):
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
 
 
 def install(signal=_signal.SIGUSR2, path=None):
     """Dumps on `signal` (SIGUSR2 by default) to `path`, or to
-    `<program>-<pid>-<time>.hgd` in the working directory."""
+    `<program>-<pid>-<time>.hgd` in the working directory; with a CUDA snapshot beside it when
+    torch has initialised CUDA. Also writes the marker that tells `heapgraph record --act` this
+    process can be dumped so (removed at exit)."""
 
     def handler(signum, frame):
         target = path or "%s-%d-%d.hgd" % (
             os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0] or "python",
             os.getpid(), int(time.time()))
+        cuda = _cuda_ready()
+        request = _take_request()
+        if request is not None:
+            target = str(request.get("path") or target)
+            cuda = bool(request.get("cuda_snapshot", cuda)) and _cuda_ready()
         try:
-            count = dump(target)
+            count = dump(target, cuda_snapshot=cuda)
             sys.stderr.write("heapgraph_dump: wrote %s (%d objects)\n" % (target, count))
         except Exception as error:
             sys.stderr.write("heapgraph_dump: could not write %s: %s\n" % (target, error))
 
-    return _signal.signal(signal, handler)
+    previous = _signal.signal(signal, handler)
+    marker = MARKER % os.getpid()
+    try:
+        tmp = "%s.tmp" % marker
+        with open(tmp, "w") as out:
+            out.write('{"signal": %d, "format_version": %d}\n' % (int(signal), FORMAT_VERSION))
+        os.replace(tmp, marker)
+        import atexit
+        atexit.register(_remove_marker, marker)
+    except OSError as error:
+        sys.stderr.write("heapgraph_dump: %s not written (%s); heapgraph record will dump this "
+                         "process through gdb instead of the signal\n" % (marker, error))
+    return previous

@@ -8,6 +8,9 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "sampler")]
+pub mod record;
+
 /// The Python dumper.
 pub mod python {
     /// The source of `heapgraph_dump.py` (Python 3.9 to 3.14, standard library only).

@@ -55,6 +55,10 @@ pub(crate) enum Command {
     /// memlab's three-snapshot method: objects allocated between BASELINE and TARGET that are
     /// still alive in FINAL (matched by V8 object id), clustered by their path from the root
     Leaks(LeaksArgs),
+    /// Record a process's memory over time (RSS, PSS, USS, swap, cgroup, GPU through NVML) to a
+    /// timeline (.hgt), alert before an out-of-memory kill and take a dump while there is time:
+    /// `heapgraph record -- python3 serve.py`, or `--pid PID`
+    Record(RecordArgs),
     /// Take a dump of a running process from outside
     #[command(subcommand)]
     Capture(CaptureCommand),
@@ -85,6 +89,66 @@ pub(crate) struct CaptureArgs {
     /// heapgraph_dump.dump(path), or heapgraph_dump.install() to dump on SIGUSR2
     #[arg(long, conflicts_with_all = ["pid", "output"])]
     pub(crate) print_dumper: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Thresholds are shares of a limit (80%) or sizes (12GiB, 500MB). Host memory \
+is the RSS of the process and its descendants, against the cgroup's memory limit where one is set, \
+else the machine's memory; GPU memory is the processes' memory on each GPU, against the GPU's own. \
+A dump is taken of the process of the tree with the most memory that heapgraph can dump: Python \
+(through the dumper's install() handler when the program called it, else by injecting the dumper \
+with gdb), Node.js started with --heapsnapshot-signal, or a JVM (jcmd GC.heap_dump). \
+With a command, heapgraph exits with the command's exit code (128 + N when signal N ended it)."
+)]
+pub(crate) struct RecordArgs {
+    /// The program to start and record, after `--`
+    #[arg(
+        last = true,
+        value_name = "COMMAND",
+        required_unless_present = "pid",
+        conflicts_with = "pid"
+    )]
+    pub(crate) command: Vec<String>,
+    /// Record a running process (and its descendants) instead
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
+    /// Where to write the timeline (default: PROGRAM-PID.hgt in the working directory)
+    #[arg(short = 'o', long = "output")]
+    pub(crate) output: Option<PathBuf>,
+    /// Time between samples, from 50ms (like 200ms, 1s, 2.5s)
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub(crate) interval: std::time::Duration,
+    /// Print an alert when memory reaches this (80% of the limit, or a size like 12GiB)
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) warn: Option<String>,
+    /// Take a dump when memory reaches this (90%, or a size): one per crossing
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) act: Option<String>,
+    /// The alert level for GPU memory (default: --warn, when it is a share)
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) gpu_warn: Option<String>,
+    /// The dump level for GPU memory (default: --act, when it is a share)
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) gpu_act: Option<String>,
+    /// Where dumps go (default: the timeline's directory)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dump_dir: Option<PathBuf>,
+    /// The least time between two dumps
+    #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
+    pub(crate) act_every: std::time::Duration,
+    /// The most dumps to take
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub(crate) max_dumps: u32,
+    /// How long a dump may take before it is given up
+    #[arg(long, default_value = "300s", value_parser = parse_duration, value_name = "DURATION")]
+    pub(crate) dump_timeout: std::time::Duration,
+    /// Stop recording after this long (the command keeps running)
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub(crate) duration: Option<std::time::Duration>,
+    /// No status line on stderr (alerts and dumps are still reported)
+    #[arg(short = 'q', long)]
+    pub(crate) quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -352,6 +416,31 @@ pub(crate) struct ConvertArgs {
     pub(crate) output: PathBuf,
 }
 
+/// Parses `200ms`, `1s`, `2.5s`, `5m`, `1h`; a bare number is seconds.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write it like 200ms, 1s or 5m"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?}; use ms, s, m or h"
+            ));
+        }
+    };
+    std::time::Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("{text:?} is not a duration of zero or more"))
+}
+
 /// Parses `1%`, `0.5%` or a fraction such as `0.01`.
 fn parse_share(text: &str) -> Result<f64, String> {
     let (number, scale) = match text.strip_suffix('%') {
@@ -371,7 +460,18 @@ fn parse_share(text: &str) -> Result<f64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_share;
+    use super::{parse_duration, parse_share};
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_with_their_units() {
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert!(parse_duration("5 fortnights").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
 
     #[test]
     fn shares_parse_as_percent_or_fraction() {

@@ -83,7 +83,7 @@ fn plain_path(path: &Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
-fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
     let path = if path.is_absolute() {
         path.to_owned()
     } else {
@@ -99,6 +99,14 @@ pub(crate) fn python(args: &CaptureArgs) -> anyhow::Result<String> {
     let (Some(pid), Some(output)) = (args.pid, &args.output) else {
         bail!("give --pid PID and -o FILE.hgd, or --print-dumper");
     };
+    let output = absolute(output)?;
+    let done = dump_python(pid, &output, Duration::from_secs(args.timeout_s))?;
+    Ok(format!("wrote {} ({done})\n", output.display()))
+}
+
+/// Injects the dumper into Python process `pid` and waits until it has written `output`
+/// (absolute); says which interpreter it was.
+pub(crate) fn dump_python(pid: u32, output: &Path, timeout: Duration) -> anyhow::Result<String> {
     let target = inspect(pid)?;
     if let Some(version) = target.version
         && (version < SUPPORTED.0 || version > SUPPORTED.1)
@@ -113,9 +121,8 @@ pub(crate) fn python(args: &CaptureArgs) -> anyhow::Result<String> {
             SUPPORTED.1.1
         );
     }
-    let output = absolute(output)?;
-    let output_text = plain_path(&output)?;
-    let _ = std::fs::remove_file(&output);
+    let output_text = plain_path(output)?;
+    let _ = std::fs::remove_file(output);
     let dumper =
         std::env::temp_dir().join(format!("heapgraph-dumper-{pid}-{}.py", std::process::id()));
     std::fs::write(&dumper, DUMPER_SOURCE)
@@ -131,10 +138,9 @@ pub(crate) fn python(args: &CaptureArgs) -> anyhow::Result<String> {
     };
     let _ = std::fs::remove_file(&dumper);
     how?;
-    wait_for(&output, Duration::from_secs(args.timeout_s), pid)?;
+    wait_for(output, timeout, pid)?;
     Ok(format!(
-        "wrote {} (Python {} process {pid}, {})\n",
-        output.display(),
+        "Python {} process {pid}, {}",
         target.version.map_or_else(
             || "3".to_owned(),
             |(major, minor)| format!("{major}.{minor}")

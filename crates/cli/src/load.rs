@@ -5,7 +5,7 @@ use crate::args::Common;
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
 use heapgraph_import::{Dump, Format, native};
-use heapgraph_model::{AllocSnapshot, HeapGraph};
+use heapgraph_model::{AllocSnapshot, HeapGraph, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -57,6 +57,8 @@ pub(crate) enum Evidence {
     Graph(Box<Loaded>),
     /// Live allocations by stack.
     Alloc(Box<AllocSnapshot>),
+    /// Memory over time (`heapgraph record`).
+    Timeline(Box<Timeline>),
 }
 
 /// Reads `path` into a heap graph.
@@ -67,7 +69,17 @@ pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
             "{}: holds allocations by stack, not an object graph; `heapgraph top`, `diff` and `gpu` read it",
             path.display()
         ),
+        Evidence::Timeline(_) => bail!("{}", timeline_misread(path)),
     }
+}
+
+/// The error for a timeline given to a verb that reads dumps.
+pub(crate) fn timeline_misread(path: &Path) -> String {
+    format!(
+        "{}: is a recording of memory over time (heapgraph record), not a dump; `heapgraph \
+         summary` and `report` read it",
+        path.display()
+    )
 }
 
 /// Reads the dump of `common` into a heap graph, with `--collapse-modules` applied.
@@ -98,6 +110,7 @@ pub(crate) fn load_alloc(path: &Path) -> anyhow::Result<AllocSnapshot> {
             "{}: is a heap dump, not an allocation snapshot (tracemalloc or CUDA)",
             path.display()
         ),
+        Evidence::Timeline(_) => bail!("{}", timeline_misread(path)),
     }
 }
 
@@ -130,6 +143,7 @@ fn evidence(
     Ok(match dump {
         Dump::HeapGraph(graph) => Evidence::Graph(Box::new(Loaded { graph, stored })),
         Dump::Alloc(snapshot) => Evidence::Alloc(Box::new(snapshot)),
+        Dump::Timeline(timeline) => Evidence::Timeline(Box::new(timeline)),
         _ => bail!(
             "{}: holds evidence this command cannot read",
             path.display()

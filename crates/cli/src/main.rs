@@ -5,6 +5,7 @@ mod alloc;
 mod args;
 mod capture;
 mod load;
+mod record;
 mod report;
 mod verbs;
 
@@ -52,6 +53,11 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Leaks(args) => verbs::leaks(&args)?,
         args::Command::Report(args) => report::report(&args)?,
         args::Command::Graph(args) => verbs::graph(&args)?,
+        args::Command::Record(args) => {
+            let (output, exit) = record::record(&args)?;
+            code = exit;
+            output
+        }
         args::Command::Capture(args::CaptureCommand::Python(args)) => capture::python(&args)?,
         args::Command::Convert(args) => verbs::convert(&args)?,
     };

@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use heapgraph_analyzer::gpu::GpuOptions;
 use heapgraph_analyzer::{Analysis, RankBy, SummaryView};
 use heapgraph_report::DumpInfo;
-use heapgraph_report::html::{GpuSection, HeapSection, Report, SeriesSection};
+use heapgraph_report::html::{GpuSection, HeapSection, Report, SeriesSection, TimelineSection};
 use std::path::PathBuf;
 
 /// Depth and share of the dominator tree the page holds (about the top 500 nodes at most).
@@ -38,6 +38,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
     files.extend(args.files.iter().cloned());
     let mut dumps: Vec<Analysed> = Vec::new();
     let mut gpu = None;
+    let mut recording = None;
     for file in &files {
         match load_evidence(file)? {
             Evidence::Graph(mut loaded) => {
@@ -58,6 +59,19 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
                     .context("a CUDA snapshot without allocator state")?;
                 gpu = Some((
                     DumpInfo::for_alloc(&file.display().to_string(), &snapshot.meta),
+                    view,
+                ));
+            }
+            Evidence::Timeline(timeline) => {
+                if recording.is_some() {
+                    bail!(
+                        "{}: a report shows one recording; give the others to reports of their own",
+                        file.display()
+                    );
+                }
+                let view = heapgraph_analyzer::timeline::timeline(&timeline);
+                recording = Some((
+                    DumpInfo::for_timeline(&file.display().to_string(), &timeline.meta),
                     view,
                 ));
             }
@@ -112,6 +126,9 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
             diff,
         }),
         gpu: gpu.as_ref().map(|(info, view)| GpuSection { info, view }),
+        timeline: recording
+            .as_ref()
+            .map(|(info, view)| TimelineSection { info, view }),
     };
     let html = heapgraph_report::html::report(&page);
     std::fs::write(&args.output, &html)

@@ -26,6 +26,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
     let mut loaded = match load_evidence_for(&args.common)? {
         Evidence::Graph(loaded) => *loaded,
         Evidence::Alloc(snapshot) => return alloc_summary(args, &snapshot),
+        Evidence::Timeline(timeline) => return Ok(timeline_summary(args, &timeline)),
     };
     let analysis = loaded.analyze(args.common.include_weak)?;
     let view = match &args.kind {
@@ -56,6 +57,16 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         }
         OutputFormat::Json => json::summary(&view, &info, args.n_types),
     })
+}
+
+/// `summary` of a recording: peaks, growth, thresholds, dumps, the exit.
+fn timeline_summary(args: &SummaryArgs, timeline: &heapgraph_model::Timeline) -> String {
+    let view = heapgraph_analyzer::timeline::timeline(timeline);
+    let info = DumpInfo::for_timeline(&args.common.file.display().to_string(), &timeline.meta);
+    match args.common.format {
+        OutputFormat::Text => text::timeline(&view, &info),
+        OutputFormat::Json => json::timeline(&view, &info),
+    }
 }
 
 /// `summary` of an allocation snapshot: the GPU view of a CUDA snapshot, the top lines of a
@@ -95,6 +106,7 @@ pub(crate) fn top(args: &TopArgs) -> anyhow::Result<String> {
                 args.common.format,
             );
         }
+        Evidence::Timeline(_) => bail!("{}", crate::load::timeline_misread(&args.common.file)),
     };
     let analysis = loaded.analyze(args.common.include_weak)?;
     let by = heap_rank(args.by)?;

@@ -9,6 +9,10 @@ use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule
 use plotters::prelude::*;
 use std::fmt::Write;
 
+mod timeline;
+
+pub use timeline::TimelineSection;
+
 /// Rows of every table, so that the page stays small.
 const TABLE_ROWS: usize = 50;
 /// Lines a growth chart draws.
@@ -54,6 +58,8 @@ pub struct Report<'a> {
     pub series: Option<SeriesSection<'a>>,
     /// A CUDA snapshot.
     pub gpu: Option<GpuSection<'a>>,
+    /// A recording of memory over time.
+    pub timeline: Option<TimelineSection<'a>>,
 }
 
 fn escape(text: &str) -> String {
@@ -199,7 +205,8 @@ fn header(report: &Report<'_>, out: &mut String) {
         .heap
         .as_ref()
         .map(|heap| heap.info)
-        .or_else(|| report.gpu.as_ref().map(|gpu| gpu.info));
+        .or_else(|| report.gpu.as_ref().map(|gpu| gpu.info))
+        .or_else(|| report.timeline.as_ref().map(|timeline| timeline.info));
     let title = info.map_or_else(|| "heapgraph report".to_owned(), |info| info.file.clone());
     let _ = write!(
         out,
@@ -725,6 +732,11 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
 pub fn report(report: &Report<'_>) -> String {
     let mut out = String::new();
     header(report, &mut out);
+    if let Some(timeline) = &report.timeline {
+        // The header describes the heap dump or the CUDA snapshot when there is one.
+        let described_above = report.heap.is_none() && report.gpu.is_none();
+        timeline::section(timeline, !described_above, &mut out);
+    }
     if let Some(series) = &report.series {
         series_section(series, &mut out);
     }

@@ -8,6 +8,7 @@ use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteRow, SitesView};
+use heapgraph_analyzer::timeline::TimelineView;
 use heapgraph_analyzer::{
     DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
     SuspectsView,
@@ -772,5 +773,204 @@ pub fn leaks(view: &LeaksView, info: &DumpInfo) -> String {
                 retained_size: kind.retained_size,
             })
             .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct Growth {
+    bytes_per_s: f64,
+    recent_bytes_per_s: f64,
+    time_to_limit_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct GpuEntry<'a> {
+    index: u32,
+    name: &'a str,
+    memory_bytes: u64,
+    peak_process_bytes: Option<u64>,
+    peak_process_t_s: Option<f64>,
+    peak_device_bytes: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct ThresholdEntry<'a> {
+    resource: &'a str,
+    level: &'a str,
+    bytes: u64,
+    spec: &'a str,
+    crossings: usize,
+    first_crossed_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct DumpEntry<'a> {
+    t_s: f64,
+    path: &'a str,
+    kind: &'a str,
+    pid: Option<u32>,
+    duration_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct EventEntry<'a> {
+    t_s: f64,
+    kind: &'a str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct Exit {
+    t_s: f64,
+    code: Option<i32>,
+    signal: Option<i32>,
+}
+
+#[derive(Serialize)]
+struct GpuSeriesEntry<'a> {
+    index: u32,
+    process_bytes: &'a [Option<u64>],
+    device_bytes: &'a [Option<u64>],
+}
+
+#[derive(Serialize)]
+struct Series<'a> {
+    t_s: &'a [f64],
+    rss_bytes: &'a [u64],
+    pss_bytes: &'a [Option<u64>],
+    uss_bytes: &'a [Option<u64>],
+    swap_bytes: &'a [Option<u64>],
+    gpus: Vec<GpuSeriesEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct TimelineDoc<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    samples: usize,
+    duration_s: f64,
+    interval_ms: u64,
+    started_at_ms: Option<u64>,
+    pid: Option<u32>,
+    command: &'a [String],
+    first_rss_bytes: Option<u64>,
+    last_rss_bytes: Option<u64>,
+    peak_rss_bytes: Option<u64>,
+    peak_rss_t_s: Option<f64>,
+    peak_pss_bytes: Option<u64>,
+    peak_uss_bytes: Option<u64>,
+    peak_swap_bytes: Option<u64>,
+    limit_bytes: Option<u64>,
+    limit_source: Option<&'a str>,
+    peak_share_of_limit: Option<f64>,
+    system_memory_bytes: Option<u64>,
+    growth: Option<Growth>,
+    max_processes: u32,
+    peak_gpu_bytes: Option<u64>,
+    peak_gpu_t_s: Option<f64>,
+    gpus: Vec<GpuEntry<'a>>,
+    thresholds: Vec<ThresholdEntry<'a>>,
+    dumps: Vec<DumpEntry<'a>>,
+    events: Vec<EventEntry<'a>>,
+    exit: Option<Exit>,
+    series: Series<'a>,
+}
+
+/// `heapgraph.timeline/1`: a recording's peaks, growth, thresholds, dumps and exit, and every
+/// sample as columns under `series`.
+pub fn timeline(view: &TimelineView, info: &DumpInfo) -> String {
+    to_string(&TimelineDoc {
+        schema: "heapgraph.timeline/1",
+        dump: info.into(),
+        samples: view.samples,
+        duration_s: view.duration_s,
+        interval_ms: view.interval_ms,
+        started_at_ms: view.started_at_ms,
+        pid: view.pid,
+        command: &view.command,
+        first_rss_bytes: view.first_rss,
+        last_rss_bytes: view.last_rss,
+        peak_rss_bytes: view.peak_rss.map(|peak| peak.bytes),
+        peak_rss_t_s: view.peak_rss.map(|peak| peak.t_s),
+        peak_pss_bytes: view.peak_pss.map(|peak| peak.bytes),
+        peak_uss_bytes: view.peak_uss.map(|peak| peak.bytes),
+        peak_swap_bytes: view.peak_swap.map(|peak| peak.bytes),
+        limit_bytes: view.limit.as_ref().map(|(bytes, _)| *bytes),
+        limit_source: view.limit.as_ref().map(|(_, source)| source.as_str()),
+        peak_share_of_limit: view.peak_share_of_limit,
+        system_memory_bytes: view.system_memory_bytes,
+        growth: view.growth.map(|growth| Growth {
+            bytes_per_s: growth.bytes_per_s,
+            recent_bytes_per_s: growth.recent_bytes_per_s,
+            time_to_limit_s: growth.time_to_limit_s,
+        }),
+        max_processes: view.max_processes,
+        peak_gpu_bytes: view.peak_gpu.map(|peak| peak.bytes),
+        peak_gpu_t_s: view.peak_gpu.map(|peak| peak.t_s),
+        gpus: view
+            .gpus
+            .iter()
+            .map(|gpu| GpuEntry {
+                index: gpu.index,
+                name: &gpu.name,
+                memory_bytes: gpu.memory_bytes,
+                peak_process_bytes: gpu.peak_process.map(|peak| peak.bytes),
+                peak_process_t_s: gpu.peak_process.map(|peak| peak.t_s),
+                peak_device_bytes: gpu.peak_device.map(|peak| peak.bytes),
+            })
+            .collect(),
+        thresholds: view
+            .thresholds
+            .iter()
+            .map(|threshold| ThresholdEntry {
+                resource: &threshold.resource,
+                level: threshold.level,
+                bytes: threshold.bytes,
+                spec: &threshold.spec,
+                crossings: threshold.crossings,
+                first_crossed_s: threshold.first_crossed_s,
+            })
+            .collect(),
+        dumps: view
+            .dumps
+            .iter()
+            .map(|dump| DumpEntry {
+                t_s: dump.t_s,
+                path: &dump.path,
+                kind: &dump.kind,
+                pid: dump.pid,
+                duration_ms: dump.duration_ms,
+            })
+            .collect(),
+        events: view
+            .events
+            .iter()
+            .map(|event| EventEntry {
+                t_s: event.t_s,
+                kind: &event.kind,
+                text: &event.text,
+            })
+            .collect(),
+        exit: view.exit.map(|exit| Exit {
+            t_s: exit.t_s,
+            code: exit.code,
+            signal: exit.signal,
+        }),
+        series: Series {
+            t_s: &view.t_s,
+            rss_bytes: &view.rss,
+            pss_bytes: &view.pss,
+            uss_bytes: &view.uss,
+            swap_bytes: &view.swap,
+            gpus: view
+                .gpus
+                .iter()
+                .map(|gpu| GpuSeriesEntry {
+                    index: gpu.index,
+                    process_bytes: &gpu.process_used,
+                    device_bytes: &gpu.device_used,
+                })
+                .collect(),
+        },
     })
 }

@@ -21,7 +21,7 @@ pub mod json;
 pub mod text;
 
 use heapgraph_analyzer::RankBy;
-use heapgraph_model::{AllocMeta, AllocSource, GraphMeta};
+use heapgraph_model::{AllocMeta, AllocSource, GraphMeta, TimelineMeta};
 
 /// What every output says about the dump it describes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +72,39 @@ impl DumpInfo {
             runtime_version: None,
         }
     }
+}
+
+impl DumpInfo {
+    /// The info for `file`, from a recording's metadata.
+    pub fn for_timeline(file: &str, meta: &TimelineMeta) -> Self {
+        DumpInfo {
+            file: file.to_owned(),
+            source_format: meta.source_format.clone(),
+            runtime: meta.runtime.clone(),
+            notes: meta.notes.clone(),
+            captured_at_ms: meta.started_at_ms,
+            pid: meta.pid,
+            runtime_version: None,
+        }
+    }
+}
+
+/// A span of seconds as people read it: `850 ms`, `42.0 s`, `12 min 5 s`, `3 h 20 min`.
+pub fn duration_text(seconds: f64) -> String {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return "-".to_owned();
+    }
+    if seconds < 1.0 {
+        return format!("{:.0} ms", seconds * 1000.0);
+    }
+    if seconds < 120.0 {
+        return format!("{seconds:.1} s");
+    }
+    let whole = seconds.round() as u64;
+    if whole < 7200 {
+        return format!("{} min {} s", whole / 60, whole % 60);
+    }
+    format!("{} h {} min", whole / 3600, whole % 3600 / 60)
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch (Howard Hinnant's civil date).
@@ -156,6 +189,16 @@ mod tests {
         assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc_text(1_796_000_000), "2026-11-30 00:53:20 UTC");
+    }
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        use super::duration_text;
+        assert_eq!(duration_text(0.25), "250 ms");
+        assert_eq!(duration_text(42.04), "42.0 s");
+        assert_eq!(duration_text(725.0), "12 min 5 s");
+        assert_eq!(duration_text(12_000.0), "3 h 20 min");
+        assert_eq!(duration_text(f64::INFINITY), "-");
     }
 
     #[test]

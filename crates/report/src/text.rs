@@ -1,11 +1,12 @@
 //! Text output for terminals: aligned tables, human sizes, chains from the root.
 
-use crate::{DumpInfo, human_bytes, rank_name, short, signed_bytes, type_text};
+use crate::{DumpInfo, duration_text, human_bytes, rank_name, short, signed_bytes, type_text};
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SitesView};
+use heapgraph_analyzer::timeline::{ExitView, Peak, TimelineView};
 use heapgraph_analyzer::{
     DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
     SuspectRule, SuspectsView,
@@ -859,4 +860,214 @@ pub fn leaks(view: &LeaksView, info: &DumpInfo) -> String {
     }
     table.render(&mut out);
     out
+}
+
+/// A recording (`summary` of a `.hgt`): how high memory went, how fast it grew, what crossed
+/// which threshold, the dumps taken and how the process ended.
+pub fn timeline(view: &TimelineView, info: &DumpInfo) -> String {
+    let mut out = String::new();
+    header(info, &mut out);
+    if let Some(pid) = view.pid {
+        let command = view.command.join(" ");
+        let _ = writeln!(
+            out,
+            "process {pid}{}",
+            if command.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", short(&command, 120))
+            }
+        );
+    }
+    let started = view
+        .started_at_ms
+        .map(|ms| format!(", from {}", crate::utc_text(ms / 1000)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{} samples every {} ms over {}{started}",
+        view.samples,
+        view.interval_ms,
+        duration_text(view.duration_s)
+    );
+    let limit_text = view
+        .limit
+        .as_ref()
+        .map(|(bytes, source)| format!("{} ({source})", human_bytes(*bytes)));
+    let _ = writeln!(
+        out,
+        "\nhost memory of {} process{}{}\n",
+        view.max_processes,
+        if view.max_processes == 1 {
+            ""
+        } else {
+            "es at most"
+        },
+        limit_text
+            .as_ref()
+            .map(|limit| format!(", against a limit of {limit}"))
+            .unwrap_or_default()
+    );
+    let limit = view.limit.as_ref().map(|(bytes, _)| *bytes);
+    let mut table = Table::new(&[
+        ("", false),
+        ("last", true),
+        ("peak", true),
+        ("at", true),
+        ("of limit", true),
+    ]);
+    let last_of = |values: &[Option<u64>]| values.iter().rev().find_map(|value| *value);
+    let rows: [(&str, Option<u64>, Option<Peak>); 4] = [
+        ("rss", view.last_rss, view.peak_rss),
+        ("pss", last_of(&view.pss), view.peak_pss),
+        ("uss", last_of(&view.uss), view.peak_uss),
+        ("swap", last_of(&view.swap), view.peak_swap),
+    ];
+    for (name, last, peak) in rows {
+        let Some(peak) = peak.filter(|peak| peak.bytes > 0 || name == "rss") else {
+            continue;
+        };
+        table.row(vec![
+            name.to_owned(),
+            last.map_or_else(|| "-".to_owned(), human_bytes),
+            human_bytes(peak.bytes),
+            duration_text(peak.t_s),
+            limit.map_or_else(|| "-".to_owned(), |limit| percent(peak.bytes, limit)),
+        ]);
+    }
+    table.render(&mut out);
+    if let Some(growth) = &view.growth {
+        let _ = write!(
+            out,
+            "\nRSS grew {}/s over the recording and {}/s in its last quarter",
+            signed_bytes(growth.bytes_per_s.round() as i64),
+            signed_bytes(growth.recent_bytes_per_s.round() as i64)
+        );
+        match growth.time_to_limit_s {
+            Some(seconds) => {
+                let _ = writeln!(
+                    out,
+                    "; at that rate it reaches the limit {} after the last sample",
+                    duration_text(seconds)
+                );
+            }
+            None => out.push('\n'),
+        }
+    }
+    if !view.gpus.is_empty() {
+        let _ = writeln!(out, "\nGPU memory\n");
+        let mut table = Table::new(&[
+            ("gpu", false),
+            ("memory", true),
+            ("this process, peak", true),
+            ("at", true),
+            ("share", true),
+            ("device, peak", true),
+        ]);
+        for gpu in &view.gpus {
+            table.row(vec![
+                format!("{} {}", gpu.index, gpu.name),
+                human_bytes(gpu.memory_bytes),
+                gpu.peak_process
+                    .map_or_else(|| "-".to_owned(), |peak| human_bytes(peak.bytes)),
+                gpu.peak_process
+                    .map_or_else(|| "-".to_owned(), |peak| duration_text(peak.t_s)),
+                gpu.peak_process.map_or_else(
+                    || "-".to_owned(),
+                    |peak| percent(peak.bytes, gpu.memory_bytes),
+                ),
+                gpu.peak_device
+                    .map_or_else(|| "-".to_owned(), |peak| human_bytes(peak.bytes)),
+            ]);
+        }
+        table.render(&mut out);
+    }
+    if !view.thresholds.is_empty() {
+        let _ = writeln!(out, "\nthresholds\n");
+        let mut table = Table::new(&[
+            ("level", false),
+            ("on", false),
+            ("threshold", true),
+            ("crossed", false),
+        ]);
+        for threshold in &view.thresholds {
+            table.row(vec![
+                threshold.level.to_owned(),
+                threshold.resource.clone(),
+                format!("{} = {}", threshold.spec, human_bytes(threshold.bytes)),
+                match (threshold.crossings, threshold.first_crossed_s) {
+                    (0, _) | (_, None) => "never".to_owned(),
+                    (1, Some(first)) => format!("once, at {}", duration_text(first)),
+                    (n, Some(first)) => format!("{n} times, first at {}", duration_text(first)),
+                },
+            ]);
+        }
+        table.render(&mut out);
+    }
+    if !view.dumps.is_empty() {
+        let _ = writeln!(out, "\ndumps taken\n");
+        let mut table = Table::new(&[
+            ("at", true),
+            ("kind", false),
+            ("took", true),
+            ("file", false),
+        ]);
+        for dump in &view.dumps {
+            table.row(vec![
+                duration_text(dump.t_s),
+                dump.kind.clone(),
+                dump.duration_ms
+                    .map_or_else(|| "-".to_owned(), |ms| duration_text(ms as f64 / 1000.0)),
+                dump.path.clone(),
+            ]);
+        }
+        table.render(&mut out);
+    }
+    if !view.events.is_empty() {
+        let _ = writeln!(out, "\nevents\n");
+        for event in &view.events {
+            let _ = writeln!(
+                out,
+                "{:>9}  {:<11}  {}",
+                duration_text(event.t_s),
+                event.kind,
+                event.text
+            );
+        }
+    }
+    out.push('\n');
+    out.push_str(&exit_text(view.exit.as_ref()));
+    out.push('\n');
+    out
+}
+
+/// How the recorded process ended, in one sentence.
+pub fn exit_text(exit: Option<&ExitView>) -> String {
+    match exit {
+        Some(ExitView {
+            t_s,
+            code: Some(code),
+            ..
+        }) => format!(
+            "the process exited with code {code} at {}",
+            duration_text(*t_s)
+        ),
+        Some(ExitView {
+            t_s,
+            signal: Some(signal),
+            ..
+        }) => format!(
+            "the process was killed by signal {signal}{} at {}",
+            match signal {
+                9 => " (SIGKILL: the OOM killer sends it)",
+                6 => " (SIGABRT)",
+                11 => " (SIGSEGV)",
+                15 => " (SIGTERM)",
+                _ => "",
+            },
+            duration_text(*t_s)
+        ),
+        Some(ExitView { t_s, .. }) => format!("the process ended at {}", duration_text(*t_s)),
+        None => "the recording stopped while the process was still running".to_owned(),
+    }
 }

@@ -49,6 +49,9 @@ struct Builder {
     timeline: Timeline,
     info_seen: bool,
     unknown_chunks: u64,
+    /// A writer may note an event after a later one (a dump finishing after the next sample's
+    /// crossing); they are put in time order at the end.
+    events_out_of_order: bool,
 }
 
 impl Builder {
@@ -68,6 +71,7 @@ impl Builder {
             },
             info_seen: false,
             unknown_chunks: 0,
+            events_out_of_order: false,
         }
     }
 
@@ -185,14 +189,6 @@ impl Builder {
     }
 
     fn event(&mut self, event: EventChunk) -> Result<(), String> {
-        if let Some(last) = self.timeline.events.last()
-            && event.t_ms < last.t_ms
-        {
-            return Err(format!(
-                "an event at {} ms, before the event ahead of it ({} ms)",
-                event.t_ms, last.t_ms
-            ));
-        }
         let kind = match event.event.as_str() {
             "warn" | "act" => {
                 let level = Level::from_name(&event.event).unwrap_or(Level::Warn);
@@ -240,6 +236,12 @@ impl Builder {
             t_ms: event.t_ms,
             kind,
         });
+        self.events_out_of_order |= self
+            .timeline
+            .events
+            .windows(2)
+            .last()
+            .is_some_and(|pair| pair[1].t_ms < pair[0].t_ms);
         Ok(())
     }
 
@@ -250,6 +252,9 @@ impl Builder {
                 offset: end,
                 expected: "the timeline's first chunk (timeline_info)".to_owned(),
             });
+        }
+        if self.events_out_of_order {
+            self.timeline.events.sort_by_key(|event| event.t_ms);
         }
         if self.unknown_chunks > 0 {
             self.timeline.meta.notes.push(format!(

@@ -1,0 +1,649 @@
+//! Taking a dump of a running process, of the kind its runtime writes: a signal to a Node
+//! process started with `--heapsnapshot-signal`, a signal to a Python process whose program
+//! called the dumper's `install()` (found by the marker it leaves), `jcmd GC.heap_dump` for a
+//! JVM. Python processes without the marker are dumped by injection, which the binary does
+//! (`heapgraph capture python`).
+
+use super::procfs;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often a dump in progress is looked at.
+const POLL: Duration = Duration::from_millis(100);
+
+/// What a process runs, as far as its executable and command line tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// CPython.
+    Python,
+    /// Node.js (V8).
+    Node,
+    /// A JVM.
+    Java,
+    /// Anything else.
+    Other,
+}
+
+impl Runtime {
+    /// The name a timeline's header gives it (`python`, `v8`, `java`, `process`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Python => "python",
+            Runtime::Node => "v8",
+            Runtime::Java => "java",
+            Runtime::Other => "process",
+        }
+    }
+}
+
+/// How a process can be dumped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DumpMethod {
+    /// The Python dumper's `install()` handler listens to `signal`.
+    PythonSignal {
+        /// The signal.
+        signal: i32,
+    },
+    /// A Python process without the dumper installed: the binary injects it.
+    PythonInject,
+    /// Node writes a heap snapshot into `dir` on `signal` (`--heapsnapshot-signal`).
+    NodeSignal {
+        /// The signal.
+        signal: i32,
+        /// Where Node writes (`--diagnostic-dir`, else its working directory).
+        dir: PathBuf,
+    },
+    /// `jcmd PID GC.heap_dump`.
+    Jcmd {
+        /// The `jcmd` to run: the one beside the JVM's own `java`, else the one on `PATH`.
+        jcmd: PathBuf,
+    },
+}
+
+impl DumpMethod {
+    /// The kind of dump it writes (`python-hgd`, `v8-heapsnapshot`, `hprof`).
+    pub fn dump_kind(&self) -> &'static str {
+        match self {
+            DumpMethod::PythonSignal { .. } | DumpMethod::PythonInject => "python-hgd",
+            DumpMethod::NodeSignal { .. } => "v8-heapsnapshot",
+            DumpMethod::Jcmd { .. } => "hprof",
+        }
+    }
+}
+
+/// A process of the recorded tree, and how it can be dumped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// Its pid.
+    pub pid: u32,
+    /// Its pid inside its own pid namespace (what it calls `os.getpid()`).
+    pub own_pid: u32,
+    /// What it runs.
+    pub runtime: Runtime,
+    /// How to dump it, or why it cannot be.
+    pub method: Result<DumpMethod, String>,
+}
+
+/// The signal named `SIGUSR2`, `USR2` or `12`.
+pub fn signal_number(name: &str) -> Option<i32> {
+    if let Ok(number) = name.parse::<i32>() {
+        return (1..=64).contains(&number).then_some(number);
+    }
+    let name = name.strip_prefix("SIG").unwrap_or(name);
+    Some(match name {
+        "HUP" => libc::SIGHUP,
+        "INT" => libc::SIGINT,
+        "QUIT" => libc::SIGQUIT,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        "TERM" => libc::SIGTERM,
+        "PWR" => libc::SIGPWR,
+        "WINCH" => libc::SIGWINCH,
+        "URG" => libc::SIGURG,
+        "PROF" => libc::SIGPROF,
+        "TTIN" => libc::SIGTTIN,
+        "TTOU" => libc::SIGTTOU,
+        _ => return None,
+    })
+}
+
+/// The value of option `name` (`--name=value` or `--name value`) among `args`.
+fn option_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if let Some(value) = arg.strip_prefix(name) {
+            if let Some(value) = value.strip_prefix('=') {
+                return Some(value);
+            }
+            if value.is_empty() {
+                return args.next().map(String::as_str);
+            }
+        }
+    }
+    None
+}
+
+/// The runtime of a process with executable `exe` and command line `args`.
+pub fn runtime_of(exe: Option<&Path>, args: &[String]) -> Runtime {
+    let name = exe
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned())
+        .or_else(|| {
+            args.first().and_then(|arg| {
+                Path::new(arg)
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+            })
+        })
+        .unwrap_or_default();
+    if name.starts_with("python") {
+        Runtime::Python
+    } else if name == "node"
+        || name.starts_with("node") && name[4..].chars().all(|c| c.is_ascii_digit() || c == '.')
+    {
+        Runtime::Node
+    } else if name == "java" {
+        Runtime::Java
+    } else {
+        Runtime::Other
+    }
+}
+
+/// `NODE_OPTIONS` of a process, split into arguments.
+fn node_options(pid: u32) -> Vec<String> {
+    let environ = fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    environ
+        .split(|&byte| byte == 0)
+        .find_map(|entry| entry.strip_prefix(b"NODE_OPTIONS="))
+        .map(|value| {
+            String::from_utf8_lossy(value)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// When process `pid` started, as wall-clock time.
+fn start_time(pid: u32) -> Option<SystemTime> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks = procfs::start_ticks_in_stat(&stat)?;
+    let boot = fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("btime ")?.trim().parse::<u64>().ok())?;
+    // SAFETY: sysconf has no preconditions; it reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&hz| hz > 0)?;
+    Some(
+        SystemTime::UNIX_EPOCH
+            + Duration::from_secs(boot)
+            + Duration::from_millis(ticks * 1000 / hz),
+    )
+}
+
+/// The signal the Python dumper's marker names, if process `pid` (whose own pid is `own_pid`,
+/// running as `uid`) left one since it started.
+fn dumper_marker(pid: u32, own_pid: u32, uid: u32) -> Option<i32> {
+    let path = format!("/proc/{pid}/root/tmp/heapgraph-dumper-{own_pid}");
+    let meta = fs::symlink_metadata(&path).ok()?;
+    use std::os::unix::fs::MetadataExt;
+    if !meta.is_file() || meta.uid() != uid || meta.len() > 4096 {
+        return None;
+    }
+    // A marker older than the process belongs to another that had the same pid.
+    let started = start_time(pid)?;
+    let written = meta.modified().ok()?;
+    if written + Duration::from_secs(2) < started {
+        return None;
+    }
+    let text = fs::read_to_string(&path).ok()?;
+    let at = text.find("\"signal\"")?;
+    let digits: String = text[at + 8..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Which runtime process `pid` runs, and how it can be dumped.
+pub fn inspect(pid: u32) -> Target {
+    let exe = procfs::executable(pid);
+    let args = procfs::command_line(pid);
+    let status = procfs::status(pid).unwrap_or_default();
+    let own_pid = if status.own_pid == 0 {
+        pid
+    } else {
+        status.own_pid
+    };
+    let runtime = runtime_of(exe.as_deref(), &args);
+    let method = match runtime {
+        Runtime::Python => Ok(match dumper_marker(pid, own_pid, status.uid) {
+            Some(signal) if status.catches(signal) => DumpMethod::PythonSignal { signal },
+            _ => DumpMethod::PythonInject,
+        }),
+        Runtime::Node => node_method(pid, &args, &status),
+        Runtime::Java => Ok(DumpMethod::Jcmd {
+            jcmd: exe
+                .as_deref()
+                .and_then(Path::parent)
+                .map(|bin| bin.join("jcmd"))
+                .filter(|jcmd| jcmd.exists())
+                .unwrap_or_else(|| PathBuf::from("jcmd")),
+        }),
+        Runtime::Other => {
+            Err("it runs no runtime heapgraph can dump (Python, Node.js or a JVM)".to_owned())
+        }
+    };
+    Target {
+        pid,
+        own_pid,
+        runtime,
+        method,
+    }
+}
+
+fn node_method(pid: u32, args: &[String], status: &procfs::Status) -> Result<DumpMethod, String> {
+    let mut all = args.to_vec();
+    all.extend(node_options(pid));
+    let Some(name) = option_value(&all, "--heapsnapshot-signal") else {
+        return Err("start node with --heapsnapshot-signal=SIGUSR2 (or put it in NODE_OPTIONS) so that it can be dumped".to_owned());
+    };
+    let signal = signal_number(name)
+        .ok_or_else(|| format!("--heapsnapshot-signal names an unknown signal {name:?}"))?;
+    if !status.catches(signal) {
+        return Err(format!(
+            "node was started with --heapsnapshot-signal={name}, but process {pid} does not catch that signal yet"
+        ));
+    }
+    let cwd = fs::read_link(format!("/proc/{pid}/cwd"))
+        .map_err(|err| format!("cannot see process {pid}'s working directory: {err}"))?;
+    let dir = match option_value(&all, "--diagnostic-dir") {
+        Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
+        Some(dir) => cwd.join(dir),
+        None => cwd,
+    };
+    Ok(DumpMethod::NodeSignal { signal, dir })
+}
+
+/// The process of `tree` to dump: the one with the most resident memory that runs a runtime
+/// heapgraph can dump, else the tree's root (to say why it cannot be dumped).
+pub fn choose_target(tree: &[(u32, u64)]) -> Option<Target> {
+    let mut by_rss: Vec<(u32, u64)> = tree.to_vec();
+    by_rss.sort_by_key(|&(pid, rss)| (std::cmp::Reverse(rss), pid));
+    let mut first = None;
+    for (pid, _) in by_rss {
+        let target = inspect(pid);
+        if target.method.is_ok() {
+            return Some(target);
+        }
+        if target.runtime != Runtime::Other {
+            first.get_or_insert(target);
+        }
+    }
+    first.or_else(|| tree.first().map(|&(pid, _)| inspect(pid)))
+}
+
+/// A file a dump wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dumped {
+    /// Where.
+    pub path: PathBuf,
+    /// What kind (`python-hgd`, `v8-heapsnapshot`, `hprof`, `torch-cuda`).
+    pub kind: &'static str,
+}
+
+fn send(pid: u32, signal: i32) -> Result<(), String> {
+    let pid_t = libc::pid_t::try_from(pid).map_err(|_| format!("pid {pid} is out of range"))?;
+    // SAFETY: kill has no memory preconditions; the pid and signal were checked above and the
+    // target was seen to catch the signal, so it does not terminate it.
+    let result = unsafe { libc::kill(pid_t, signal) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot signal process {pid}: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Asks a Python process whose dumper is installed for a dump into `path` (absolute), with a
+/// CUDA snapshot beside it when `cuda` and torch has CUDA going, and waits for it.
+///
+/// # Errors
+/// Why no dump came (the process died, did not answer in `timeout`, the request could not be
+/// written).
+pub fn python_signal(
+    target: &Target,
+    signal: i32,
+    path: &Path,
+    cuda: bool,
+    timeout: Duration,
+) -> Result<Vec<Dumped>, String> {
+    let request = format!(
+        "/proc/{}/root/tmp/heapgraph-request-{}",
+        target.pid, target.own_pid
+    );
+    let text = format!(
+        "{{\"path\": {}, \"cuda_snapshot\": {cuda}}}\n",
+        json_string(&path.display().to_string())
+    );
+    let _ = fs::remove_file(path);
+    fs::write(&request, text)
+        .map_err(|err| format!("cannot write the dump request {request}: {err}"))?;
+    send(target.pid, signal)?;
+    let started = Instant::now();
+    while started.elapsed() < timeout {
+        if path.exists() {
+            let mut dumped = vec![Dumped {
+                path: path.to_owned(),
+                kind: "python-hgd",
+            }];
+            let cuda_path = PathBuf::from(format!("{}.cuda.pickle", path.display()));
+            if cuda_path.exists() {
+                dumped.push(Dumped {
+                    path: cuda_path,
+                    kind: "torch-cuda",
+                });
+            }
+            return Ok(dumped);
+        }
+        if !alive(target.pid) {
+            let _ = fs::remove_file(&request);
+            return Err(format!(
+                "process {} ended before its dump was written",
+                target.pid
+            ));
+        }
+        std::thread::sleep(POLL);
+    }
+    let _ = fs::remove_file(&request);
+    Err(format!(
+        "process {} wrote no dump within {} s of the signal (its stderr may say why)",
+        target.pid,
+        timeout.as_secs()
+    ))
+}
+
+fn json_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Node's snapshots of process `own_pid` in `dir`: `Heap.<date>.<time>.<pid>.<thread>.<seq>.heapsnapshot`.
+fn node_snapshots(dir: &Path, own_pid: u32) -> Vec<PathBuf> {
+    let needle = format!(".{own_pid}.");
+    let mut found: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| {
+                    path.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(|name| {
+                            name.starts_with("Heap.")
+                                && name.ends_with(".heapsnapshot")
+                                && name.contains(&needle)
+                        })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Whether a snapshot file ends as a complete one does (`]}`, the end of the `strings` array
+/// and of the document).
+fn snapshot_complete(path: &Path) -> bool {
+    let Ok(mut file) = fs::File::open(path) else {
+        return false;
+    };
+    let Ok(len) = file.metadata().map(|meta| meta.len()) else {
+        return false;
+    };
+    if len < 2 {
+        return false;
+    }
+    use std::io::{Seek, SeekFrom};
+    let tail = len.min(16);
+    if file.seek(SeekFrom::Start(len - tail)).is_err() {
+        return false;
+    }
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    text.trim_end().ends_with("]}")
+}
+
+/// Moves `from` into `dir`, across file systems if need be.
+fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
+    let name = from
+        .file_name()
+        .ok_or_else(|| format!("{} has no file name", from.display()))?;
+    let to = dir.join(name);
+    if fs::rename(from, &to).is_ok() {
+        return Ok(to);
+    }
+    fs::copy(from, &to).map_err(|err| {
+        format!(
+            "cannot copy {} into {}: {err}",
+            from.display(),
+            dir.display()
+        )
+    })?;
+    let _ = fs::remove_file(from);
+    Ok(to)
+}
+
+/// Signals a Node process started with `--heapsnapshot-signal`, waits for the snapshot it
+/// writes into `node_dir`, and moves it into `dump_dir`.
+///
+/// # Errors
+/// Why no snapshot came.
+pub fn node_signal(
+    target: &Target,
+    signal: i32,
+    node_dir: &Path,
+    dump_dir: &Path,
+    timeout: Duration,
+) -> Result<Vec<Dumped>, String> {
+    let before = node_snapshots(node_dir, target.own_pid);
+    send(target.pid, signal)?;
+    let started = Instant::now();
+    let mut last_size = None;
+    while started.elapsed() < timeout {
+        std::thread::sleep(POLL * 3);
+        let new = node_snapshots(node_dir, target.own_pid)
+            .into_iter()
+            .find(|path| !before.contains(path));
+        if let Some(path) = new {
+            let size = fs::metadata(&path).map(|meta| meta.len()).ok();
+            // V8 writes the file in pieces: it is done when it ends as a snapshot ends and has
+            // stopped growing.
+            if size.is_some() && size == last_size && snapshot_complete(&path) {
+                let moved = if node_dir == dump_dir {
+                    path
+                } else {
+                    move_into(&path, dump_dir)?
+                };
+                return Ok(vec![Dumped {
+                    path: moved,
+                    kind: "v8-heapsnapshot",
+                }]);
+            }
+            last_size = size;
+        } else if !alive(target.pid) {
+            return Err(format!(
+                "process {} ended before its snapshot was written",
+                target.pid
+            ));
+        }
+    }
+    Err(format!(
+        "process {} wrote no heap snapshot into {} within {} s of the signal",
+        target.pid,
+        node_dir.display(),
+        timeout.as_secs()
+    ))
+}
+
+/// Runs `jcmd PID GC.heap_dump -gz=1 PATH` and waits for it.
+///
+/// # Errors
+/// Why no dump came (no jcmd, the JVM refused, it took longer than `timeout`).
+pub fn jcmd(
+    target: &Target,
+    jcmd: &Path,
+    path: &Path,
+    timeout: Duration,
+) -> Result<Vec<Dumped>, String> {
+    let _ = fs::remove_file(path);
+    let mut child = Command::new(jcmd)
+        .arg(target.pid.to_string())
+        .arg("GC.heap_dump")
+        .arg("-gz=1")
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| {
+            format!(
+                "cannot run {}: {err} (install a JDK, or put its jcmd on PATH)",
+                jcmd.display()
+            )
+        })?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < timeout => std::thread::sleep(POLL),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "jcmd did not finish within {} s",
+                    timeout.as_secs()
+                ));
+            }
+            Err(err) => return Err(format!("cannot wait for jcmd: {err}")),
+        }
+    };
+    let mut output = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut output);
+    }
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut output);
+    }
+    if status.success() && path.exists() {
+        return Ok(vec![Dumped {
+            path: path.to_owned(),
+            kind: "hprof",
+        }]);
+    }
+    Err(format!(
+        "jcmd {} GC.heap_dump wrote no dump: {}",
+        target.pid,
+        output.trim().lines().last().unwrap_or("no output")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtimes_are_told_by_their_executable() {
+        let python = Path::new("/usr/bin/python3.11");
+        assert_eq!(runtime_of(Some(python), &[]), Runtime::Python);
+        assert_eq!(
+            runtime_of(Some(Path::new("/usr/bin/node")), &[]),
+            Runtime::Node
+        );
+        assert_eq!(
+            runtime_of(Some(Path::new("/opt/node20/bin/node20")), &[]),
+            Runtime::Node
+        );
+        assert_eq!(
+            runtime_of(Some(Path::new("/usr/bin/nodemon")), &[]),
+            Runtime::Other
+        );
+        assert_eq!(
+            runtime_of(Some(Path::new("/usr/lib/jvm/java-17/bin/java")), &[]),
+            Runtime::Java
+        );
+        assert_eq!(
+            runtime_of(None, &["python3".into(), "x.py".into()]),
+            Runtime::Python
+        );
+        assert_eq!(
+            runtime_of(Some(Path::new("/bin/bash")), &[]),
+            Runtime::Other
+        );
+    }
+
+    #[test]
+    fn options_and_signals_are_read_as_node_reads_them() {
+        let args: Vec<String> = [
+            "node",
+            "--heapsnapshot-signal=SIGUSR2",
+            "--diagnostic-dir",
+            "/var/tmp",
+            "app.js",
+        ]
+        .iter()
+        .map(|arg| (*arg).to_owned())
+        .collect();
+        assert_eq!(
+            option_value(&args, "--heapsnapshot-signal"),
+            Some("SIGUSR2")
+        );
+        assert_eq!(option_value(&args, "--diagnostic-dir"), Some("/var/tmp"));
+        assert_eq!(option_value(&args, "--inspect"), None);
+        assert_eq!(signal_number("SIGUSR2"), Some(libc::SIGUSR2));
+        assert_eq!(signal_number("USR1"), Some(libc::SIGUSR1));
+        assert_eq!(signal_number("12"), Some(12));
+        assert_eq!(signal_number("SIGNOPE"), None);
+        assert_eq!(signal_number("99"), None);
+    }
+
+    #[test]
+    fn requests_quote_paths_as_json() {
+        assert_eq!(json_string("/tmp/a \"b\"\\c"), "\"/tmp/a \\\"b\\\"\\\\c\"");
+    }
+
+    #[test]
+    fn this_process_cannot_be_dumped_and_says_why() {
+        let target = inspect(std::process::id());
+        assert_eq!(target.runtime, Runtime::Other);
+        assert!(
+            target
+                .method
+                .unwrap_err()
+                .contains("Python, Node.js or a JVM")
+        );
+    }
+}

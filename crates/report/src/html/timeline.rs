@@ -1,0 +1,470 @@
+//! The report's section for a recording (`heapgraph record`'s `.hgt`): memory over time against
+//! the limit and the thresholds, with the dumps marked where they were taken.
+
+use super::{Table, bytes_cell, cards, escape, short, text_cell};
+use crate::{DumpInfo, duration_text, human_bytes, signed_bytes};
+use heapgraph_analyzer::timeline::TimelineView;
+use plotters::prelude::*;
+use std::fmt::Write;
+
+/// Points a memory-over-time line draws: beyond this, each point is the highest of its stretch
+/// of samples, so that no peak is thinned away.
+const CHART_POINTS: usize = 1500;
+
+/// A recording.
+pub struct TimelineSection<'a> {
+    /// The file.
+    pub info: &'a DumpInfo,
+    /// Its analysis.
+    pub view: &'a TimelineView,
+}
+
+/// One line of a chart: a name, a colour, and a value (or a gap) per time.
+struct Line {
+    name: String,
+    color: RGBColor,
+    values: Vec<Option<f64>>,
+}
+
+/// A horizontal line across a chart: a limit or a threshold.
+struct Level {
+    name: String,
+    color: RGBColor,
+    value: f64,
+}
+
+/// The unit a chart's bytes are drawn in, chosen by the largest value.
+fn byte_unit(max_bytes: f64) -> (&'static str, f64) {
+    if max_bytes >= 4.0 * 1024.0 * 1024.0 * 1024.0 {
+        ("GiB", 1024.0 * 1024.0 * 1024.0)
+    } else if max_bytes >= 4.0 * 1024.0 * 1024.0 {
+        ("MiB", 1024.0 * 1024.0)
+    } else {
+        ("KiB", 1024.0)
+    }
+}
+
+/// The unit a chart's time axis is drawn in, chosen by the duration.
+fn time_unit(duration_s: f64) -> (&'static str, f64) {
+    if duration_s > 3.0 * 3600.0 {
+        ("hours", 3600.0)
+    } else if duration_s > 600.0 {
+        ("minutes", 60.0)
+    } else {
+        ("seconds", 1.0)
+    }
+}
+
+/// `values` thinned to at most [`CHART_POINTS`] points: each kept point is the highest value
+/// of its stretch (a gap when none of it was measured), at the stretch's first time.
+fn thin(t_s: &[f64], values: &[Option<f64>]) -> (Vec<f64>, Vec<Option<f64>>) {
+    let step = t_s.len().div_ceil(CHART_POINTS).max(1);
+    let times = t_s.iter().step_by(step).copied().collect();
+    let peaks = values
+        .chunks(step)
+        .map(|stretch| stretch.iter().flatten().copied().reduce(f64::max))
+        .collect();
+    (times, peaks)
+}
+
+/// A memory-over-time chart as inline SVG: `lines` over `t_s`, `levels` as dashed horizontal
+/// lines, and a dotted vertical line at each of `marks` (time, label).
+fn memory_chart(
+    title: &str,
+    t_s: &[f64],
+    lines: &[Line],
+    levels: &[Level],
+    marks: &[(f64, String)],
+) -> String {
+    let duration = t_s.last().copied().unwrap_or(0.0).max(1e-3);
+    let (time_name, time_scale) = time_unit(duration);
+    let max_bytes = lines
+        .iter()
+        .flat_map(|line| line.values.iter().flatten().copied())
+        .chain(levels.iter().map(|level| level.value))
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    let (unit, scale) = byte_unit(max_bytes);
+    let y_max = max_bytes / scale * 1.08;
+    let x_max = duration / time_scale;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1040, 380)).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(title, ("sans-serif", 16))
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+            chart
+                .configure_mesh()
+                .x_desc(format!("{time_name} since the recording started"))
+                .y_desc(unit)
+                .x_labels(10)
+                .x_label_formatter(&|x| format!("{x:.1}"))
+                .y_label_formatter(&|y| format!("{y:.1}"))
+                .draw()?;
+            for line in lines {
+                let (times, values) = thin(t_s, &line.values);
+                // A gap in the measurements breaks the line rather than bridging it.
+                let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+                for (t, value) in times.iter().zip(&values) {
+                    match value {
+                        Some(value) => runs
+                            .last_mut()
+                            .map(|run| run.push((t / time_scale, value / scale)))
+                            .unwrap_or_default(),
+                        None if runs.last().is_some_and(|run| !run.is_empty()) => {
+                            runs.push(Vec::new());
+                        }
+                        None => {}
+                    }
+                }
+                let color = line.color;
+                let mut first = true;
+                for run in runs.into_iter().filter(|run| !run.is_empty()) {
+                    let drawn = chart.draw_series(LineSeries::new(run, color.stroke_width(2)))?;
+                    if first {
+                        drawn.label(line.name.clone()).legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                        });
+                        first = false;
+                    }
+                }
+            }
+            for level in levels {
+                let color = level.color;
+                let y = level.value / scale;
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(0.0, y), (x_max, y)],
+                        8,
+                        5,
+                        color.stroke_width(1),
+                    ))?
+                    .label(level.name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+            }
+            for (t, label) in marks {
+                let x = t / time_scale;
+                let mark = RGBColor(90, 98, 114);
+                chart.draw_series(DashedLineSeries::new(
+                    [(x, 0.0), (x, y_max)],
+                    3,
+                    3,
+                    mark.stroke_width(1),
+                ))?;
+                chart.draw_series(std::iter::once(Text::new(
+                    label.clone(),
+                    (x, y_max * 0.97),
+                    ("sans-serif", 12).into_font().color(&mark),
+                )))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .draw()?;
+            root.present()?;
+            Ok(())
+        })();
+        if let Err(error) = drawn {
+            return format!(
+                "<div class=\"meta\">chart not drawn: {}</div>",
+                escape(&error.to_string())
+            );
+        }
+    }
+    format!("<div class=\"chart\">{svg}</div>")
+}
+
+const RSS: RGBColor = RGBColor(31, 119, 180);
+const PSS: RGBColor = RGBColor(44, 160, 44);
+const USS: RGBColor = RGBColor(148, 103, 189);
+const SWAP: RGBColor = RGBColor(140, 86, 75);
+const LIMIT: RGBColor = RGBColor(192, 57, 43);
+const WARN: RGBColor = RGBColor(230, 126, 34);
+const ACT: RGBColor = RGBColor(142, 68, 173);
+const GPU_COLORS: [RGBColor; 4] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+];
+
+/// `color` halfway to white: the same hue, for a line that is context rather than subject.
+fn lighter(color: RGBColor) -> RGBColor {
+    let half = |channel: u8| ((u16::from(channel) + 255) / 2) as u8;
+    RGBColor(half(color.0), half(color.1), half(color.2))
+}
+
+fn threshold_color(level: &str) -> RGBColor {
+    if level == "act" { ACT } else { WARN }
+}
+
+fn as_f64(values: &[Option<u64>]) -> Vec<Option<f64>> {
+    values.iter().map(|value| value.map(|v| v as f64)).collect()
+}
+
+/// The dumps as chart marks: `dump 1 (python-hgd)`.
+fn dump_marks(view: &TimelineView) -> Vec<(f64, String)> {
+    view.dumps
+        .iter()
+        .enumerate()
+        .map(|(i, dump)| (dump.t_s, format!("dump {}", i + 1)))
+        .collect()
+}
+
+/// The section: cards, the growth in a sentence, the charts, dumps and events.
+/// `with_info` adds the file's name and notes, for a page whose header describes another file.
+pub(super) fn section(section: &TimelineSection<'_>, with_info: bool, out: &mut String) {
+    let view = section.view;
+    out.push_str("<h2>Memory over time</h2>");
+    if with_info {
+        let _ = write!(
+            out,
+            "<div class=\"meta\">{} ({})</div>",
+            escape(&section.info.file),
+            escape(&section.info.source_format)
+        );
+        for note in &section.info.notes {
+            let _ = write!(out, "<div class=\"notes\">note: {}</div>", escape(note));
+        }
+    }
+    if !view.command.is_empty() {
+        let _ = write!(
+            out,
+            "<div class=\"meta\">recorded <code>{}</code>, every {} ms</div>",
+            short(&view.command.join(" "), 200),
+            view.interval_ms
+        );
+    }
+    let mut card_list = vec![(
+        view.peak_rss
+            .map_or_else(|| "-".to_owned(), |peak| human_bytes(peak.bytes)),
+        "peak RSS",
+    )];
+    if let (Some(share), Some((limit, _))) = (view.peak_share_of_limit, &view.limit) {
+        card_list.push((
+            format!("{:.0}% of {}", share * 100.0, human_bytes(*limit)),
+            "peak share of the limit",
+        ));
+    }
+    if let Some(peak) = view.peak_gpu {
+        card_list.push((human_bytes(peak.bytes), "peak GPU memory"));
+    }
+    card_list.push((duration_text(view.duration_s), "recorded"));
+    card_list.push((view.samples.to_string(), "samples"));
+    card_list.push((view.dumps.len().to_string(), "dumps taken"));
+    cards(&card_list, out);
+    let exit = crate::text::exit_text(view.exit.as_ref());
+    let _ = write!(out, "<p>{}.", escape(&capitalised(&exit)));
+    if let Some(growth) = &view.growth {
+        let _ = write!(
+            out,
+            " RSS grew {}/s over the recording and {}/s in its last quarter",
+            signed_bytes(growth.bytes_per_s.round() as i64),
+            signed_bytes(growth.recent_bytes_per_s.round() as i64)
+        );
+        match growth.time_to_limit_s {
+            Some(seconds) => {
+                let _ = write!(
+                    out,
+                    "; at that rate it reaches the limit <b>{}</b> after the last sample.",
+                    duration_text(seconds)
+                );
+            }
+            None => out.push('.'),
+        }
+    }
+    out.push_str("</p>");
+
+    let mut lines = vec![Line {
+        name: "RSS".to_owned(),
+        color: RSS,
+        values: view.rss.iter().map(|&rss| Some(rss as f64)).collect(),
+    }];
+    for (name, color, values) in [
+        ("PSS", PSS, &view.pss),
+        ("USS (private)", USS, &view.uss),
+        ("swap", SWAP, &view.swap),
+    ] {
+        if values.iter().any(|value| value.is_some_and(|v| v > 0)) {
+            lines.push(Line {
+                name: name.to_owned(),
+                color,
+                values: as_f64(values),
+            });
+        }
+    }
+    let mut levels = Vec::new();
+    if let Some((limit, source)) = &view.limit {
+        levels.push(Level {
+            name: format!("limit ({source})"),
+            color: LIMIT,
+            value: *limit as f64,
+        });
+    }
+    for threshold in view.thresholds.iter().filter(|t| t.resource == "host") {
+        levels.push(Level {
+            name: format!("{} {}", threshold.level, threshold.spec),
+            color: threshold_color(threshold.level),
+            value: threshold.bytes as f64,
+        });
+    }
+    let marks = dump_marks(view);
+    out.push_str(&memory_chart(
+        "Host memory of the recorded processes",
+        &view.t_s,
+        &lines,
+        &levels,
+        &marks,
+    ));
+
+    if !view.gpus.is_empty() {
+        let mut lines = Vec::new();
+        let mut levels = Vec::new();
+        for (i, gpu) in view.gpus.iter().enumerate() {
+            let color = GPU_COLORS[i % GPU_COLORS.len()];
+            lines.push(Line {
+                name: format!("GPU {}: this process", gpu.index),
+                color,
+                values: as_f64(&gpu.process_used),
+            });
+            if gpu.device_used.iter().any(Option::is_some) {
+                lines.push(Line {
+                    name: format!("GPU {}: all processes", gpu.index),
+                    color: lighter(color),
+                    values: as_f64(&gpu.device_used),
+                });
+            }
+            levels.push(Level {
+                name: format!("GPU {} memory ({})", gpu.index, short(&gpu.name, 30)),
+                color: LIMIT,
+                value: gpu.memory_bytes as f64,
+            });
+            let resource = format!("gpu:{}", gpu.index);
+            for threshold in view.thresholds.iter().filter(|t| t.resource == resource) {
+                levels.push(Level {
+                    name: format!("GPU {} {} {}", gpu.index, threshold.level, threshold.spec),
+                    color: threshold_color(threshold.level),
+                    value: threshold.bytes as f64,
+                });
+            }
+        }
+        out.push_str(&memory_chart(
+            "GPU memory (NVML)",
+            &view.t_s,
+            &lines,
+            &levels,
+            &marks,
+        ));
+    }
+
+    if !view.dumps.is_empty() {
+        out.push_str("<h2>Dumps taken</h2>");
+        let mut table = Table::new(&[
+            ("", false),
+            ("at", true),
+            ("kind", false),
+            ("took", true),
+            ("file", false),
+        ]);
+        for (i, dump) in view.dumps.iter().enumerate() {
+            table.row(vec![
+                (format!("dump {}", i + 1), None),
+                (duration_text(dump.t_s), Some(dump.t_s)),
+                text_cell(&dump.kind, 40),
+                match dump.duration_ms {
+                    Some(ms) => (duration_text(ms as f64 / 1000.0), Some(ms as f64)),
+                    None => ("-".to_owned(), None),
+                },
+                (format!("<code>{}</code>", short(&dump.path, 200)), None),
+            ]);
+        }
+        table.render(out);
+        out.push_str(
+            "<div class=\"meta\">Open a dump with <code>heapgraph report FILE</code>, or \
+             <code>heapgraph who-holds FILE --type NAME</code>.</div>",
+        );
+    }
+    if !view.thresholds.is_empty() {
+        out.push_str("<h2>Thresholds</h2>");
+        let mut table = Table::new(&[
+            ("level", false),
+            ("on", false),
+            ("threshold", true),
+            ("crossings", true),
+            ("first crossed", true),
+        ]);
+        for threshold in &view.thresholds {
+            let mut threshold_cell = bytes_cell(threshold.bytes);
+            threshold_cell.0 = format!("{} = {}", escape(&threshold.spec), threshold_cell.0);
+            table.row(vec![
+                text_cell(threshold.level, 10),
+                text_cell(&threshold.resource, 20),
+                threshold_cell,
+                (
+                    threshold.crossings.to_string(),
+                    Some(threshold.crossings as f64),
+                ),
+                match threshold.first_crossed_s {
+                    Some(t) => (duration_text(t), Some(t)),
+                    None => ("never".to_owned(), None),
+                },
+            ]);
+        }
+        table.render(out);
+    }
+    if !view.events.is_empty() {
+        out.push_str("<h2>Events</h2>");
+        let mut table = Table::new(&[("at", true), ("event", false), ("what happened", false)]);
+        for event in view.events.iter().take(super::TABLE_ROWS) {
+            table.row(vec![
+                (duration_text(event.t_s), Some(event.t_s)),
+                text_cell(&event.kind, 20),
+                text_cell(&event.text, 300),
+            ]);
+        }
+        table.render(out);
+    }
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_every_peak() {
+        let t_s: Vec<f64> = (0..10_000).map(f64::from).collect();
+        let mut values: Vec<Option<f64>> = vec![Some(1.0); 10_000];
+        values[4321] = Some(99.0);
+        values[100] = None;
+        let (times, thinned) = thin(&t_s, &values);
+        assert!(times.len() <= CHART_POINTS);
+        assert_eq!(times.len(), thinned.len());
+        assert_eq!(thinned.iter().flatten().copied().fold(0.0, f64::max), 99.0);
+        // A stretch with one gap keeps its measured values.
+        assert!(thinned.iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn units_follow_the_magnitudes() {
+        assert_eq!(byte_unit(3.0 * 1024.0 * 1024.0).0, "KiB");
+        assert_eq!(byte_unit(500.0 * 1024.0 * 1024.0).0, "MiB");
+        assert_eq!(byte_unit(80.0 * 1024.0 * 1024.0 * 1024.0).0, "GiB");
+        assert_eq!(time_unit(30.0).0, "seconds");
+        assert_eq!(time_unit(3600.0).0, "minutes");
+        assert_eq!(time_unit(86_400.0).0, "hours");
+    }
+}
