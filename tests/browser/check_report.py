@@ -6,9 +6,8 @@ Usage: python3 tests/browser/check_report.py SCREENSHOT_DIR REPORT.html [REPORT.
 
 For each page: no console errors; every chart (<svg>) is present and has drawn lines; clicking a
 numeric column header sorts the table by it, both ways; printing opens every collapsed subtree
-and gives a PDF; no request leaves the page (the
-performance log holds only the file itself); and a full-page screenshot is kept in
-SCREENSHOT_DIR to look at. Prints one JSON line per page; exits 1 on the first failed check.
+and gives a PDF (kept in SCREENSHOT_DIR); no request leaves the page (the performance log
+holds only the file itself); and a full-page screenshot is kept in SCREENSHOT_DIR to look at. Prints one JSON line per page; exits 1 on the first failed check.
 """
 import base64
 import json
@@ -85,22 +84,24 @@ def check(driver, page, shots):
     for chart in charts:
         assert chart["w"] > 100 and chart["paths"] > 10, "an empty chart: %s" % chart
     facts["charts"] = len(charts)
-    # Sorting: the first sortable table's first numeric column, ascending then descending.
+    # Sorting: every sortable table of two rows or more, by its first numeric column,
+    # ascending then descending.
     sorted_ok = driver.run("""
-        var table = document.querySelector('table.sortable');
-        if (!table) return null;
-        var th = Array.from(table.tHead.rows[0].cells);
-        var col = th.findIndex(function(h, i){ return table.tBodies[0].rows[0].cells[i].hasAttribute('data-v'); });
-        if (col < 0) return null;
-        function values(){ return Array.from(table.tBodies[0].rows).map(function(r){ return parseFloat(r.cells[col].getAttribute('data-v')); }); }
-        function isSorted(v, asc){ for (var i = 1; i < v.length; i++) { if (asc ? v[i-1] > v[i] : v[i-1] < v[i]) return false; } return true; }
-        th[col].click(); var up = isSorted(values(), true);
-        th[col].click(); var down = isSorted(values(), false);
-        return {rows: values().length, up: up, down: down};
+        var tables = Array.from(document.querySelectorAll('table.sortable')).filter(function(t){ return t.tBodies[0].rows.length > 1; });
+        return tables.map(function(table){
+            var th = Array.from(table.tHead.rows[0].cells);
+            var col = th.findIndex(function(h, i){ return table.tBodies[0].rows[0].cells[i].hasAttribute('data-v'); });
+            if (col < 0) return null;
+            function values(){ return Array.from(table.tBodies[0].rows).map(function(r){ return parseFloat(r.cells[col].getAttribute('data-v')); }); }
+            function isSorted(v, asc){ for (var i = 1; i < v.length; i++) { if (asc ? v[i-1] > v[i] : v[i-1] < v[i]) return false; } return true; }
+            th[col].click(); var up = isSorted(values(), true);
+            th[col].click(); var down = isSorted(values(), false);
+            return {rows: values().length, up: up, down: down};
+        }).filter(function(result){ return result !== null; });
     """)
-    if sorted_ok is not None:
-        assert sorted_ok["up"] and sorted_ok["down"] and sorted_ok["rows"] > 1, "sorting: %s" % sorted_ok
-    facts["sort"] = sorted_ok
+    for table in sorted_ok:
+        assert table["up"] and table["down"], "sorting: %s" % sorted_ok
+    facts["sorted_tables"] = len(sorted_ok)
     # Printing opens every collapsed subtree, and the page prints.
     closed_after_print = driver.run(
         "window.dispatchEvent(new Event('beforeprint'));"
@@ -109,6 +110,10 @@ def check(driver, page, shots):
     pdf = base64.b64decode(driver.session_call("POST", "/print", {"background": True}))
     assert pdf.startswith(b"%PDF") and len(pdf) > 10000, "printing gave %d bytes" % len(pdf)
     facts["pdf_bytes"] = len(pdf)
+    printed = os.path.join(shots, os.path.basename(page) + ".pdf")
+    with open(printed, "wb") as out:
+        out.write(pdf)
+    facts["pdf"] = printed
     # Requests: nothing but the page itself.
     performance = driver.session_call("POST", "/se/log", {"type": "performance"})
     urls = set()

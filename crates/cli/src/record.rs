@@ -466,7 +466,8 @@ impl Dumps<'_> {
             }
         };
         let took = millis(dump.started.elapsed());
-        let t_ms = t_ms.max(dump.t_ms);
+        // A dump is marked when it was asked for: what it holds is that moment's memory.
+        let t_ms = dump.t_ms.min(t_ms);
         match outcome {
             Ok(files) => {
                 self.written += 1;

@@ -99,14 +99,15 @@ details{margin-left:18px}details>summary{cursor:pointer;list-style-position:outs
 .share{display:inline-block;min-width:52px;text-align:right;color:#5a6272}\
 .suspect{background:#fff;border:1px solid #d5d9e0;border-left:4px solid #c0392b;border-radius:4px;padding:8px 12px;margin:10px 0}\
 .chain{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;color:#333;overflow-wrap:anywhere}\
-.chart{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:6px;margin:8px 0;overflow-x:auto}\
+.chart{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:6px;margin:8px 0}\
+.chart svg{display:block;max-width:100%;height:auto}\
 .up{color:#b03a2e}.down{color:#1e7b34}\
 @media print{body{background:#fff}main{max-width:none}th{cursor:auto}.chart,.suspect,tr{break-inside:avoid}}";
 
 /// Sorts a table by the clicked column (numbers by their `data-v`, text by its content), and
 /// opens every collapsed subtree before printing, so that a printed page shows the whole tree.
-const SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach(function(th,i){th.addEventListener('click',function(){\
-var t=th.closest('table'),b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),asc=!th.classList.contains('sorted-asc');\
+const SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',function(){\
+var i=th.cellIndex,t=th.closest('table'),b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),asc=!th.classList.contains('sorted-asc');\
 t.querySelectorAll('th').forEach(function(h){h.classList.remove('sorted-asc','sorted-desc')});th.classList.add(asc?'sorted-asc':'sorted-desc');\
 rows.sort(function(x,y){var a=x.cells[i],c=y.cells[i],va=a.getAttribute('data-v'),vc=c.getAttribute('data-v');\
 var r=(va!==null&&vc!==null)?(parseFloat(va)-parseFloat(vc)):a.textContent.localeCompare(c.textContent);return asc?r:-r});\

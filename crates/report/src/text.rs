@@ -994,7 +994,11 @@ pub fn timeline(view: &TimelineView, info: &DumpInfo) -> String {
             table.row(vec![
                 threshold.level.to_owned(),
                 threshold.resource.clone(),
-                format!("{} = {}", threshold.spec, human_bytes(threshold.bytes)),
+                if threshold.spec.ends_with('%') {
+                    format!("{} = {}", threshold.spec, human_bytes(threshold.bytes))
+                } else {
+                    human_bytes(threshold.bytes)
+                },
                 match (threshold.crossings, threshold.first_crossed_s) {
                     (0, _) | (_, None) => "never".to_owned(),
                     (1, Some(first)) => format!("once, at {}", duration_text(first)),

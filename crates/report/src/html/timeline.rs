@@ -78,12 +78,20 @@ fn memory_chart(
 ) -> String {
     let duration = t_s.last().copied().unwrap_or(0.0).max(1e-3);
     let (time_name, time_scale) = time_unit(duration);
-    let max_bytes = lines
+    let data_max = lines
         .iter()
         .flat_map(|line| line.values.iter().flatten().copied())
-        .chain(levels.iter().map(|level| level.value))
         .fold(0.0f64, f64::max)
         .max(1.0);
+    // A level far above the data (a machine's whole memory under a small process) would flatten
+    // the lines to the axis: it is left off the chart and named beneath it instead.
+    let (levels, off_chart): (Vec<&Level>, Vec<&Level>) = levels
+        .iter()
+        .partition(|level| level.value <= data_max * LEVEL_REACH);
+    let max_bytes = levels
+        .iter()
+        .map(|level| level.value)
+        .fold(data_max, f64::max);
     let (unit, scale) = byte_unit(max_bytes);
     let y_max = max_bytes / scale * 1.08;
     let x_max = duration / time_scale;
@@ -108,33 +116,25 @@ fn memory_chart(
                 .draw()?;
             for line in lines {
                 let (times, values) = thin(t_s, &line.values);
-                // A gap in the measurements breaks the line rather than bridging it.
-                let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
-                for (t, value) in times.iter().zip(&values) {
-                    match value {
-                        Some(value) => runs
-                            .last_mut()
-                            .map(|run| run.push((t / time_scale, value / scale)))
-                            .unwrap_or_default(),
-                        None if runs.last().is_some_and(|run| !run.is_empty()) => {
-                            runs.push(Vec::new());
-                        }
-                        None => {}
-                    }
+                // Samples that did not measure this line (PSS is read less often than RSS)
+                // are stepped over: the line joins the samples that did.
+                let points: Vec<(f64, f64)> = times
+                    .iter()
+                    .zip(&values)
+                    .filter_map(|(t, value)| value.map(|value| (t / time_scale, value / scale)))
+                    .collect();
+                if points.is_empty() {
+                    continue;
                 }
                 let color = line.color;
-                let mut first = true;
-                for run in runs.into_iter().filter(|run| !run.is_empty()) {
-                    let drawn = chart.draw_series(LineSeries::new(run, color.stroke_width(2)))?;
-                    if first {
-                        drawn.label(line.name.clone()).legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                        });
-                        first = false;
-                    }
-                }
+                chart
+                    .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+                    .label(line.name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                    });
             }
-            for level in levels {
+            for level in &levels {
                 let color = level.color;
                 let y = level.value / scale;
                 chart
@@ -178,16 +178,33 @@ fn memory_chart(
             );
         }
     }
-    format!("<div class=\"chart\">{svg}</div>")
+    let mut html = format!("<div class=\"chart\">{svg}");
+    if !off_chart.is_empty() {
+        let names: Vec<String> = off_chart
+            .iter()
+            .map(|level| format!("{} at {}", level.name, human_bytes(level.value as u64)))
+            .collect();
+        let _ = write!(
+            html,
+            "<div class=\"meta\">above the chart: {}</div>",
+            escape(&names.join("; "))
+        );
+    }
+    html.push_str("</div>");
+    html
 }
+
+/// How far above the data's peak a level may be and still be drawn: beyond it, drawing the
+/// level would squash the lines that matter.
+const LEVEL_REACH: f64 = 3.0;
 
 const RSS: RGBColor = RGBColor(31, 119, 180);
 const PSS: RGBColor = RGBColor(44, 160, 44);
 const USS: RGBColor = RGBColor(148, 103, 189);
 const SWAP: RGBColor = RGBColor(140, 86, 75);
-const LIMIT: RGBColor = RGBColor(192, 57, 43);
+const LIMIT: RGBColor = RGBColor(60, 60, 60);
 const WARN: RGBColor = RGBColor(230, 126, 34);
-const ACT: RGBColor = RGBColor(142, 68, 173);
+const ACT: RGBColor = RGBColor(214, 39, 40);
 const GPU_COLORS: [RGBColor; 4] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -402,7 +419,9 @@ pub(super) fn section(section: &TimelineSection<'_>, with_info: bool, out: &mut 
         ]);
         for threshold in &view.thresholds {
             let mut threshold_cell = bytes_cell(threshold.bytes);
-            threshold_cell.0 = format!("{} = {}", escape(&threshold.spec), threshold_cell.0);
+            if threshold.spec.ends_with('%') {
+                threshold_cell.0 = format!("{} = {}", escape(&threshold.spec), threshold_cell.0);
+            }
             table.row(vec![
                 text_cell(threshold.level, 10),
                 text_cell(&threshold.resource, 20),
