@@ -9,9 +9,10 @@ use std::path::PathBuf;
 #[command(name = "heapgraph", version, about, long_about = None)]
 #[command(
     after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), tracemalloc dumps \
-(Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz) and heapgraph's own .hgd \
-(which the Python dumper writes: heapgraph capture python).\n\
-Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input."
+(Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz), heapgraph's own .hgd \
+(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record).\n\
+Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \
+record -- COMMAND exits with the command's code."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -21,7 +22,8 @@ pub(crate) struct Cli {
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Totals and the types that hold the most memory (count, shallow, retained); for
-    /// allocation snapshots, the top sites (tracemalloc) or the gpu view (CUDA)
+    /// allocation snapshots, the top sites (tracemalloc) or the gpu view (CUDA); for a
+    /// timeline (.hgt), peaks, growth, thresholds crossed, dumps taken and the exit
     Summary(SummaryArgs),
     /// The objects that retain the most memory; for allocation snapshots, the sites that hold
     /// the most, as tracemalloc's Snapshot.statistics
@@ -50,7 +52,7 @@ pub(crate) enum Command {
     /// show_backrefs)
     Graph(GraphArgs),
     /// A self-contained HTML incident report (no network, inline charts): one dump, a series of
-    /// dumps of one process, a baseline and a release, or a CUDA snapshot
+    /// dumps of one process, a baseline and a release, a CUDA snapshot, or a timeline (.hgt)
     Report(ReportArgs),
     /// memlab's three-snapshot method: objects allocated between BASELINE and TARGET that are
     /// still alive in FINAL (matched by V8 object id), clustered by their path from the root
@@ -153,7 +155,7 @@ pub(crate) struct RecordArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
-    /// The dumps: one, or a series of one process, oldest first
+    /// The dumps: one, or a series of one process, oldest first; a timeline (.hgt) may join
     #[arg(required = true)]
     pub(crate) files: Vec<PathBuf>,
     /// Compare with this dump (an earlier release), as the first of the series
@@ -262,8 +264,8 @@ pub(crate) struct SiteArgs {
 /// Arguments every analysis shares.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// The dump: a .heapsnapshot, .hprof, .hgd (any of them gzipped), a tracemalloc dump or a
-    /// CUDA memory snapshot
+    /// The dump: a .heapsnapshot, .hprof, .hgd (any of them gzipped), a tracemalloc dump, a
+    /// CUDA memory snapshot, or (summary only) a .hgt timeline
     pub(crate) file: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
