@@ -9,7 +9,8 @@
 #   RESIDENT_MIB  memory the recorded program keeps resident (default 1024): the more, the more
 #                 page tables a PSS reading walks
 #   ROUNDS        rounds of object churn the program times (default 200, about 4 s here)
-#   REPEAT        runs of each case; the median churn time is reported (default 5)
+#   REPEAT        runs of each case, taken in turns; the median churn time is reported
+#                 (default 7)
 #   HEAPGRAPH_BIN use this heapgraph binary and skip `cargo build --release`
 # Needs: python3, cargo, GNU time (/usr/bin/time; installed with apt-get when missing and run as
 # root), and memory_profiler (`pip install memory_profiler`; installed when missing). The
@@ -28,7 +29,7 @@ set -euo pipefail
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
 RESIDENT_MIB="${RESIDENT_MIB:-1024}"
 ROUNDS="${ROUNDS:-200}"
-REPEAT="${REPEAT:-5}"
+REPEAT="${REPEAT:-7}"
 WORKLOAD="$ROOT/benches/record_workload.py"
 LOGS="$(mktemp -d)"
 trap 'rm -rf "$LOGS"' EXIT
@@ -46,23 +47,35 @@ if [[ -z "${HEAPGRAPH_BIN:-}" ]]; then
   HEAPGRAPH_BIN="$ROOT/target/release/heapgraph"
 fi
 
-# churn NAME CMD...: runs CMD REPEAT times; keeps the median of the churn seconds it prints.
-churn() {
-  local name="$1"; shift
-  : >"$LOGS/$name.churn"
-  for ((i = 1; i <= REPEAT; i++)); do
-    (cd "$LOGS" && timed "$name" "$@")
-    tail -n 1 "$LOGS/$name.out" >>"$LOGS/$name.churn"
-  done
-  sort -n "$LOGS/$name.churn" | sed -n "$(((REPEAT + 1) / 2))p"
+# The cases of part 1, run in turns (one run of each, REPEAT times over) so that a slow moment
+# of the machine does not fall on one case alone; each case keeps the median of its churn
+# seconds.
+CASES=(plain hg50 hg1s mp50 mppss)
+case_command() {
+  case "$1" in
+    plain) echo python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS" ;;
+    hg50) echo "$HEAPGRAPH_BIN" record --interval 50ms -q -o "$LOGS/hg50.hgt" -- python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS" ;;
+    hg1s) echo "$HEAPGRAPH_BIN" record --interval 1s -q -o "$LOGS/hg1s.hgt" -- python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS" ;;
+    mp50) echo "$MPROF" run -C -T 0.05 -o "$LOGS/mp50.dat" python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS" ;;
+    mppss) echo "$MPROF" run -C -T 0.05 --backend psutil_pss -o "$LOGS/mppss.dat" python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS" ;;
+  esac
 }
 
 echo "== part 1: the recorded program's churn, $RESIDENT_MIB MiB resident, $ROUNDS rounds, median of $REPEAT" >&2
-plain=$(churn plain python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS")
-hg50=$(churn hg50 "$HEAPGRAPH_BIN" record --interval 50ms -q -o "$LOGS/hg50.hgt" -- python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS")
-hg1s=$(churn hg1s "$HEAPGRAPH_BIN" record --interval 1s -q -o "$LOGS/hg1s.hgt" -- python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS")
-mp50=$(churn mp50 "$MPROF" run -C -T 0.05 -o "$LOGS/mp50.dat" python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS")
-mppss=$(churn mppss "$MPROF" run -C -T 0.05 --backend psutil_pss -o "$LOGS/mppss.dat" python3 "$WORKLOAD" "$RESIDENT_MIB" "$ROUNDS")
+for name in "${CASES[@]}"; do : >"$LOGS/$name.churn"; done
+for ((i = 1; i <= REPEAT; i++)); do
+  for name in "${CASES[@]}"; do
+    # shellcheck disable=SC2046 # the command's words, none with spaces
+    (cd "$LOGS" && timed "$name" $(case_command "$name"))
+    tail -n 1 "$LOGS/$name.out" >>"$LOGS/$name.churn"
+  done
+done
+median_of() { sort -n "$LOGS/$1.churn" | sed -n "$(((REPEAT + 1) / 2))p"; }
+plain=$(median_of plain)
+hg50=$(median_of hg50)
+hg1s=$(median_of hg1s)
+mp50=$(median_of mp50)
+mppss=$(median_of mppss)
 samples_hg50=$("$HEAPGRAPH_BIN" summary "$LOGS/hg50.hgt" --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(v is not None for v in d["series"]["pss_bytes"]), "of", d["samples"])')
 
 # attached NAME CMD...: starts the program waiting, attaches CMD (with PID in place of {pid})

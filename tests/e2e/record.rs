@@ -286,6 +286,77 @@ const wait = setInterval(() => {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A JVM that grows byte arrays held by a static list, then waits for its dump.
+const GROWING_JAVA: &str = r#"
+import java.nio.file.*;
+import java.util.*;
+public class Grow {
+    static final List<byte[]> HELD = new ArrayList<>();
+    public static void main(String[] args) throws Exception {
+        for (int i = 0; i < 160; i++) {
+            byte[] chunk = new byte[1 << 20];
+            Arrays.fill(chunk, (byte) 1);
+            HELD.add(chunk);
+            Thread.sleep(5);
+        }
+        Path dir = Paths.get(args[0]);
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (System.currentTimeMillis() < deadline) {
+            try (var names = Files.list(dir)) {
+                if (names.anyMatch(p -> p.toString().endsWith(".hprof.gz"))) break;
+            }
+            Thread.sleep(100);
+        }
+        Thread.sleep(500);
+    }
+}
+"#;
+
+#[test]
+fn act_dumps_a_jvm_through_jcmd() {
+    let found = |tool: &str| Command::new(tool).arg("-h").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !found("java") || !found("jcmd") {
+        println!("skipped: no java and jcmd on PATH (a JDK 11 or later runs this test)");
+        return;
+    }
+    let dir = temp_dir("record-java");
+    let source = dir.join("Grow.java");
+    std::fs::write(&source, GROWING_JAVA).unwrap();
+    let out = dir.join("jvm.hgt");
+    let stderr = record(
+        &[
+            "--interval",
+            "100ms",
+            "--act",
+            "150MiB",
+            "--dump-dir",
+            path_str(&dir),
+            "--dump-timeout",
+            "60s",
+            "-o",
+            path_str(&out),
+        ],
+        // The source-file launcher compiles and runs Grow.java in one JVM.
+        &["java", "-Xmx512m", "-XX:+UseSerialGC", path_str(&source), path_str(&dir)],
+        0,
+    );
+    let view = timeline(&out);
+    let dumps = dumps_of(&view);
+    assert_eq!(dumps.len(), 1, "{stderr}\n{view:#}");
+    assert_eq!(dumps[0].0, "hprof");
+    assert_eq!(view["dump"]["runtime"], "java");
+    let summary = json(&["summary", path_str(&dumps[0].1), "--format", "json"]);
+    let arrays = summary["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["type"] == "byte[]")
+        .unwrap_or_else(|| panic!("no byte[] in the dump"));
+    // At least the 100 MiB held by the time RSS crossed 150 MiB.
+    assert!(arrays["shallow_size"].as_u64().unwrap() >= 100 << 20, "{arrays}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_process_that_cannot_be_dumped_is_recorded_with_the_reason() {
     let dir = temp_dir("record-sleep");
