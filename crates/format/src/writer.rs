@@ -534,7 +534,7 @@ impl<W: Write> Writer<W> {
             ],
         )?;
         let mut scratch = std::mem::take(&mut self.scratch);
-        let mut result = Ok(());
+        let mut result;
         let mut start = 0;
         loop {
             let rows = start..(start + self.chunk_rows).min(n_rows);
