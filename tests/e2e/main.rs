@@ -7,6 +7,7 @@ mod hprof;
 mod oracle;
 mod python;
 mod report;
+mod rust_alloc;
 mod support;
 mod tidy;
 mod torch_cuda;

@@ -37,7 +37,8 @@ pub struct SiteOptions {
     /// (not with [`SiteKey::Traceback`]).
     pub cumulative: bool,
     /// Keep only allocations whose most recent frame's file matches one of these globs
-    /// (`tracemalloc.Filter(True, pattern)`); none means all.
+    /// (`tracemalloc.Filter(True, pattern)`); none means all. With `user_frames_only`, the
+    /// most recent frame after library frames are folded away.
     pub include: Vec<String>,
     /// Drop allocations whose most recent frame's file matches one of these globs
     /// (`tracemalloc.Filter(False, pattern)`).
@@ -277,7 +278,6 @@ impl Groups {
 }
 
 fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
-    let strings = &snapshot.strings;
     let include: Vec<&str> = options
         .include
         .iter()
@@ -302,11 +302,16 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
         ..
     } in &snapshot.sites
     {
-        let raw = snapshot.stacks.frames_of(stack);
+        let mut frames = site_frames(snapshot, stack);
+        if options.user_frames_only {
+            fold_library_frames(&mut frames);
+        }
         if !include.is_empty() || !exclude.is_empty() {
-            let first = raw.first().map(|&frame| {
-                normalize_filename(strings.get(snapshot.stacks.frame(frame).filename))
-            });
+            // The most recent frame as grouped: with library frames folded away, the user's
+            // line (a Rust `Vec` is made in `raw_vec.rs`, but the user filters on their file).
+            let first = frames
+                .first()
+                .map(|frame| normalize_filename(&frame.filename));
             let matches = |patterns: &[&str]| {
                 first.is_some_and(|file| patterns.iter().any(|pattern| fnmatch(file, pattern)))
             };
@@ -316,10 +321,6 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
         }
         groups.total_size += bytes;
         groups.total_count += count;
-        let mut frames = site_frames(snapshot, stack);
-        if options.user_frames_only {
-            fold_library_frames(&mut frames);
-        }
         let by_file = |frame: &SiteFrame| SiteFrame {
             filename: frame.filename.clone(),
             lineno: 0,
