@@ -94,6 +94,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         kept
     };
+    // Grown by pushes: each growth is a realloc, sampled afresh at its new size, and the
+    // block belongs to the line that grew it last.
+    let grown = {
+        let mut kept: Vec<Vec<u8>> = Vec::with_capacity(20_000);
+        let mut line = 0;
+        for _ in 0..20_000 {
+            let mut block = Vec::new();
+            for byte in 0..1000u32 {
+                let ((), here) = (block.push(byte as u8), line!());
+                line = here;
+            }
+            kept.push(block);
+        }
+        let size = kept[0].capacity();
+        assert!(kept.iter().all(|block| block.capacity() == size));
+        lines.push(Line {
+            line,
+            size,
+            live: 20_000,
+        });
+        kept
+    };
     // Freed again before the snapshot: a sampled block's weight goes exactly as it came.
     let mut freed_line = 0;
     for _ in 0..100_000 {
@@ -153,6 +175,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     out.push_str("]}");
     println!("{out}");
-    drop((small, medium, large, huge, threaded));
+    drop((small, medium, large, huge, grown, threaded));
     Ok(())
 }

@@ -4,7 +4,10 @@
 //! Each block gets a small header in front of it: 8 bytes for alignments up to 8, `align`
 //! bytes above (only its last 8 are used). The header holds the block's stack id (0: not
 //! recorded), so a free finds its stack without a lookup and takes no lock: it subtracts the
-//! block's weight from the stack's atomic counters. An allocation walks the frame pointers
+//! block's weight from the stack's atomic counters. When sampling, only sampled blocks carry
+//! one (for alignments up to 8): every block is asked of `System` 16-aligned, and a sampled
+//! block is handed out 8 bytes past that, after its header, so the address alone tells a free
+//! whether there is a header to read, and an unsampled block costs nothing but the countdown. An allocation walks the frame pointers
 //! (`stack`), finds its stack's id in a per-thread cache (`thread`) or, for a stack never seen,
 //! in the shared table under a lock (`table`), and adds to its counters. Nothing is resolved
 //! to symbols until [`snapshot`](crate::snapshot) writes a file.
@@ -211,12 +214,133 @@ unsafe fn header(block: *mut u8) -> *mut u64 {
     unsafe { block.sub(HEADER_BYTES).cast() }
 }
 
-// SAFETY: every block is a `System` block of the outer layout, offset by the prefix, which
-// keeps the requested alignment (the prefix is a multiple of it) and size; the header in front
-// is never handed out. Tags only ever index the table.
+/// Alignment of every block `System` gives a sampling recorder for alignments up to 8: an
+/// unsampled block is `System`'s own, at a multiple of it, and a sampled one starts 8 bytes
+/// past one (after its header), so a free tells them apart by the address alone.
+const SAMPLING_ALIGN: usize = 16;
+
+/// The layout `System` sees for an unsampled block of `size` bytes (alignment at most 8).
+#[inline]
+fn unsampled_layout(size: usize) -> Option<Layout> {
+    Layout::from_size_align(size.max(SAMPLING_ALIGN), SAMPLING_ALIGN).ok()
+}
+
+/// The layout `System` sees for a sampled block of `size` bytes (alignment at most 8).
+#[inline]
+fn sampled_layout(size: usize) -> Option<Layout> {
+    Layout::from_size_align(size.checked_add(SAMPLING_ALIGN)?, SAMPLING_ALIGN).ok()
+}
+
+/// Whether a block of a sampling recorder with alignment at most 8 was sampled.
+#[inline]
+fn is_sampled(block: *mut u8) -> bool {
+    block as usize % SAMPLING_ALIGN == HEADER_BYTES
+}
+
+impl Recorder {
+    /// Whether blocks of `layout` take the sampling path: no header unless sampled.
+    #[inline]
+    fn sampling_path(&self, layout: Layout) -> bool {
+        self.period != 0 && layout.align() <= HEADER_BYTES
+    }
+
+    /// A block on the sampling path; `zeroed` as `alloc_zeroed`.
+    #[inline]
+    fn sampled_alloc(&self, size: usize, zeroed: bool) -> *mut u8 {
+        self.sampled_alloc_tagged(size, zeroed, self.tag_for(size))
+    }
+
+    /// A block on the sampling path whose sampling was decided already: `tag` 0 for not
+    /// sampled.
+    #[inline]
+    fn sampled_alloc_tagged(&self, size: usize, zeroed: bool, tag: u64) -> *mut u8 {
+        let get = |layout: Layout| {
+            // SAFETY: both layouts have a non-zero size.
+            unsafe {
+                if zeroed {
+                    System.alloc_zeroed(layout)
+                } else {
+                    System.alloc(layout)
+                }
+            }
+        };
+        if tag == 0 {
+            return unsampled_layout(size).map_or(std::ptr::null_mut(), get);
+        }
+        let base = sampled_layout(size).map_or(std::ptr::null_mut(), get);
+        if base.is_null() {
+            self.forget(tag, size);
+            return base;
+        }
+        // SAFETY: the block has 16 bytes in front of the caller's; the header is the second 8.
+        unsafe {
+            let block = base.add(HEADER_BYTES);
+            header(block).write(tag);
+            block
+        }
+    }
+
+    /// Frees a block of the sampling path.
+    ///
+    /// # Safety
+    /// As `GlobalAlloc::dealloc`, for a block of the sampling path.
+    #[inline]
+    unsafe fn sampled_dealloc(&self, block: *mut u8, size: usize) {
+        // SAFETY: both layouts were valid when the block was made from the same size.
+        unsafe {
+            if is_sampled(block) {
+                self.forget(header(block).read(), size);
+                let layout =
+                    Layout::from_size_align_unchecked(size + SAMPLING_ALIGN, SAMPLING_ALIGN);
+                System.dealloc(block.sub(HEADER_BYTES), layout);
+            } else {
+                let layout =
+                    Layout::from_size_align_unchecked(size.max(SAMPLING_ALIGN), SAMPLING_ALIGN);
+                System.dealloc(block, layout);
+            }
+        }
+    }
+
+    /// Resizes a block of the sampling path: the resized block is sampled afresh, as a new
+    /// allocation would be (tracemalloc's rule: it belongs to the resizing stack).
+    ///
+    /// # Safety
+    /// As `GlobalAlloc::realloc`, for a block of the sampling path.
+    #[inline]
+    unsafe fn sampled_realloc(&self, block: *mut u8, old_size: usize, new_size: usize) -> *mut u8 {
+        // One decision for the new block: deciding twice would sample it with p².
+        let tag = self.tag_for(new_size);
+        if tag == 0 && !is_sampled(block) {
+            let (Some(old), Some(new)) = (unsampled_layout(old_size), unsampled_layout(new_size))
+            else {
+                return std::ptr::null_mut();
+            };
+            // SAFETY: the block was made with layout `old`; `new` is valid.
+            return unsafe { System.realloc(block, old, new.size()) };
+        }
+        // Sampled before or after: a new block of the right kind, then a copy.
+        let moved = self.sampled_alloc_tagged(new_size, false, tag);
+        if !moved.is_null() {
+            // SAFETY: both blocks hold at least the smaller size; they are distinct.
+            unsafe {
+                std::ptr::copy_nonoverlapping(block, moved, old_size.min(new_size));
+                self.sampled_dealloc(block, old_size);
+            }
+        }
+        moved
+    }
+}
+
+// SAFETY: every block is a `System` block of a layout derived from the caller's by the rules
+// above (a header prefix that keeps the requested alignment, or, on the sampling path,
+// 16-byte alignment with an 8-byte header for sampled blocks), freed with the same layout;
+// the caller's bytes are never written. Tags only ever index the table.
 unsafe impl GlobalAlloc for Recorder {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if self.sampling_path(layout) {
+            return self.sampled_alloc(layout.size(), false);
+        }
         let Some(outer) = outer_layout(layout.size(), layout.align()) else {
             return std::ptr::null_mut();
         };
@@ -235,6 +359,9 @@ unsafe impl GlobalAlloc for Recorder {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if self.sampling_path(layout) {
+            return self.sampled_alloc(layout.size(), true);
+        }
         let Some(outer) = outer_layout(layout.size(), layout.align()) else {
             return std::ptr::null_mut();
         };
@@ -253,6 +380,10 @@ unsafe impl GlobalAlloc for Recorder {
 
     #[inline]
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        if self.sampling_path(layout) {
+            // SAFETY: the caller hands back a block of ours with its layout.
+            return unsafe { self.sampled_dealloc(block, layout.size()) };
+        }
         // SAFETY: the caller hands back a block of ours with its layout.
         let tag = unsafe { header(block).read() };
         self.forget(tag, layout.size());
@@ -267,6 +398,10 @@ unsafe impl GlobalAlloc for Recorder {
 
     #[inline]
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if self.sampling_path(layout) {
+            // SAFETY: the caller hands back a block of ours with its layout.
+            return unsafe { self.sampled_realloc(block, layout.size(), new_size) };
+        }
         let prefix = prefix(layout.align());
         let Some(new_outer) = outer_layout(new_size, layout.align()) else {
             return std::ptr::null_mut();
