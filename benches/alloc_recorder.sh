@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The Rust allocation recorder's overhead: one allocation-heavy workload
-# (crates/capture/examples/alloc_workload.rs: parse a JSON-like document into Strings, Vecs and
-# BTreeMaps, count its keys in a hash map, render and sort its records, drop it all, round after
-# round) built three ways, all with frame pointers, and timed side by side:
+# The Rust allocation recorder's overhead on two allocation-heavy workloads
+# (crates/capture/examples/alloc_workload.rs): `json` parses a JSON-like document into Strings,
+# Vecs and BTreeMaps, counts its keys in a hash map, renders and sorts its records and drops it
+# all, round after round (malloc and free take about 30% of its time under System); `churn`
+# makes and drops small Strings, Vecs, Boxes and BTreeMap nodes with little work between, the
+# allocator's worst case. Each is built three ways, all with frame pointers, and timed side by
+# side:
 #   system   plain std::alloc::System
 #   every    heapgraph_capture::Recorder::new(), every allocation recorded
 #   sampled  heapgraph_capture::Recorder::sampling(512 * 1024)
@@ -13,7 +16,8 @@
 #   benches/alloc_recorder.sh
 #   ROUNDS=40 REPEAT=5 benches/alloc_recorder.sh
 # Environment:
-#   ROUNDS   rounds of the workload per run (default 20: about 1.5 s under System here)
+#   ROUNDS   rounds of `json` per run (default 20: about 1.4 s under System here)
+#   CHURN_ROUNDS  rounds of `churn` per run (default 400: about 1 s under System here)
 #   REPEAT   runs of each build; the median is reported (default 5)
 # Needs: cargo, and GNU time as /usr/bin/time (Debian package `time`; installed with apt-get
 # when missing and this runs as root). The machine should be otherwise idle while this runs.
@@ -21,6 +25,7 @@ set -euo pipefail
 
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
 ROUNDS="${ROUNDS:-20}"
+CHURN_ROUNDS="${CHURN_ROUNDS:-400}"
 REPEAT="${REPEAT:-5}"
 TARGET="$ROOT/target/frame-pointers"
 
@@ -41,42 +46,47 @@ for mode in system every sampled; do
 done
 
 # The three must compute the same thing.
-sums=$(for mode in system every sampled; do "$LOGS/workload-$mode" 1; done | sort -u | wc -l)
-[[ "$sums" -eq 1 ]] || { echo "the three builds disagree on the checksum" >&2; exit 1; }
+for workload in json churn; do
+  sums=$(for mode in system every sampled; do "$LOGS/workload-$mode" "$workload" 1; done | sort -u | wc -l)
+  [[ "$sums" -eq 1 ]] || { echo "the three builds disagree on the $workload checksum" >&2; exit 1; }
+done
 
-# Interleaved, so that a change in the machine's load hits all three alike.
-for mode in system every sampled; do : >"$LOGS/$mode.all"; done
-for ((i = 1; i <= REPEAT; i++)); do
-  for mode in system every sampled; do
-    timed "$mode" "$LOGS/workload-$mode" "$ROUNDS"
-    cat "$LOGS/$mode" >>"$LOGS/$mode.all"
+# measure WORKLOAD ROUNDS: REPEAT runs of each build, interleaved so that a change in the
+# machine's load hits all three alike, then a table of medians and ratios.
+measure() {
+  local workload="$1" rounds="$2" mode i
+  for mode in system every sampled; do : >"$LOGS/$workload-$mode.all"; done
+  for ((i = 1; i <= REPEAT; i++)); do
+    for mode in system every sampled; do
+      timed "$workload-$mode" "$LOGS/workload-$mode" "$workload" "$rounds"
+      cat "$LOGS/$workload-$mode" >>"$LOGS/$workload-$mode.all"
+    done
   done
-done
-for mode in system every sampled; do
-  sort -n "$LOGS/$mode.all" | sed -n "$(((REPEAT + 1) / 2))p" >"$LOGS/$mode"
-done
+  for mode in system every sampled; do
+    sort -n "$LOGS/$workload-$mode.all" | sed -n "$(((REPEAT + 1) / 2))p" >"$LOGS/$workload-$mode"
+  done
+  read -r SW SR <"$LOGS/$workload-system"
+  read -r EW ER <"$LOGS/$workload-every"
+  read -r PW PR <"$LOGS/$workload-sampled"
+  awk -v workload="$workload" -v rounds="$rounds" -v repeat="$REPEAT" -v sw="$SW" -v sr="$SR" \
+      -v ew="$EW" -v er="$ER" -v pw="$PW" -v pr="$PR" '
+    function row(label, w, r) {
+      printf "| %s | %.3f | %.1f | %.2f× | %.2f× |\n", label, w, r / 1024, w / sw, r / sr
+    }
+    BEGIN {
+      printf "\nalloc_workload %s, %d rounds (median of %d interleaved runs)\n\n", workload, rounds, repeat
+      print "| allocator | wall s | peak RSS MiB | wall / System | RSS / System |"
+      print "| --- | ---: | ---: | ---: | ---: |"
+      row("System", sw, sr)
+      row("Recorder::new() (every allocation)", ew, er)
+      row("Recorder::sampling(512 KiB)", pw, pr)
+    }'
+}
+measure json "$ROUNDS"
+measure churn "$CHURN_ROUNDS"
 
-for mode in every sampled; do
-  "$LOGS/workload-$mode" "$ROUNDS" "$LOGS/$mode.hgd" 2>"$LOGS/$mode.snapshot" >/dev/null
-done
-
-read -r SW SR <"$LOGS/system"
-read -r EW ER <"$LOGS/every"
-read -r PW PR <"$LOGS/sampled"
-awk -v rounds="$ROUNDS" -v repeat="$REPEAT" -v sw="$SW" -v sr="$SR" -v ew="$EW" -v er="$ER" \
-    -v pw="$PW" -v pr="$PR" '
-  function row(label, w, r) {
-    printf "| %s | %.3f | %.1f | %.2f× | %.2f× |\n", label, w, r / 1024, w / sw, r / sr
-  }
-  BEGIN {
-    printf "\nalloc_workload, %d rounds (median of %d interleaved runs)\n\n", rounds, repeat
-    print "| allocator | wall s | peak RSS MiB | wall / System | RSS / System |"
-    print "| --- | ---: | ---: | ---: | ---: |"
-    row("System", sw, sr)
-    row("Recorder::new() (every allocation)", ew, er)
-    row("Recorder::sampling(512 KiB)", pw, pr)
-  }'
 echo
 for mode in every sampled; do
-  echo "$mode: $(cat "$LOGS/$mode.snapshot")"
+  "$LOGS/workload-$mode" json "$ROUNDS" "$LOGS/$mode.hgd" 2>"$LOGS/$mode.snapshot" >/dev/null
+  echo "$mode, json: $(cat "$LOGS/$mode.snapshot")"
 done

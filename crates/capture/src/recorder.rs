@@ -107,9 +107,6 @@ impl Recorder {
     /// recorded (not sampled, the recorder's own, or no room in the table).
     #[inline]
     fn tag_for(&self, size: usize) -> u64 {
-        if MODE.load(Ordering::Relaxed) == 0 {
-            MODE.store(self.period + 1, Ordering::Relaxed);
-        }
         thread::with(|state| {
             if state.busy.get() {
                 return 0;
@@ -136,6 +133,9 @@ impl Recorder {
         let mut random = state.random.get();
         if random == 0 {
             // First allocation of this thread: draw its first distance, then judge this one.
+            // (Also where `snapshot` learns that a sampling recorder is installed: the fast
+            // path stays one subtraction.)
+            self.installed();
             random = state.seed();
             let first = sampling::next_distance(&mut random, self.period);
             state.random.set(random);
@@ -152,9 +152,18 @@ impl Recorder {
         true
     }
 
+    /// Tells [`snapshot`](crate::snapshot) that this recorder is installed, and its mode.
+    #[inline]
+    fn installed(&self) {
+        if MODE.load(Ordering::Relaxed) == 0 {
+            MODE.store(self.period + 1, Ordering::Relaxed);
+        }
+    }
+
     /// Captures the stack and adds the block's weight to it.
     #[inline(never)]
     fn record(&self, state: &thread::ThreadState, size: usize) -> u64 {
+        self.installed();
         let mut addresses = [0usize; MAX_FRAMES];
         let n_frames = stack::capture(&mut addresses[..self.max_frames], state.stack_top());
         let Some(id) = state.stack_id(&addresses[..n_frames]) else {
