@@ -8,6 +8,7 @@ mod oracle;
 mod python;
 mod record;
 mod report;
+mod rust_alloc;
 mod support;
 mod tidy;
 mod torch_cuda;

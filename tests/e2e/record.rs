@@ -314,7 +314,14 @@ public class Grow {
 
 #[test]
 fn act_dumps_a_jvm_through_jcmd() {
-    let found = |tool: &str| Command::new(tool).arg("-h").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    let found = |tool: &str| {
+        Command::new(tool)
+            .arg("-h")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    };
     if !found("java") || !found("jcmd") {
         println!("skipped: no java and jcmd on PATH (a JDK 11 or later runs this test)");
         return;
@@ -337,7 +344,13 @@ fn act_dumps_a_jvm_through_jcmd() {
             path_str(&out),
         ],
         // The source-file launcher compiles and runs Grow.java in one JVM.
-        &["java", "-Xmx512m", "-XX:+UseSerialGC", path_str(&source), path_str(&dir)],
+        &[
+            "java",
+            "-Xmx512m",
+            "-XX:+UseSerialGC",
+            path_str(&source),
+            path_str(&dir),
+        ],
         0,
     );
     let view = timeline(&out);
@@ -352,8 +365,10 @@ fn act_dumps_a_jvm_through_jcmd() {
         .iter()
         .find(|row| row["type"] == "byte[]")
         .unwrap_or_else(|| panic!("no byte[] in the dump"));
-    // At least the 100 MiB held by the time RSS crossed 150 MiB.
-    assert!(arrays["shallow_size"].as_u64().unwrap() >= 100 << 20, "{arrays}");
+    // The JVM's own RSS is some 60 MiB, so when the process crossed 150 MiB at least 64 of the
+    // 160 one-MiB arrays were held, and no more than all of them.
+    let bytes = arrays["shallow_size"].as_u64().unwrap();
+    assert!((64 << 20..=170 << 20).contains(&bytes), "{arrays}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -37,7 +37,8 @@ pub struct SiteOptions {
     /// (not with [`SiteKey::Traceback`]).
     pub cumulative: bool,
     /// Keep only allocations whose most recent frame's file matches one of these globs
-    /// (`tracemalloc.Filter(True, pattern)`); none means all.
+    /// (`tracemalloc.Filter(True, pattern)`); none means all. With `user_frames_only`, the
+    /// most recent frame after library frames are folded away.
     pub include: Vec<String>,
     /// Drop allocations whose most recent frame's file matches one of these globs
     /// (`tracemalloc.Filter(False, pattern)`).
@@ -107,12 +108,39 @@ pub struct SitesView {
     pub rows: Vec<SiteRow>,
 }
 
-/// Whether a file belongs to a library rather than to the user's code.
+/// Whether a file belongs to a library rather than to the user's code: Python's
+/// (site-packages, the standard library), Rust's (the standard library's sources, crates from a
+/// registry or git), or a shared object named for a frame with no source (libc).
 pub fn is_library_file(filename: &str) -> bool {
     filename.contains("/site-packages/")
         || filename.contains("/dist-packages/")
         || filename.starts_with("<frozen ")
         || is_stdlib_path(filename)
+        || is_rust_library_path(filename)
+        || is_shared_object(filename)
+}
+
+/// Rust's standard library as its debug info names it (`/rustc/<commit>/library/…`, or the
+/// `rust-src` component's copy in a sysroot), and crates that Cargo fetched.
+fn is_rust_library_path(filename: &str) -> bool {
+    filename.starts_with("/rustc/")
+        || filename.contains("/lib/rustlib/src/rust/library/")
+        || filename.contains("/.cargo/registry/src/")
+        || filename.contains("/.cargo/git/checkouts/")
+}
+
+/// `libc.so.6`, `libfoo.so`: the Rust recorder names a frame without debug info by its object.
+fn is_shared_object(filename: &str) -> bool {
+    let base = filename.rsplit('/').next().unwrap_or(filename);
+    match base.find(".so") {
+        Some(at) => {
+            let rest = &base[at + 3..];
+            rest.is_empty()
+                || rest.starts_with('.')
+                    && rest[1..].bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        }
+        None => false,
+    }
 }
 
 /// The frames of `stack` with their own text (rows compare across snapshots), most recent call
@@ -250,7 +278,6 @@ impl Groups {
 }
 
 fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
-    let strings = &snapshot.strings;
     let include: Vec<&str> = options
         .include
         .iter()
@@ -275,11 +302,16 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
         ..
     } in &snapshot.sites
     {
-        let raw = snapshot.stacks.frames_of(stack);
+        let mut frames = site_frames(snapshot, stack);
+        if options.user_frames_only {
+            fold_library_frames(&mut frames);
+        }
         if !include.is_empty() || !exclude.is_empty() {
-            let first = raw.first().map(|&frame| {
-                normalize_filename(strings.get(snapshot.stacks.frame(frame).filename))
-            });
+            // The most recent frame as grouped: with library frames folded away, the user's
+            // line (a Rust `Vec` is made in `raw_vec.rs`, but the user filters on their file).
+            let first = frames
+                .first()
+                .map(|frame| normalize_filename(&frame.filename));
             let matches = |patterns: &[&str]| {
                 first.is_some_and(|file| patterns.iter().any(|pattern| fnmatch(file, pattern)))
             };
@@ -289,10 +321,6 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
         }
         groups.total_size += bytes;
         groups.total_count += count;
-        let mut frames = site_frames(snapshot, stack);
-        if options.user_frames_only {
-            fold_library_frames(&mut frames);
-        }
         let by_file = |frame: &SiteFrame| SiteFrame {
             filename: frame.filename.clone(),
             lineno: 0,
@@ -463,5 +491,46 @@ mod tests {
         assert!(is_library_file("<frozen importlib._bootstrap>"));
         assert!(!is_library_file("/srv/trainer/train.py"));
         assert!(!is_library_file("/home/me/python3.11-notes/x.py"));
+    }
+
+    #[test]
+    fn rust_library_files_are_recognised() {
+        for library in [
+            "/rustc/29483883eed69d5fb4db01964cdf2af4d86e9cb2/library/alloc/src/raw_vec/mod.rs",
+            "/root/.rustup/toolchains/1.95.0-x86_64-unknown-linux-gnu/lib/rustlib/src/rust/library/std/src/rt.rs",
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/serde_json-1.0.140/src/de.rs",
+            "/home/me/.cargo/git/checkouts/tokio-2a3c1e2a8b0c3d4e/1a2b3c4/tokio/src/runtime/mod.rs",
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/opt/app/libplugin.so",
+        ] {
+            assert!(is_library_file(library), "{library}");
+        }
+        for user in [
+            "/work/app/src/main.rs",
+            "src/cache.rs",
+            "/work/app/target/release/app",
+            "/srv/sonar.rs",
+            "/srv/libx.so.rs",
+        ] {
+            assert!(!is_library_file(user), "{user}");
+        }
+    }
+
+    #[test]
+    fn rust_stacks_fold_to_the_users_line() {
+        let frame = |filename: &str, lineno| SiteFrame {
+            filename: filename.to_owned(),
+            lineno,
+            name: None,
+        };
+        let mut frames = vec![
+            frame("/rustc/0123/library/alloc/src/raw_vec/mod.rs", 480),
+            frame("/rustc/0123/library/alloc/src/vec/mod.rs", 960),
+            frame("/work/app/src/main.rs", 12),
+            frame("/rustc/0123/library/std/src/rt.rs", 206),
+            frame("/usr/lib/x86_64-linux-gnu/libc.so.6", 0),
+        ];
+        fold_library_frames(&mut frames);
+        assert_eq!(frames, [frame("/work/app/src/main.rs", 12)]);
     }
 }

@@ -17,7 +17,7 @@ fn site_key(by: Option<RankByArg>, snapshot: &AllocSnapshot) -> anyhow::Result<S
         Some(RankByArg::Lineno) => SiteKey::Lineno,
         Some(RankByArg::Traceback) => SiteKey::Traceback,
         None => match snapshot.meta.source {
-            AllocSource::Tracemalloc => SiteKey::Lineno,
+            AllocSource::Tracemalloc | AllocSource::RustAlloc => SiteKey::Lineno,
             AllocSource::TorchCuda => SiteKey::Traceback,
         },
         Some(other) => bail!(
@@ -43,7 +43,8 @@ fn info(path: &Path, snapshot: &AllocSnapshot) -> DumpInfo {
     DumpInfo::for_alloc(&path.display().to_string(), &snapshot.meta)
 }
 
-/// Only CUDA stacks are folded: tracemalloc's answers must stay Python's own.
+/// CUDA and Rust stacks are folded, so that the most recent frame is the user's line (not
+/// torch's or Rust's standard library); tracemalloc's answers must stay Python's own.
 fn fold_for(snapshot: &AllocSnapshot, options: &mut SiteOptions) {
     if snapshot.meta.source == AllocSource::Tracemalloc {
         options.user_frames_only = false;

@@ -1,14 +1,14 @@
 //! `heapgraph record`: samples a process tree's memory at an interval into a timeline (`.hgt`),
 //! alerts at `--warn`, and at `--act` takes a dump of the right kind while there is still time.
-//! The sampler, the writer and the triggers live in `heapgraph_capture::record`; this module
+//! The sampler, the writer and the triggers live in `heapgraph_capture::sampler`; this module
 //! runs the loop, the status line and the dumps (one at a time, on a thread of their own, so
 //! that sampling goes on while a dump is written: its memory cost shows on the chart).
 
 use crate::args::RecordArgs;
 use crate::capture::{absolute, dump_python};
 use anyhow::{Context, bail};
-use heapgraph_capture::record::trigger::{self, DumpMethod, Dumped, Target};
-use heapgraph_capture::record::{
+use heapgraph_capture::sampler::trigger::{self, DumpMethod, Dumped, Target};
+use heapgraph_capture::sampler::{
     GpuDevice, HostLimit, LevelSpec, SOURCE_FORMAT, Sample, Sampler, TimelineWriter, Watch, procfs,
 };
 use heapgraph_format::{

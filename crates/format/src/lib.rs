@@ -53,15 +53,18 @@ pub use column::{LeInt, column_len, decode_column, encode_column};
 pub use error::{ColumnError, Error};
 pub use reader::{Reader, SliceReader, Truncation};
 pub use records::{
-    AnalysisChunk, Chunk, EdgesChunk, Header, KIND_HEAP_GRAPH, LITTLE_ENDIAN, MAGIC,
-    NodeKindsChunk, NodesChunk, RootChunk, StringsChunk, StringsIter, TypeTotalsChunk,
-    UnknownChunk, VERSION,
+    AnalysisChunk, Chunk, EdgesChunk, FramesChunk, Header, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH,
+    LITTLE_ENDIAN, MAGIC, NO_NAME, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
+    StringsChunk, StringsIter, TypeTotalsChunk, UnknownChunk, VERSION,
 };
 pub use timeline::{
     EventChunk, GpuInfo, KIND_TIMELINE, NOT_MEASURED, SampleColumns, SamplesChunk, ThresholdInfo,
     TimelineInfoChunk,
 };
-pub use writer::{AnalysisColumns, EdgeColumns, NodeColumns, TypeTotalsColumns, Writer};
+pub use writer::{
+    AnalysisColumns, EdgeColumns, FrameColumns, NodeColumns, SiteColumns, StackColumns,
+    TypeTotalsColumns, Writer,
+};
 
 /// The most bytes one record may hold. A reader refuses a record that would be larger before
 /// reserving anything; writers keep chunks far below it (about 1M rows is 30 MB of nodes).

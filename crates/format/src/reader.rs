@@ -4,8 +4,9 @@
 use crate::error::{Error, describe_prefix};
 use crate::frame::{FrameError, Framed, Framer, SliceFramer};
 use crate::records::{
-    AnalysisChunk, Chunk, EdgesChunk, Header, LITTLE_ENDIAN, MAGIC, NodeKindsChunk, NodesChunk,
-    RootChunk, StringsChunk, TypeTotalsChunk, UnknownChunk, VERSION,
+    AnalysisChunk, Chunk, EdgesChunk, FramesChunk, Header, LITTLE_ENDIAN, MAGIC, NodeKindsChunk,
+    NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk, UnknownChunk,
+    VERSION,
 };
 use crate::timeline::{EventChunk, SamplesChunk, TimelineInfoChunk};
 use crate::{MAX_RECORD_BYTES, sniff};
@@ -414,6 +415,9 @@ fn decode_chunk<'a>(buf: &'a [u8], type_name: &str) -> Result<Chunk<'a>, String>
         }
         "samples" => Chunk::Samples(rmp_serde::from_slice::<SamplesChunk<'_>>(buf).map_err(bad)?),
         "event" => Chunk::Event(rmp_serde::from_slice::<EventChunk>(buf).map_err(bad)?),
+        "frames" => Chunk::Frames(rmp_serde::from_slice::<FramesChunk<'_>>(buf).map_err(bad)?),
+        "stacks" => Chunk::Stacks(rmp_serde::from_slice::<StacksChunk<'_>>(buf).map_err(bad)?),
+        "sites" => Chunk::Sites(rmp_serde::from_slice::<SitesChunk<'_>>(buf).map_err(bad)?),
         "header" => return Err("a second header".to_owned()),
         other => Chunk::Unknown(UnknownChunk {
             type_name: other.to_owned(),

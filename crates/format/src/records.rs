@@ -14,6 +14,11 @@ pub const VERSION: u32 = 1;
 pub const LITTLE_ENDIAN: &str = "little";
 /// The header's `kind` for a heap graph (objects and references).
 pub const KIND_HEAP_GRAPH: &str = "heap-graph";
+/// The header's `kind` for an allocation snapshot (live allocations by allocating stack: the
+/// `frames`, `stacks` and `sites` chunks).
+pub const KIND_ALLOC_SNAPSHOT: &str = "alloc-snapshot";
+/// The `frames.name` of a frame whose function is not known.
+pub const NO_NAME: u32 = u32::MAX;
 
 /// The first record of a stream: what the file holds and where it came from.
 ///
@@ -30,8 +35,8 @@ pub struct Header {
     /// Pointer size of the dumped process in bytes, where known.
     #[serde(default)]
     pub pointer_size: Option<u8>,
-    /// What the file holds: [`KIND_HEAP_GRAPH`], or [`crate::KIND_TIMELINE`] (later also
-    /// allocation snapshots).
+    /// What the file holds: [`KIND_HEAP_GRAPH`], [`KIND_ALLOC_SNAPSHOT`] or
+    /// [`crate::KIND_TIMELINE`].
     pub kind: String,
     /// The format the data was first captured in (`v8-heapsnapshot`, `hprof`, `python-gc`, …).
     pub source_format: String,
@@ -79,8 +84,9 @@ impl Header {
 /// A record after the header. A reader concatenates chunks of the same type in stream order.
 ///
 /// Serialized as a MessagePack map whose `type` key names the variant (`strings`, `node_kinds`,
-/// `nodes`, `edges`, `root`, `analysis`, `type_totals`; for timelines `timeline_info`, `samples`,
-/// `event`), followed by the variant's fields. Column fields are
+/// `nodes`, `edges`, `root`, `analysis`, `type_totals`; for allocation snapshots `frames`,
+/// `stacks`, `sites`; for timelines `timeline_info`, `samples`, `event`), followed by the
+/// variant's fields. Column fields are
 /// `bin` blobs of little-endian integers that borrow from the reader's buffer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -106,6 +112,12 @@ pub enum Chunk<'a> {
     Samples(SamplesChunk<'a>),
     /// Something that happened during a recording.
     Event(EventChunk),
+    /// Source locations of an allocation snapshot, numbered in stream order.
+    Frames(FramesChunk<'a>),
+    /// Allocating stacks of an allocation snapshot, numbered in stream order.
+    Stacks(StacksChunk<'a>),
+    /// Live allocations of an allocation snapshot, by stack.
+    Sites(SitesChunk<'a>),
     /// A chunk of a type this version does not know; the reader skips its content. Never written.
     #[serde(skip)]
     Unknown(UnknownChunk),
@@ -125,6 +137,9 @@ impl Chunk<'_> {
             Chunk::TimelineInfo(_) => "timeline_info",
             Chunk::Samples(_) => "samples",
             Chunk::Event(_) => "event",
+            Chunk::Frames(_) => "frames",
+            Chunk::Stacks(_) => "stacks",
+            Chunk::Sites(_) => "sites",
             Chunk::Unknown(unknown) => &unknown.type_name,
         }
     }
@@ -142,6 +157,9 @@ impl Chunk<'_> {
             Chunk::Analysis(chunk) => chunk.rows().map(drop),
             Chunk::TypeTotals(chunk) => chunk.rows().map(drop),
             Chunk::Samples(chunk) => chunk.rows().map(drop),
+            Chunk::Frames(chunk) => chunk.rows().map(drop),
+            Chunk::Stacks(chunk) => chunk.rows().map(drop),
+            Chunk::Sites(chunk) => chunk.rows().map(drop),
             Chunk::Root(_) | Chunk::TimelineInfo(_) | Chunk::Event(_) | Chunk::Unknown(_) => Ok(()),
         }
     }
@@ -460,6 +478,104 @@ impl TypeTotalsChunk<'_> {
             column::<u64>("count", self.count),
             column::<u64>("shallow_size", self.shallow_size),
             column::<u64>("retained_size", self.retained_size),
+        ])
+    }
+}
+
+/// A chunk of source locations of an allocation snapshot. Frames are numbered from 0 in stream
+/// order across all `frames` chunks; `stacks.frames` refers to them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FramesChunk<'a> {
+    /// The source file, a string index: `u32` per frame.
+    #[serde(borrow, with = "serde_bytes")]
+    pub filename: &'a [u8],
+    /// The function, a string index, or [`NO_NAME`]: `u32` per frame.
+    #[serde(borrow, with = "serde_bytes")]
+    pub name: &'a [u8],
+    /// The line, 0 when unknown: `u32` per frame.
+    #[serde(borrow, with = "serde_bytes")]
+    pub lineno: &'a [u8],
+}
+
+impl FramesChunk<'_> {
+    /// The number of frames, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("filename", self.filename),
+            column::<u32>("name", self.name),
+            column::<u32>("lineno", self.lineno),
+        ])
+    }
+}
+
+/// A chunk of allocating stacks. Stacks are numbered from 0 in stream order across all `stacks`
+/// chunks; stack `i` of a chunk is the next `frame_count[i]` entries of `frames`, innermost
+/// (most recent call) first. A chunk holds whole stacks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StacksChunk<'a> {
+    /// How many frames each stack has: `u32` per stack.
+    #[serde(borrow, with = "serde_bytes")]
+    pub frame_count: &'a [u8],
+    /// The stacks' frames back to back, frame indices: `u32` per entry, Σ `frame_count` entries.
+    #[serde(borrow, with = "serde_bytes")]
+    pub frames: &'a [u8],
+}
+
+impl StacksChunk<'_> {
+    /// The number of stacks, after checking the frame counts add up to the frames.
+    ///
+    /// # Errors
+    /// A lower-case message saying which check failed.
+    pub fn rows(&self) -> Result<usize, String> {
+        let n_stacks =
+            column_len::<u32>(self.frame_count).map_err(|err| format!("frame_count: {err}"))?;
+        let n_frames =
+            column_len::<u32>(self.frames).map_err(|err| format!("frames: {err}"))? as u64;
+        let (counts, _) = self.frame_count.as_chunks::<4>();
+        let declared: u64 = counts
+            .iter()
+            .map(|count| u64::from(u32::from_le_bytes(*count)))
+            .sum();
+        if declared != n_frames {
+            return Err(format!(
+                "the frame counts add up to {declared} frames but frames has {n_frames}"
+            ));
+        }
+        Ok(n_stacks)
+    }
+}
+
+/// A chunk of live allocations, one row per (stack, domain).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SitesChunk<'a> {
+    /// The allocating stack, a stack index: `u32` per site.
+    #[serde(borrow, with = "serde_bytes")]
+    pub stack: &'a [u8],
+    /// The address space (0: the process's heap): `u64` per site.
+    #[serde(borrow, with = "serde_bytes")]
+    pub domain: &'a [u8],
+    /// Bytes live (requested sizes): `u64` per site.
+    #[serde(borrow, with = "serde_bytes")]
+    pub bytes: &'a [u8],
+    /// Allocations live: `u64` per site.
+    #[serde(borrow, with = "serde_bytes")]
+    pub count: &'a [u8],
+}
+
+impl SitesChunk<'_> {
+    /// The number of sites, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("stack", self.stack),
+            column::<u64>("domain", self.domain),
+            column::<u64>("bytes", self.bytes),
+            column::<u64>("count", self.count),
         ])
     }
 }

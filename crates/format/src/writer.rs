@@ -4,8 +4,8 @@
 use crate::column::{LeInt, encode_column};
 use crate::error::Error;
 use crate::records::{
-    AnalysisChunk, Chunk, EdgesChunk, Header, NodeKindsChunk, NodesChunk, RootChunk, StringsChunk,
-    TypeTotalsChunk,
+    AnalysisChunk, Chunk, EdgesChunk, FramesChunk, Header, NodeKindsChunk, NodesChunk, RootChunk,
+    SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk,
 };
 use crate::timeline::{SampleColumns, SamplesChunk, encode_into};
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
@@ -74,6 +74,40 @@ pub struct TypeTotalsColumns<'a> {
     pub shallow_size: &'a [u64],
     /// Their retained sizes, each byte counted once.
     pub retained_size: &'a [u64],
+}
+
+/// Per-frame columns of an allocation snapshot, all of the same length.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameColumns<'a> {
+    /// The source file (a string index), per frame.
+    pub filename: &'a [u32],
+    /// The function (a string index, or [`NO_NAME`](crate::NO_NAME)), per frame.
+    pub name: &'a [u32],
+    /// The line (0 when unknown), per frame.
+    pub lineno: &'a [u32],
+}
+
+/// The stacks of an allocation snapshot: stack `i` is the next `frame_count[i]` entries of
+/// `frames` (frame indices, innermost first).
+#[derive(Clone, Copy, Debug)]
+pub struct StackColumns<'a> {
+    /// Frames per stack.
+    pub frame_count: &'a [u32],
+    /// Every stack's frames back to back; Σ `frame_count` entries.
+    pub frames: &'a [u32],
+}
+
+/// Per-site columns of an allocation snapshot, all of the same length.
+#[derive(Clone, Copy, Debug)]
+pub struct SiteColumns<'a> {
+    /// The allocating stack (a stack index), per site.
+    pub stack: &'a [u32],
+    /// The address space (0: the process's heap), per site.
+    pub domain: &'a [u64],
+    /// Bytes live, per site.
+    pub bytes: &'a [u64],
+    /// Allocations live, per site.
+    pub count: &'a [u64],
 }
 
 /// The end record as written.
@@ -462,6 +496,126 @@ impl<W: Write> Writer<W> {
         })
     }
 
+    /// Writes the frames of an allocation snapshot as `frames` chunks of at most
+    /// [`Writer::chunk_rows`] rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_frames(&mut self, frames: &FrameColumns<'_>) -> Result<(), Error> {
+        let n_rows = frames.filename.len();
+        self.check_lengths(
+            n_rows,
+            &[("name", frames.name.len()), ("lineno", frames.lineno.len())],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result = Ok(());
+        for start in (0..n_rows).step_by(self.chunk_rows) {
+            let rows = start..(start + self.chunk_rows).min(n_rows);
+            let [filename, name, lineno, ..] = &mut scratch;
+            encode_fresh(&frames.filename[rows.clone()], filename);
+            encode_fresh(&frames.name[rows.clone()], name);
+            encode_fresh(&frames.lineno[rows], lineno);
+            result = self.write_chunk(&Chunk::Frames(FramesChunk {
+                filename,
+                name,
+                lineno,
+            }));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Writes the stacks of an allocation snapshot as `stacks` chunks of whole stacks, at most
+    /// [`Writer::chunk_rows`] stacks and (unless one stack alone is longer) as many frame
+    /// references each.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the frame counts do not add up to the frames,
+    /// [`Error::Io`].
+    pub fn write_stacks(&mut self, stacks: &StackColumns<'_>) -> Result<(), Error> {
+        let declared: u64 = stacks.frame_count.iter().map(|&n| u64::from(n)).sum();
+        if declared != stacks.frames.len() as u64 {
+            return Err(Error::InvalidColumns {
+                record: self.chunks + 1,
+                message: format!(
+                    "the frame counts add up to {declared} frames but frames has {}",
+                    stacks.frames.len()
+                ),
+            });
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result = Ok(());
+        let (mut first_stack, mut first_frame) = (0usize, 0usize);
+        while first_stack < stacks.frame_count.len() {
+            // Whole stacks only, so a reader never sees half of one.
+            let (mut end_stack, mut end_frame) = (first_stack, first_frame);
+            while end_stack < stacks.frame_count.len()
+                && end_stack - first_stack < self.chunk_rows
+                && (end_stack == first_stack || end_frame - first_frame < self.chunk_rows)
+            {
+                end_frame += stacks.frame_count[end_stack] as usize;
+                end_stack += 1;
+            }
+            let [frame_count, frames, ..] = &mut scratch;
+            encode_fresh(&stacks.frame_count[first_stack..end_stack], frame_count);
+            encode_fresh(&stacks.frames[first_frame..end_frame], frames);
+            result = self.write_chunk(&Chunk::Stacks(StacksChunk {
+                frame_count,
+                frames,
+            }));
+            if result.is_err() {
+                break;
+            }
+            (first_stack, first_frame) = (end_stack, end_frame);
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Writes the live sites of an allocation snapshot as `sites` chunks of at most
+    /// [`Writer::chunk_rows`] rows; with no site at all, one empty chunk, so that a reader
+    /// can tell an empty snapshot from one cut short before its sites.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_sites(&mut self, sites: &SiteColumns<'_>) -> Result<(), Error> {
+        let n_rows = sites.stack.len();
+        self.check_lengths(
+            n_rows,
+            &[
+                ("domain", sites.domain.len()),
+                ("bytes", sites.bytes.len()),
+                ("count", sites.count.len()),
+            ],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result;
+        let mut start = 0;
+        loop {
+            let rows = start..(start + self.chunk_rows).min(n_rows);
+            let [stack, domain, bytes, count, ..] = &mut scratch;
+            encode_fresh(&sites.stack[rows.clone()], stack);
+            encode_fresh(&sites.domain[rows.clone()], domain);
+            encode_fresh(&sites.bytes[rows.clone()], bytes);
+            encode_fresh(&sites.count[rows.clone()], count);
+            result = self.write_chunk(&Chunk::Sites(SitesChunk {
+                stack,
+                domain,
+                bytes,
+                count,
+            }));
+            start = rows.end;
+            if result.is_err() || start >= n_rows {
+                break;
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
     /// Writes the end record, flushes, and returns the stream.
     ///
     /// # Errors
@@ -564,6 +718,9 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
                 .map(|text| text.as_ref().map_or(0, |text| text.len() as u64))
                 .sum();
         }
+        Chunk::Frames(c) => &[c.filename, c.name, c.lineno],
+        Chunk::Stacks(c) => &[c.frame_count, c.frames],
+        Chunk::Sites(c) => &[c.stack, c.domain, c.bytes, c.count],
         Chunk::NodeKinds(c) => {
             return c
                 .names

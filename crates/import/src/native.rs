@@ -1,24 +1,29 @@
 //! heapgraph's own `.hgd` dumps: the codec between `heapgraph_format`'s records and the model's
 //! [`HeapGraph`], both ways, with the optional stored analysis (dominators, retained sizes,
-//! distances) beside the graph, so that a converted file reopens without recomputing; and the
-//! reader of timelines (`.hgt`, the same stream with header kind `timeline`).
+//! distances) beside the graph, so that a converted file reopens without recomputing; allocation
+//! snapshots (header kind `alloc-snapshot`, what the Rust allocation recorder writes), both ways;
+//! and the reader of timelines (`.hgt`, header kind `timeline`).
 //!
 //! Reading copies each column blob straight into the model's columns (no per-element serde).
 //! A file that was cut short yields what arrived as a consistent graph, with a note in
 //! [`GraphMeta::notes`] saying what was lost. The byte layout is in `docs/formats.md`.
 
+mod alloc;
+mod timeline;
+
+pub use alloc::write_alloc_snapshot;
+
 use crate::{Dump, ImportError};
 use heapgraph_format::{
-    self as format, AnalysisColumns, Chunk, EdgeColumns, Header, KIND_HEAP_GRAPH, KIND_TIMELINE,
-    NodeColumns, Reader, SliceReader, Truncation, TypeTotalsColumns, Writer, decode_column,
+    self as format, AnalysisColumns, Chunk, EdgeColumns, Header, KIND_ALLOC_SNAPSHOT,
+    KIND_HEAP_GRAPH, KIND_TIMELINE, NodeColumns, Reader, SliceReader, Truncation,
+    TypeTotalsColumns, Writer, decode_column,
 };
 use heapgraph_model::{
     EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
 };
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
-
-mod timeline;
 
 /// The format name in errors.
 const FORMAT: &str = "heapgraph .hgd";
@@ -108,6 +113,9 @@ pub fn import_with_analysis<R: BufRead>(
     if header.kind == KIND_TIMELINE {
         return timeline::import(reader).map(|timeline| (Dump::Timeline(timeline), None));
     }
+    if header.kind == KIND_ALLOC_SNAPSHOT {
+        return alloc::import(reader, &header).map(|snapshot| (Dump::Alloc(snapshot), None));
+    }
     let runtime = check_header(&header)?;
     let mut columns = Columns::default();
     // The strings (written first) are copied into the table on a second thread while the
@@ -157,7 +165,7 @@ fn check_header(header: &Header) -> Result<Runtime, ImportError> {
         return Err(malformed(
             0,
             format!(
-                "the file holds a {:?}; this version of heapgraph reads {KIND_HEAP_GRAPH:?} and {KIND_TIMELINE:?}",
+                "the file holds a {:?}; this version of heapgraph reads {KIND_HEAP_GRAPH:?}, {KIND_ALLOC_SNAPSHOT:?} and {KIND_TIMELINE:?}",
                 header.kind
             ),
         ));
@@ -190,6 +198,9 @@ pub fn import_slice_with_analysis(
         // Timelines are small: the streaming reader's copy costs nothing worth a second path.
         let reader = Reader::new(bytes).map_err(import_error)?;
         return timeline::import(reader).map(|timeline| (Dump::Timeline(timeline), None));
+    }
+    if header.kind == KIND_ALLOC_SNAPSHOT {
+        return alloc::import(reader, &header).map(|snapshot| (Dump::Alloc(snapshot), None));
     }
     let runtime = check_header(&header)?;
     let mut columns = Columns::default();
@@ -1833,17 +1844,14 @@ mod tests {
             )
         );
 
-        let mut header = Header::new("timeline", "recorder", "python");
+        let mut header = Header::new("cpu-profile", "profiler", "python");
         header.notes.push("x".to_owned());
         let mut other = Vec::new();
         Writer::new(&mut other, &header)
             .and_then(Writer::finish)
             .expect("written");
         let err = read(&other).map(drop).expect_err("not a heap graph");
-        assert!(
-            err.to_string().contains("reads only \"heap-graph\""),
-            "{err}"
-        );
+        assert!(err.to_string().contains("reads \"heap-graph\""), "{err}");
     }
 
     #[test]

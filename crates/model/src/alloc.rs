@@ -132,6 +132,16 @@ impl Stacks {
     pub fn frame_count(&self) -> usize {
         self.frames.len()
     }
+
+    /// Every frame id, in id order.
+    pub fn frame_ids(&self) -> impl Iterator<Item = FrameId> + use<> {
+        (0..self.frames.len() as u32).map(FrameId)
+    }
+
+    /// Every stack id, in id order.
+    pub fn stack_ids(&self) -> impl Iterator<Item = StackId> + use<> {
+        (0..self.stack_ends.len() as u32).map(StackId)
+    }
 }
 
 fn range_of<'a>(ends: &[u32], frames: &'a [FrameId], id: u32) -> &'a [FrameId] {
@@ -147,14 +157,17 @@ pub enum AllocSource {
     Tracemalloc,
     /// PyTorch's CUDA caching allocator (`torch.cuda.memory._dump_snapshot`).
     TorchCuda,
+    /// heapgraph's Rust allocation recorder (`heapgraph_capture::snapshot`).
+    RustAlloc,
 }
 
 impl AllocSource {
-    /// The name used in output (`tracemalloc`, `torch-cuda`).
+    /// The name used in output (`tracemalloc`, `torch-cuda`, `rust-alloc`).
     pub fn name(self) -> &'static str {
         match self {
             AllocSource::Tracemalloc => "tracemalloc",
             AllocSource::TorchCuda => "torch-cuda",
+            AllocSource::RustAlloc => "rust-alloc",
         }
     }
 }
@@ -164,7 +177,8 @@ impl AllocSource {
 pub struct AllocMeta {
     /// The allocator that recorded it.
     pub source: AllocSource,
-    /// The file format it was read from (`tracemalloc-pickle`, `torch-cuda-pickle`).
+    /// The file format it was read from (`tracemalloc-pickle`, `torch-cuda-pickle`,
+    /// `heapgraph-alloc`).
     pub source_format: String,
     /// tracemalloc's `traceback_limit`: the most frames a stack keeps.
     pub traceback_limit: Option<u32>,

@@ -64,6 +64,7 @@ impl DumpInfo {
             runtime: match meta.source {
                 AllocSource::Tracemalloc => "python",
                 AllocSource::TorchCuda => "pytorch-cuda",
+                AllocSource::RustAlloc => "rust",
             }
             .to_owned(),
             notes: meta.notes.clone(),
