@@ -35,6 +35,86 @@ fn assert_self_contained(html: &str) {
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
 }
 
+/// The headline, the first thing on the page.
+fn headline(html: &str) -> &str {
+    let start = html.find("<div class=\"headline\">").expect("a headline");
+    let end = html[start..].find("</div></div>").map_or(html.len(), |end| start + end);
+    &html[start..end]
+}
+
+#[test]
+fn the_first_screen_names_the_culprit_in_a_developers_words() {
+    // A series: the container that grew, and the entries it grew by.
+    let series = report(
+        &[
+            path_str(&fixture(V8_FIXTURES[0])),
+            path_str(&fixture(V8_FIXTURES[1])),
+            "--no-timestamp",
+        ],
+        "series-headline.html",
+    );
+    let text = headline(&series);
+    assert!(
+        text.contains("What grew: <code>table</code>")
+            && text.contains("+200 <code>LeakyRequest</code> objects (100 → 300)")
+            && text.contains("global.requestCache → LeakyCache.entries → Map.table → (array)"),
+        "{text}"
+    );
+    // One dump: the object where the bytes accumulate, and the chain to it.
+    let java = report(
+        &[path_str(&fixture("java/default.hprof.gz")), "--no-timestamp"],
+        "java-headline.html",
+    );
+    let text = headline(&java);
+    assert!(
+        text.contains("What holds the memory: <code>table</code> (a java.util.HashMap$Node[])")
+            && text.contains("com.example.SessionCache.sessions → java.util.HashMap.table"),
+        "{text}"
+    );
+    // A CUDA snapshot: the failed request, and the line that allocated the most.
+    let gpu = report(
+        &[
+            path_str(&fixture("torch-cuda/oom_batch_growth.pickle.gz")),
+            "--no-timestamp",
+        ],
+        "gpu-headline.html",
+    );
+    let text = headline(&gpu);
+    assert!(
+        text.contains("Out of memory: a request for 256.0 MiB failed")
+            && text.contains("allocated at <code>/srv/trainer/make_fixtures.py:59 (forward)</code>"),
+        "{text}"
+    );
+    // Two tracemalloc dumps: the line whose allocations grew most.
+    let sites = report(
+        &[
+            "--baseline",
+            path_str(&fixture("tracemalloc/before.tracemalloc")),
+            path_str(&fixture("tracemalloc/after.tracemalloc")),
+            "--no-timestamp",
+        ],
+        "sites-headline.html",
+    );
+    assert_self_contained(&sites);
+    let text = headline(&sites);
+    assert!(
+        text.contains("What grew: the allocations made at <code>")
+            && text.contains("make_fixtures.py:106</code>, by +102.3 KiB"),
+        "{text}"
+    );
+    assert!(sites.contains("Allocation sites that changed since"));
+    // A recording alone: how high, how fast, and the dump to open.
+    let timeline = report(
+        &[path_str(&fixture("timeline/worker.hgt")), "--no-timestamp"],
+        "timeline-headline.html",
+    );
+    let text = headline(&timeline);
+    assert!(
+        text.contains("Memory reached") && text.contains("a python-hgd dump was taken at"),
+        "{text}"
+    );
+}
+
 #[test]
 fn one_dump_gives_cards_types_tree_and_suspects() {
     let file = fixture("java/default.hprof.gz");

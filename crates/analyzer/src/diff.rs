@@ -116,6 +116,8 @@ pub struct HolderDelta {
     pub retained_before: u64,
     /// See `retained_before`.
     pub retained_after: u64,
+    /// The signature of what holds them (their breadth-first parent's); `None` under the root.
+    pub container: Option<String>,
 }
 
 impl HolderDelta {
@@ -255,10 +257,20 @@ fn holder_deltas(
         || signatures(before.0, before.1),
         || signatures(after.0, after.1),
     );
+    // The signatures that retain the most, and as many of those that stand for more than one
+    // object (a container's entries): a long chain of single links (each its own signature)
+    // would otherwise crowd out the entries of a growing map.
     let top = |sigs: &Signatures| -> Vec<u64> {
         let mut all: Vec<(u64, u64)> = sigs.totals.iter().map(|(&h, t)| (t.1, h)).collect();
         all.sort_unstable_by(|a, b| b.cmp(a));
-        all.into_iter().take(candidates).map(|(_, h)| h).collect()
+        let mut chosen: Vec<u64> = all.iter().take(candidates).map(|&(_, h)| h).collect();
+        chosen.extend(
+            all.iter()
+                .filter(|(_, h)| sigs.totals[h].0 > 1)
+                .take(candidates)
+                .map(|&(_, h)| h),
+        );
+        chosen
     };
     let mut chosen = top(&old);
     chosen.extend(top(&new));
@@ -271,10 +283,15 @@ fn holder_deltas(
                 old.totals.get(&sig).copied().unwrap_or((0, 0, u32::MAX));
             let (count_after, retained_after, new_node) =
                 new.totals.get(&sig).copied().unwrap_or((0, 0, u32::MAX));
-            let signature = if new_node != u32::MAX {
-                signature_text(after.0, &new, new_node)
+            let (graph, sigs, node) = if new_node != u32::MAX {
+                (after.0, &new, new_node)
             } else {
-                signature_text(before.0, &old, old_node)
+                (before.0, &old, old_node)
+            };
+            let signature = signature_text(graph, sigs, node);
+            let container = match sigs.parent[node as usize].0 {
+                parent if parent == u32::MAX || parent == graph.root().to_raw() => None,
+                parent => Some(signature_text(graph, sigs, parent)),
             };
             let status = if count_before == 0 {
                 HolderStatus::New
@@ -294,6 +311,7 @@ fn holder_deltas(
                 count_after,
                 retained_before,
                 retained_after,
+                container,
             }
         })
         .collect();
@@ -303,6 +321,73 @@ fn holder_deltas(
             .then_with(|| a.signature.cmp(&b.signature))
     });
     rows
+}
+
+/// What a diff points at: the container that grew, and the entries it grew by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrowthCulprit {
+    /// The holder of the entries, as the diff lists it (when it is among the holders compared).
+    pub container: Option<HolderDelta>,
+    /// Its signature.
+    pub container_signature: String,
+    /// The entries: the objects at one signature under the container.
+    pub entries: HolderDelta,
+}
+
+/// The growing container of a diff: of the holders that grew and stand for more than one
+/// object (a container's entries share one signature, their indices and keys left out), the one
+/// that grew the most by retained size, and the holder above it. When no such holder grew, the
+/// single holder that grew the most, other than the root's own children (modules, globals),
+/// and its container.
+///
+/// Complexity: O(H) over the diff's holders.
+pub fn growth_culprit(view: &GraphDiffView) -> Option<GrowthCulprit> {
+    let grown = || {
+        view.holders.iter().filter(|holder| {
+            holder.retained_delta() > 0
+                && holder
+                    .container
+                    .as_deref()
+                    .is_some_and(|container| !is_engine_internal(last_type(container)))
+                && !is_engine_internal(last_type(&holder.signature))
+        })
+    };
+    let entries = grown()
+        .filter(|holder| holder.count_after > 1 && holder.count_after > holder.count_before)
+        .max_by_key(|holder| (holder.retained_delta(), Reverse(holder.signature.as_str())))
+        .or_else(|| {
+            grown()
+                .max_by_key(|holder| (holder.retained_delta(), Reverse(holder.signature.as_str())))
+        })?;
+    let container_signature = entries.container.clone()?;
+    let container = view
+        .holders
+        .iter()
+        .find(|holder| holder.signature == container_signature)
+        .cloned();
+    Some(GrowthCulprit {
+        container,
+        container_signature,
+        entries: entries.clone(),
+    })
+}
+
+/// The type a signature ends at.
+fn last_type(signature: &str) -> &str {
+    signature
+        .rsplit_once(" → ")
+        .map_or(signature, |(_, last)| last)
+}
+
+/// Whether objects of `type_name` belong to the engine rather than to the program: V8's
+/// compiled code, hidden classes, system objects and its groups of GC roots. Their growth (a
+/// warmed-up JIT, the string table) is no leak a developer can fix, so it never names a
+/// culprit.
+fn is_engine_internal(type_name: &str) -> bool {
+    matches!(
+        type_name,
+        "(compiled code)" | "(system)" | "(object shape)" | "(synthetic)"
+    ) || type_name.starts_with("system / ")
 }
 
 /// How many signatures of each dump, by retained size, are compared as holders.

@@ -4,9 +4,13 @@ use crate::args::ReportArgs;
 use crate::load::{Evidence, load_evidence};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::gpu::GpuOptions;
+use heapgraph_analyzer::sites::{SiteKey, SiteOptions};
 use heapgraph_analyzer::{Analysis, RankBy, SummaryView};
+use heapgraph_model::AllocSource;
 use heapgraph_report::DumpInfo;
-use heapgraph_report::html::{GpuSection, HeapSection, Report, SeriesSection, TimelineSection};
+use heapgraph_report::html::{
+    GpuSection, HeapSection, Report, SeriesSection, SitesSection, TimelineSection,
+};
 use std::path::PathBuf;
 
 /// Depth and share of the dominator tree the page holds (about the top 500 nodes at most).
@@ -39,6 +43,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let mut dumps: Vec<Analysed> = Vec::new();
     let mut gpu = None;
     let mut recording = None;
+    let mut allocations: Vec<(DumpInfo, heapgraph_model::AllocSnapshot)> = Vec::new();
     for file in &files {
         match load_evidence(file)? {
             Evidence::Graph(mut loaded) => {
@@ -75,13 +80,33 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
                     view,
                 ));
             }
-            Evidence::Alloc(_) => bail!(
-                "{}: the report reads heap dumps (one, or a series) or one CUDA snapshot; use \
-                 `heapgraph top` or `diff` for tracemalloc dumps",
-                file.display()
-            ),
+            Evidence::Alloc(snapshot) => {
+                if let Some((first, earlier)) = allocations.first()
+                    && earlier.meta.source != snapshot.meta.source
+                {
+                    bail!(
+                        "{} is a {} snapshot and {} a {} one; a report compares snapshots of one kind",
+                        first.file,
+                        earlier.meta.source.name(),
+                        file.display(),
+                        snapshot.meta.source.name()
+                    );
+                }
+                if allocations.len() == 2 {
+                    bail!(
+                        "{}: a report compares at most two allocation snapshots (a baseline and a \
+                         release); give the others to reports of their own",
+                        file.display()
+                    );
+                }
+                allocations.push((
+                    DumpInfo::for_alloc(&file.display().to_string(), &snapshot.meta),
+                    *snapshot,
+                ));
+            }
         }
     }
+    let sites = sites_view(&allocations);
     let summaries: Vec<SummaryView> = dumps
         .iter()
         .map(|dump| heapgraph_analyzer::summary(&dump.graph, &dump.analysis))
@@ -129,6 +154,11 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         timeline: recording
             .as_ref()
             .map(|(info, view)| TimelineSection { info, view }),
+        sites: sites.as_ref().map(|view| SitesSection {
+            info: &allocations[allocations.len() - 1].0,
+            old: (allocations.len() == 2).then(|| &allocations[0].0),
+            view,
+        }),
     };
     let html = heapgraph_report::html::report(&page);
     std::fs::write(&args.output, &html)
@@ -138,4 +168,23 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         args.output.display(),
         html.len().div_ceil(1024)
     ))
+}
+
+/// The sites of one allocation snapshot by line (`statistics`), or of two compared
+/// (`compare_to`), with library frames folded except in tracemalloc's own answers.
+fn sites_view(
+    allocations: &[(DumpInfo, heapgraph_model::AllocSnapshot)],
+) -> Option<heapgraph_analyzer::sites::SitesView> {
+    let (_, newest) = allocations.last()?;
+    // As `top` and `diff` group them: CUDA snapshots by the whole stack, the others by line.
+    let key = match newest.meta.source {
+        AllocSource::TorchCuda => SiteKey::Traceback,
+        _ => SiteKey::Lineno,
+    };
+    let mut options = SiteOptions::new(key);
+    options.user_frames_only = newest.meta.source != AllocSource::Tracemalloc;
+    Some(match allocations {
+        [(_, old), (_, new)] => heapgraph_analyzer::sites::compare(old, new, &options),
+        _ => heapgraph_analyzer::sites::statistics(newest, &options),
+    })
 }

@@ -5,6 +5,7 @@
 use crate::{DumpInfo, human_bytes, signed_bytes, type_text};
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
+use heapgraph_analyzer::sites::{SiteFrame, SitesView};
 use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule, SuspectsView};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -60,6 +61,18 @@ pub struct Report<'a> {
     pub gpu: Option<GpuSection<'a>>,
     /// A recording of memory over time.
     pub timeline: Option<TimelineSection<'a>>,
+    /// An allocation snapshot (tracemalloc, the Rust recorder), or two compared.
+    pub sites: Option<SitesSection<'a>>,
+}
+
+/// Live allocations by site: one snapshot's `statistics`, or two compared (`compare_to`).
+pub struct SitesSection<'a> {
+    /// The (newer) snapshot.
+    pub info: &'a DumpInfo,
+    /// The older snapshot, in a comparison.
+    pub old: Option<&'a DumpInfo>,
+    /// The sites, grouped by line.
+    pub view: &'a SitesView,
 }
 
 fn escape(text: &str) -> String {
@@ -97,6 +110,8 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 details{margin-left:18px}details>summary{cursor:pointer;list-style-position:outside}\
 .tree>details{margin-left:0}.leaf{margin-left:18px}\
 .share{display:inline-block;min-width:52px;text-align:right;color:#5a6272}\
+.headline{background:#fff8e6;border:1px solid #e6c36a;border-left:5px solid #c27c0e;border-radius:4px;padding:10px 14px;margin:14px 0;font-size:15px}\
+.headline code{font-size:14px}.headline div{font-size:13px;margin-top:3px}\
 .suspect{background:#fff;border:1px solid #d5d9e0;border-left:4px solid #c0392b;border-radius:4px;padding:8px 12px;margin:10px 0}\
 .chain{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;color:#333;overflow-wrap:anywhere}\
 .chart{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:6px;margin:8px 0}\
@@ -207,6 +222,7 @@ fn header(report: &Report<'_>, out: &mut String) {
         .as_ref()
         .map(|heap| heap.info)
         .or_else(|| report.gpu.as_ref().map(|gpu| gpu.info))
+        .or_else(|| report.sites.as_ref().map(|sites| sites.info))
         .or_else(|| report.timeline.as_ref().map(|timeline| timeline.info));
     let title = info.map_or_else(|| "heapgraph report".to_owned(), |info| info.file.clone());
     let _ = write!(
@@ -316,24 +332,10 @@ fn heap_section(heap: &HeapSection<'_>, out: &mut String) {
                 }
             }
             if !suspect.path.is_empty() {
-                let chain: Vec<String> = suspect
-                    .path
-                    .iter()
-                    .map(|step| {
-                        let edge = step.edge.as_deref().map_or_else(String::new, |edge| {
-                            if edge.starts_with('[') {
-                                edge.to_owned()
-                            } else {
-                                format!(".{edge}")
-                            }
-                        });
-                        format!("{}{}", type_text(&step.object.type_name), edge)
-                    })
-                    .collect();
                 let _ = write!(
                     out,
                     "<div class=\"chain\">held through: {}</div>",
-                    short(&chain.join(" → "), 600)
+                    short(&crate::chain_line(&suspect.path), 600)
                 );
             }
             out.push_str("</div>");
@@ -703,14 +705,7 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
         ("stack (most recent call first)", false),
     ]);
     for row in view.by_stack.iter().take(TABLE_ROWS) {
-        let frames: Vec<String> = row
-            .frames
-            .iter()
-            .map(|f| match &f.name {
-                Some(name) => format!("{}:{} ({name})", f.filename, f.lineno),
-                None => format!("{}:{}", f.filename, f.lineno),
-            })
-            .collect();
+        let frames: Vec<String> = row.frames.iter().map(frame_text).collect();
         let stack = if frames.is_empty() {
             "(no stack recorded)".to_owned()
         } else {
@@ -729,13 +724,338 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
     table.render(out);
 }
 
+/// The last step of a chain or signature, `a → b → c`: `c`.
+fn last_step(chain: &str) -> &str {
+    chain.rsplit_once(" → ").map_or(chain, |(_, last)| last)
+}
+
+/// The name a container is held under, from its signature: the edge into it (`RESPONSES` in
+/// `… → dict.RESPONSES → dict`), or `[]` for an entry of another container.
+fn held_as(signature: &str) -> Option<&str> {
+    let (before, _) = signature.rsplit_once(" → ")?;
+    let step = last_step(before);
+    if step.ends_with("[]") {
+        return Some("[]");
+    }
+    step.rsplit_once('.').map(|(_, name)| name)
+}
+
+fn frame_text(frame: &SiteFrame) -> String {
+    match &frame.name {
+        Some(name) => format!("{}:{} ({name})", frame.filename, frame.lineno),
+        None => format!("{}:{}", frame.filename, frame.lineno),
+    }
+}
+
+/// The first thing the page says, in the words a developer would use: the container that grew
+/// (a series or a baseline), what holds the memory (one dump's first leak suspect), the code
+/// that allocated the most (a CUDA or allocation snapshot), or how a recording ended.
+fn headline(report: &Report<'_>) -> Option<String> {
+    let mut out = String::from("<div class=\"headline\">");
+    if let Some(series) = &report.series
+        && let Some(culprit) = heapgraph_analyzer::diff::growth_culprit(series.diff)
+    {
+        let entries = &culprit.entries;
+        let entry_type = type_text(last_step(&entries.signature));
+        let container_type = type_text(last_step(&culprit.container_signature));
+        let name = held_as(&culprit.container_signature)
+            .filter(|name| *name != "[]")
+            .map_or_else(
+                || format!("a <code>{}</code>", short(container_type, 80)),
+                |name| {
+                    format!(
+                        "<code>{}</code> (a {})",
+                        short(name, 80),
+                        short(container_type, 60)
+                    )
+                },
+            );
+        let _ = write!(
+            out,
+            "<b>What grew: {name}, by {} <code>{}</code> objects ({} → {}), {} retained</b>",
+            signed_count(entries.count_after as i64 - entries.count_before as i64),
+            short(entry_type, 80),
+            entries.count_before,
+            entries.count_after,
+            signed_bytes(entries.retained_delta())
+        );
+        if let Some(container) = &culprit.container {
+            let _ = write!(
+                out,
+                "<div>it retains {} in the last dump ({} in the first)</div>",
+                human_bytes(container.retained_after),
+                human_bytes(container.retained_before)
+            );
+        }
+        let _ = write!(
+            out,
+            "<div class=\"chain\">held at: {}</div></div>",
+            short(&culprit.container_signature, 600)
+        );
+        return Some(out);
+    }
+    // One object where the bytes accumulate names a container; many instances of a type (often
+    // a generic one, `dict`, `HashMap`) say less, and come second.
+    let suspect = report.heap.as_ref().and_then(|heap| {
+        let suspects = &heap.suspects.suspects;
+        suspects
+            .iter()
+            .find(|suspect| suspect.rule == SuspectRule::SingleObject)
+            .or(suspects.first())
+    });
+    if let Some(suspect) = suspect {
+        match suspect.rule {
+            SuspectRule::SingleObject => {
+                let holder = suspect
+                    .accumulation_point
+                    .as_ref()
+                    .or(suspect.object.as_ref());
+                let what = holder.map_or_else(
+                    || short(type_text(&suspect.type_name), 80),
+                    |object| short(type_text(&object.type_name), 80),
+                );
+                let named = suspect
+                    .path
+                    .last()
+                    .and_then(|step| step.edge.as_deref())
+                    .filter(|edge| !edge.starts_with('['))
+                    .map_or_else(
+                        || format!("a <code>{what}</code>"),
+                        |edge| format!("<code>{}</code> (a {what})", short(edge, 80)),
+                    );
+                let _ = write!(
+                    out,
+                    "<b>What holds the memory: {named}, which retains {} ({:.0}% of the heap)</b>",
+                    human_bytes(
+                        holder
+                            .and_then(|object| object.retained_size)
+                            .unwrap_or(suspect.retained_size)
+                    ),
+                    suspect.share * 100.0
+                );
+                if let Some(first) = suspect.accumulated.first() {
+                    let _ = write!(
+                        out,
+                        "<div>mostly {} <code>{}</code> objects, {}</div>",
+                        first.count,
+                        short(type_text(&first.type_name), 80),
+                        human_bytes(first.retained_size)
+                    );
+                }
+            }
+            SuspectRule::ManyInstances => {
+                let _ = write!(
+                    out,
+                    "<b>What holds the memory: {} <code>{}</code> objects, which retain {} ({:.0}% of the heap)</b>",
+                    suspect.count,
+                    short(type_text(&suspect.type_name), 80),
+                    human_bytes(suspect.retained_size),
+                    suspect.share * 100.0
+                );
+            }
+        }
+        if !suspect.path.is_empty() {
+            let _ = write!(
+                out,
+                "<div class=\"chain\">held through: {}</div>",
+                short(&crate::chain_line(&suspect.path), 600)
+            );
+        }
+        out.push_str("</div>");
+        return Some(out);
+    }
+    if let Some(gpu) = &report.gpu
+        && let Some(row) = gpu.view.by_stack.first()
+        && let Some(frame) = row.frames.first()
+    {
+        if let Some(oom) = &gpu.view.oom {
+            let _ = write!(
+                out,
+                "<b>Out of memory: a request for {} failed.</b> ",
+                human_bytes(oom.requested_bytes)
+            );
+        }
+        let _ = write!(
+            out,
+            "<b>What filled the GPU: {} of the {} allocated ({:.0}%) was allocated at <code>{}</code></b>",
+            human_bytes(row.size),
+            human_bytes(gpu.view.allocated_bytes),
+            row.size as f64 * 100.0 / gpu.view.allocated_bytes.max(1) as f64,
+            short(&frame_text(frame), 200)
+        );
+        if row.frames.len() > 1 {
+            let callers: Vec<String> = row.frames[1..].iter().map(frame_text).collect();
+            let _ = write!(
+                out,
+                "<div class=\"chain\">called from: {}</div>",
+                short(&callers.join(" ← "), 600)
+            );
+        }
+        out.push_str("</div>");
+        return Some(out);
+    }
+    if let Some(timeline) = &report.timeline
+        && let Some(peak) = timeline.view.peak_rss
+    {
+        let view = timeline.view;
+        let _ = write!(
+            out,
+            "<b>Memory reached {} at {}",
+            human_bytes(peak.bytes),
+            crate::duration_text(peak.t_s)
+        );
+        if let (Some(share), Some((_, source))) = (view.peak_share_of_limit, &view.limit) {
+            let _ = write!(
+                out,
+                ", {:.0}% of the limit ({})",
+                share * 100.0,
+                escape(source)
+            );
+        }
+        if let Some(growth) = view.growth.filter(|growth| growth.recent_bytes_per_s > 0.0) {
+            let _ = write!(
+                out,
+                ", growing {}/s at the end",
+                signed_bytes(growth.recent_bytes_per_s.round() as i64)
+            );
+        }
+        out.push_str("</b>");
+        match view.dumps.first() {
+            Some(dump) => {
+                let _ = write!(
+                    out,
+                    "<div>a {} dump was taken at {}: <code>heapgraph report {}</code> says what it holds</div>",
+                    escape(&dump.kind),
+                    crate::duration_text(dump.t_s),
+                    short(&dump.path, 200)
+                );
+            }
+            None => out
+                .push_str("<div>no dump was taken (record with <code>--act</code> for one)</div>"),
+        }
+        out.push_str("</div>");
+        return Some(out);
+    }
+    if let Some(sites) = &report.sites {
+        let row = if sites.view.is_diff {
+            sites
+                .view
+                .rows
+                .iter()
+                .max_by_key(|row| (row.size_diff, row.size))
+        } else {
+            sites.view.rows.first()
+        }?;
+        let frame = row.frames.first()?;
+        if sites.view.is_diff {
+            let _ = write!(
+                out,
+                "<b>What grew: the allocations made at <code>{}</code>, by {} ({} → {})</b>",
+                short(&frame_text(frame), 200),
+                signed_bytes(row.size_diff),
+                human_bytes((row.size as i64 - row.size_diff).max(0) as u64),
+                human_bytes(row.size)
+            );
+        } else {
+            let _ = write!(
+                out,
+                "<b>What holds the memory: the allocations made at <code>{}</code>, {} of {} live ({:.0}%)</b>",
+                short(&frame_text(frame), 200),
+                human_bytes(row.size),
+                human_bytes(sites.view.total_size),
+                row.size as f64 * 100.0 / sites.view.total_size.max(1) as f64
+            );
+        }
+        out.push_str("</div>");
+        return Some(out);
+    }
+    None
+}
+
+/// A signed count: `+200`, `-3`.
+fn signed_count(delta: i64) -> String {
+    if delta >= 0 {
+        format!("+{delta}")
+    } else {
+        delta.to_string()
+    }
+}
+
+/// Allocation sites: the top lines, or the lines that changed most.
+fn sites_section(sites: &SitesSection<'_>, out: &mut String) {
+    let view = sites.view;
+    if let Some(old) = sites.old {
+        let _ = write!(
+            out,
+            "<h2>Allocation sites that changed since {}</h2>",
+            escape(&old.file)
+        );
+        cards(
+            &[
+                (human_bytes(view.total_size), "live now"),
+                (
+                    signed_bytes(view.total_size as i64 - view.old_total_size as i64),
+                    "change",
+                ),
+                (view.total_count.to_string(), "allocations"),
+            ],
+            out,
+        );
+    } else {
+        out.push_str("<h2>Allocation sites</h2>");
+        cards(
+            &[
+                (human_bytes(view.total_size), "live"),
+                (view.total_count.to_string(), "allocations"),
+                (view.rows.len().to_string(), "sites"),
+            ],
+            out,
+        );
+    }
+    let mut columns = vec![("bytes", true)];
+    if view.is_diff {
+        columns.push(("change", true));
+    }
+    columns.push(("allocations", true));
+    if view.is_diff {
+        columns.push(("change", true));
+    }
+    columns.push(("site (most recent call first)", false));
+    let mut table = Table::new(&columns);
+    for row in view.rows.iter().take(TABLE_ROWS) {
+        let mut cells = vec![bytes_cell(row.size)];
+        if view.is_diff {
+            cells.push(delta_cell(row.size_diff, true));
+        }
+        cells.push(count_cell(row.count));
+        if view.is_diff {
+            cells.push(delta_cell(row.count_diff, false));
+        }
+        let frames: Vec<String> = row
+            .frames
+            .iter()
+            .map(|f| short(&frame_text(f), 200))
+            .collect();
+        cells.push((
+            format!("<span class=\"chain\">{}</span>", frames.join("<br>")),
+            None,
+        ));
+        table.row(cells);
+    }
+    table.render(out);
+}
+
 /// The whole page.
 pub fn report(report: &Report<'_>) -> String {
     let mut out = String::new();
     header(report, &mut out);
+    if let Some(headline) = headline(report) {
+        out.push_str(&headline);
+    }
     if let Some(timeline) = &report.timeline {
         // The header describes the heap dump or the CUDA snapshot when there is one.
-        let described_above = report.heap.is_none() && report.gpu.is_none();
+        let described_above =
+            report.heap.is_none() && report.gpu.is_none() && report.sites.is_none();
         timeline::section(timeline, !described_above, &mut out);
     }
     if let Some(series) = &report.series {
@@ -749,6 +1069,9 @@ pub fn report(report: &Report<'_>) -> String {
     }
     if let Some(gpu) = &report.gpu {
         gpu_section(gpu, &mut out);
+    }
+    if let Some(sites) = &report.sites {
+        sites_section(sites, &mut out);
     }
     let _ = writeln!(
         out,

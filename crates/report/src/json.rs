@@ -615,6 +615,7 @@ struct DiffHolder<'a> {
     retained_before: u64,
     retained_after: u64,
     retained_delta: i64,
+    container: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -679,6 +680,7 @@ pub fn graph_diff(
                 retained_before: holder.retained_before,
                 retained_after: holder.retained_after,
                 retained_delta: holder.retained_delta(),
+                container: holder.container.as_deref(),
             })
             .collect(),
     })

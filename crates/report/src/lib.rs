@@ -20,8 +20,9 @@ pub mod html;
 pub mod json;
 pub mod text;
 
-use heapgraph_analyzer::RankBy;
+use heapgraph_analyzer::{PathStep, RankBy};
 use heapgraph_model::{AllocMeta, AllocSource, GraphMeta, TimelineMeta};
+use std::fmt::Write;
 
 /// What every output says about the dump it describes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,6 +134,35 @@ pub fn utc_text(seconds: u64) -> String {
 /// objgraph prints them (`dict`, `__main__.SessionCache`). No other runtime has such names.
 pub(crate) fn type_text(name: &str) -> &str {
     name.strip_prefix("builtins.").unwrap_or(name)
+}
+
+/// An edge name as it follows its object in a chain: `.name`, or `[3]` as it is.
+pub(crate) fn edge_suffix(edge: &str) -> String {
+    if edge.starts_with('[') {
+        edge.to_owned()
+    } else {
+        format!(".{edge}")
+    }
+}
+
+/// The one-line form of a chain, each object by type and name (when it has one of its own):
+/// `(GC roots).<thread> → java.lang.Thread "worker-3".<frame 5> → frame "Worker.run(…)".<local> → State`.
+pub(crate) fn chain_line(path: &[PathStep]) -> String {
+    let mut parts = Vec::with_capacity(path.len());
+    for (i, step) in path.iter().enumerate() {
+        let mut label = short(type_text(&step.object.type_name), 40);
+        let name = &step.object.name;
+        if !name.is_empty() && *name != step.object.type_name {
+            let _ = write!(label, " {:?}", short(name, 60));
+        }
+        if let Some(next) = path.get(i + 1)
+            && let Some(edge) = &next.edge
+        {
+            label.push_str(&edge_suffix(&short(edge, 40)));
+        }
+        parts.push(label);
+    }
+    parts.join(" → ")
 }
 
 /// Shortens a label to `max` characters on one line.

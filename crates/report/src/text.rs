@@ -1,6 +1,9 @@
 //! Text output for terminals: aligned tables, human sizes, chains from the root.
 
-use crate::{DumpInfo, duration_text, human_bytes, rank_name, short, signed_bytes, type_text};
+use crate::{
+    DumpInfo, chain_line, duration_text, edge_suffix, human_bytes, rank_name, short, signed_bytes,
+    type_text,
+};
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::gpu::GpuView;
@@ -8,8 +11,8 @@ use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SitesView};
 use heapgraph_analyzer::timeline::{ExitView, Peak, TimelineView};
 use heapgraph_analyzer::{
-    DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
-    SuspectRule, SuspectsView,
+    DominatorTreeView, HoldersView, ObjectView, RankBy, StringsView, SummaryView, SuspectRule,
+    SuspectsView,
 };
 use std::fmt::Write;
 
@@ -177,14 +180,6 @@ pub fn top(objects: &[ObjectView], by: RankBy, info: &DumpInfo) -> String {
 }
 
 /// How a chain element reads: `Type.edge` for the edge leaving it.
-fn edge_suffix(edge: &str) -> String {
-    if edge.starts_with('[') {
-        edge.to_owned()
-    } else {
-        format!(".{edge}")
-    }
-}
-
 fn object_line(object: &ObjectView) -> String {
     let mut line = format!("{} {}", type_text(&object.type_name), object.id_text);
     if !object.name.is_empty() && object.name != object.type_name {
@@ -195,26 +190,6 @@ fn object_line(object: &ObjectView) -> String {
         let _ = write!(line, ", retained {}", human_bytes(retained));
     }
     line
-}
-
-/// The one-line form of a chain, each object by type and name (when it has one of its own):
-/// `(GC roots).<thread> → java.lang.Thread "worker-3".<frame 5> → frame "Worker.run(…)".<local> → State`.
-fn chain_line(path: &[PathStep]) -> String {
-    let mut parts = Vec::with_capacity(path.len());
-    for (i, step) in path.iter().enumerate() {
-        let mut label = short(type_text(&step.object.type_name), 40);
-        let name = &step.object.name;
-        if !name.is_empty() && *name != step.object.type_name {
-            let _ = write!(label, " {:?}", short(name, 60));
-        }
-        if let Some(next) = path.get(i + 1)
-            && let Some(edge) = &next.edge
-        {
-            label.push_str(&edge_suffix(&short(edge, 40)));
-        }
-        parts.push(label);
-    }
-    parts.join(" → ")
 }
 
 /// Who holds an object: the target, its dominators, and its shortest chains.
