@@ -323,27 +323,43 @@ fn holder_deltas(
     rows
 }
 
-/// What a diff points at: the container that grew, and the entries it grew by.
+/// What a diff points at: the holder that grew, and the entries it grew by when it grew by many
+/// objects of one kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrowthCulprit {
-    /// The holder of the entries, as the diff lists it (when it is among the holders compared).
-    pub container: Option<HolderDelta>,
-    /// Its signature.
-    pub container_signature: String,
-    /// The entries: the objects at one signature under the container.
-    pub entries: HolderDelta,
+    /// The holder's signature: the container of `entries`, or the one object that grew itself.
+    pub holder_signature: String,
+    /// The holder's row, when it is among the holders compared.
+    pub holder: Option<HolderDelta>,
+    /// The entries: the objects at one signature under the holder, when they are what grew.
+    pub entries: Option<HolderDelta>,
 }
 
-/// The growing container of a diff: of the holders that grew and stand for more than one
-/// object (a container's entries share one signature, their indices and keys left out), the one
-/// that grew the most by retained size, and the holder above it. When no such holder grew, the
-/// single holder that grew the most, other than the root's own children (modules, globals),
-/// and its container.
+/// Where a diff's growth comes to rest: walking down the holders from the root, a holder whose
+/// growth is not mostly one child's. Of those, the one that grew the most by retained size:
 ///
-/// Complexity: O(H) over the diff's holders.
+/// - many objects at one signature (a container's entries share one, their indices and keys
+///   left out) that grew in number: the culprit is their container, grown by them;
+/// - one object that grew, with no child holder accounting for half its growth (a buffer, an
+///   array, an object whose growth is spread over many small entries): the culprit is itself.
+///
+/// The root's own children (modules, globals, GC root groups) and the engine's own objects
+/// (V8's compiled code and hidden classes) are never the culprit.
+///
+/// Complexity: O(H) over the diff's holders, with a hash map from signature to its largest
+/// child's growth.
 pub fn growth_culprit(view: &GraphDiffView) -> Option<GrowthCulprit> {
-    let grown = || {
-        view.holders.iter().filter(|holder| {
+    let mut largest_child: FxHashMap<&str, i64> = FxHashMap::default();
+    for holder in &view.holders {
+        if let Some(container) = holder.container.as_deref() {
+            let entry = largest_child.entry(container).or_insert(0);
+            *entry = (*entry).max(holder.retained_delta());
+        }
+    }
+    let point = view
+        .holders
+        .iter()
+        .filter(|holder| {
             holder.retained_delta() > 0
                 && holder
                     .container
@@ -351,24 +367,30 @@ pub fn growth_culprit(view: &GraphDiffView) -> Option<GrowthCulprit> {
                     .is_some_and(|container| !is_engine_internal(last_type(container)))
                 && !is_engine_internal(last_type(&holder.signature))
         })
+        .filter(|holder| {
+            let entries = holder.count_after > 1 && holder.count_after > holder.count_before;
+            let child = largest_child
+                .get(holder.signature.as_str())
+                .copied()
+                .unwrap_or(0);
+            entries || child * 2 < holder.retained_delta()
+        })
+        .max_by_key(|holder| (holder.retained_delta(), Reverse(holder.signature.as_str())))?;
+    let entries = point.count_after > 1 && point.count_after > point.count_before;
+    let holder_signature = if entries {
+        point.container.clone()?
+    } else {
+        point.signature.clone()
     };
-    let entries = grown()
-        .filter(|holder| holder.count_after > 1 && holder.count_after > holder.count_before)
-        .max_by_key(|holder| (holder.retained_delta(), Reverse(holder.signature.as_str())))
-        .or_else(|| {
-            grown()
-                .max_by_key(|holder| (holder.retained_delta(), Reverse(holder.signature.as_str())))
-        })?;
-    let container_signature = entries.container.clone()?;
-    let container = view
+    let holder = view
         .holders
         .iter()
-        .find(|holder| holder.signature == container_signature)
+        .find(|holder| holder.signature == holder_signature)
         .cloned();
     Some(GrowthCulprit {
-        container,
-        container_signature,
-        entries: entries.clone(),
+        holder_signature,
+        holder,
+        entries: entries.then(|| point.clone()),
     })
 }
 
@@ -513,5 +535,108 @@ mod tests {
         assert_eq!((items.count_before, items.count_after), (1, 3));
         assert_eq!(holder("(root).Extra#9 → Extra").status, HolderStatus::New);
         assert_eq!(view.after.shallow - view.before.shallow, 36);
+    }
+
+    fn row(
+        signature: &str,
+        container: Option<&str>,
+        counts: (u64, u64),
+        retained: (u64, u64),
+    ) -> HolderDelta {
+        HolderDelta {
+            signature: signature.to_owned(),
+            status: HolderStatus::Grown,
+            count_before: counts.0,
+            count_after: counts.1,
+            retained_before: retained.0,
+            retained_after: retained.1,
+            container: container.map(str::to_owned),
+        }
+    }
+
+    fn view_of(holders: Vec<HolderDelta>) -> GraphDiffView {
+        let totals = DumpTotals {
+            objects: 0,
+            shallow: 0,
+            reachable: 0,
+        };
+        GraphDiffView {
+            before: totals,
+            after: totals,
+            types: Vec::new(),
+            holders,
+        }
+    }
+
+    #[test]
+    fn growth_comes_to_rest_at_a_containers_entries() {
+        let module = "(root).module m → module";
+        let dict = "(root).module m → module.__dict__ → dict";
+        let cache = "(root).module m → module.__dict__ → dict.cache → list";
+        let entries = "(root).module m → module.__dict__ → dict.cache → list[] → Request";
+        let other = "(root).module m → module.__dict__ → dict.tasks → set[] → Task";
+        let culprit = growth_culprit(&view_of(vec![
+            row(module, None, (1, 1), (100, 1100)),
+            row(dict, Some(module), (1, 1), (90, 1090)),
+            row(cache, Some(dict), (1, 1), (10, 710)),
+            row(entries, Some(cache), (10, 70), (10, 700)),
+            row(
+                other,
+                Some("(root).module m → module.__dict__ → dict.tasks → set"),
+                (2, 5),
+                (20, 300),
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(culprit.holder_signature, cache);
+        assert_eq!(culprit.entries.unwrap().signature, entries);
+        assert_eq!(culprit.holder.unwrap().retained_after, 710);
+    }
+
+    #[test]
+    fn growth_comes_to_rest_at_one_object_that_grew_itself() {
+        let store = "(root).module m → module.__dict__ → dict.STORE → VectorStore";
+        let vectors =
+            "(root).module m → module.__dict__ → dict.STORE → VectorStore.vectors → ndarray";
+        let ids = "(root).module m → module.__dict__ → dict.STORE → VectorStore.ids → list[] → str";
+        let culprit = growth_culprit(&view_of(vec![
+            row(
+                store,
+                Some("(root).module m → module.__dict__ → dict"),
+                (1, 1),
+                (1000, 9000),
+            ),
+            row(vectors, Some(store), (1, 1), (900, 8800)),
+            row(
+                ids,
+                Some("(root).module m → module.__dict__ → dict.STORE → VectorStore.ids → list"),
+                (10, 50),
+                (100, 300),
+            ),
+        ]))
+        .unwrap();
+        // The store's growth is mostly its array's, and the array has no child that grew.
+        assert_eq!(culprit.holder_signature, vectors);
+        assert!(culprit.entries.is_none());
+    }
+
+    #[test]
+    fn the_roots_children_and_the_engines_objects_are_never_the_culprit() {
+        let view = view_of(vec![
+            row("(root)[] → global", None, (1, 1), (0, 5000)),
+            row(
+                "(root)[] → (synthetic)[] → (synthetic)",
+                Some("(root)[] → (synthetic)"),
+                (1, 1),
+                (0, 4000),
+            ),
+            row(
+                "(root)[] → global.f → (closure).code → (compiled code)",
+                Some("(root)[] → global.f → (closure)"),
+                (3, 9),
+                (0, 3000),
+            ),
+        ]);
+        assert_eq!(growth_culprit(&view), None);
     }
 }

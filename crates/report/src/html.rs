@@ -755,42 +755,54 @@ fn headline(report: &Report<'_>) -> Option<String> {
     if let Some(series) = &report.series
         && let Some(culprit) = heapgraph_analyzer::diff::growth_culprit(series.diff)
     {
-        let entries = &culprit.entries;
-        let entry_type = type_text(last_step(&entries.signature));
-        let container_type = type_text(last_step(&culprit.container_signature));
-        let name = held_as(&culprit.container_signature)
+        let holder_type = type_text(last_step(&culprit.holder_signature));
+        let name = held_as(&culprit.holder_signature)
             .filter(|name| *name != "[]")
             .map_or_else(
-                || format!("a <code>{}</code>", short(container_type, 80)),
+                || format!("a <code>{}</code>", short(holder_type, 80)),
                 |name| {
                     format!(
                         "<code>{}</code> (a {})",
                         short(name, 80),
-                        short(container_type, 60)
+                        short(holder_type, 60)
                     )
                 },
             );
-        let _ = write!(
-            out,
-            "<b>What grew: {name}, by {} <code>{}</code> objects ({} → {}), {} retained</b>",
-            signed_count(entries.count_after as i64 - entries.count_before as i64),
-            short(entry_type, 80),
-            entries.count_before,
-            entries.count_after,
-            signed_bytes(entries.retained_delta())
-        );
-        if let Some(container) = &culprit.container {
-            let _ = write!(
-                out,
-                "<div>it retains {} in the last dump ({} in the first)</div>",
-                human_bytes(container.retained_after),
-                human_bytes(container.retained_before)
-            );
+        match (&culprit.entries, &culprit.holder) {
+            (Some(entries), holder) => {
+                let _ = write!(
+                    out,
+                    "<b>What grew: {name}, by {} <code>{}</code> objects ({} → {}), {} retained</b>",
+                    signed_count(entries.count_after as i64 - entries.count_before as i64),
+                    short(type_text(last_step(&entries.signature)), 80),
+                    entries.count_before,
+                    entries.count_after,
+                    signed_bytes(entries.retained_delta())
+                );
+                if let Some(holder) = holder {
+                    let _ = write!(
+                        out,
+                        "<div>it retains {} in the last dump ({} in the first)</div>",
+                        human_bytes(holder.retained_after),
+                        human_bytes(holder.retained_before)
+                    );
+                }
+            }
+            (None, Some(holder)) => {
+                let _ = write!(
+                    out,
+                    "<b>What grew: {name}, by {} ({} → {} retained)</b>",
+                    signed_bytes(holder.retained_delta()),
+                    human_bytes(holder.retained_before),
+                    human_bytes(holder.retained_after)
+                );
+            }
+            (None, None) => return None,
         }
         let _ = write!(
             out,
             "<div class=\"chain\">held at: {}</div></div>",
-            short(&culprit.container_signature, 600)
+            short(&culprit.holder_signature, 600)
         );
         return Some(out);
     }
