@@ -336,25 +336,43 @@ pub struct GrowthCulprit {
 }
 
 /// Where a diff's growth comes to rest: walking down the holders from the root, a holder whose
-/// growth is not mostly one child's. Of those, the one that grew the most by retained size:
+/// growth is not mostly that of one holder below it. Of those, the one that grew the most by
+/// retained size:
 ///
 /// - many objects at one signature (a container's entries share one, their indices and keys
 ///   left out) that grew in number: the culprit is their container, grown by them;
 /// - one object that grew, with no child holder accounting for half its growth (a buffer, an
 ///   array, an object whose growth is spread over many small entries): the culprit is itself.
+///   "Below" counts every holder whose path goes through this one, not only its children: the
+///   entries of a set may be retained by the set's owner, when something else (an event loop's
+///   callbacks) also refers to them.
 ///
 /// The root's own children (modules, globals, GC root groups) and the engine's own objects
 /// (V8's compiled code and hidden classes) are never the culprit.
 ///
-/// Complexity: O(H) over the diff's holders, with a hash map from signature to its largest
-/// child's growth.
+/// Complexity: O(H log H + H · D) over the diff's H holders, with D the most holders below
+/// one.
 pub fn growth_culprit(view: &GraphDiffView) -> Option<GrowthCulprit> {
-    let mut largest_child: FxHashMap<&str, i64> = FxHashMap::default();
-    for holder in &view.holders {
-        if let Some(container) = holder.container.as_deref() {
-            let entry = largest_child.entry(container).or_insert(0);
-            *entry = (*entry).max(holder.retained_delta());
-        }
+    // The largest growth below each holder, among the holders whose path from the root goes
+    // through it (their signature extends its own by an edge): sorted, they follow it.
+    let mut by_signature: Vec<&HolderDelta> = view.holders.iter().collect();
+    by_signature.sort_unstable_by(|a, b| a.signature.cmp(&b.signature));
+    let mut largest_below: FxHashMap<&str, i64> = FxHashMap::default();
+    for (i, holder) in by_signature.iter().enumerate() {
+        let prefix = holder.signature.as_str();
+        let below = by_signature[i + 1..]
+            .iter()
+            .take_while(|other| other.signature.starts_with(prefix))
+            .filter(|other| {
+                matches!(
+                    other.signature.as_bytes().get(prefix.len()),
+                    Some(b'.' | b'[')
+                )
+            })
+            .map(|other| other.retained_delta())
+            .max()
+            .unwrap_or(0);
+        largest_below.insert(prefix, below);
     }
     let point = view
         .holders
@@ -369,11 +387,11 @@ pub fn growth_culprit(view: &GraphDiffView) -> Option<GrowthCulprit> {
         })
         .filter(|holder| {
             let entries = holder.count_after > 1 && holder.count_after > holder.count_before;
-            let child = largest_child
+            let below = largest_below
                 .get(holder.signature.as_str())
                 .copied()
                 .unwrap_or(0);
-            entries || child * 2 < holder.retained_delta()
+            entries || below * 2 < holder.retained_delta()
         })
         .max_by_key(|holder| (holder.retained_delta(), Reverse(holder.signature.as_str())))?;
     let entries = point.count_after > 1 && point.count_after > point.count_before;

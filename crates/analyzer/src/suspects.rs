@@ -9,7 +9,7 @@
 
 use crate::Analysis;
 use crate::histogram::DominatorChildren;
-use crate::paths::shortest_chains;
+use crate::paths::{Chain, shortest_chains};
 use crate::queries::{object_view, path_steps};
 use crate::view::{
     AccumulatedType, DuplicateString, PathStep, StringsView, Suspect, SuspectRule, SuspectsView,
@@ -47,6 +47,7 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
             continue;
         }
         let point = accumulation_point(graph, tree, &children, node);
+        let (accumulated, representative) = accumulated_types(graph, tree, &children, point);
         found.push(Suspect {
             rule: SuspectRule::SingleObject,
             share: share(tree.retained_size[index], total),
@@ -55,8 +56,11 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
             count: 1,
             retained_size: tree.retained_size[index],
             accumulation_point: Some(object_view(graph, analysis, point)),
-            accumulated: accumulated_types(graph, tree, &children, point),
+            accumulated,
             path: chain_to(graph, analysis, point),
+            entry_path: representative
+                .map(|entry| chain_to(graph, analysis, entry))
+                .unwrap_or_default(),
         });
     }
     // Rule 2: types whose top-level instances (held by no real object alone, so their
@@ -91,6 +95,7 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
             accumulation_point: None,
             accumulated: Vec::new(),
             path: chain_to(graph, analysis, largest),
+            entry_path: Vec::new(),
         });
     }
     found.sort_by_key(|suspect| (Reverse(suspect.retained_size), suspect.rule));
@@ -139,14 +144,16 @@ fn accumulation_point(
 
 /// The objects dominated by `point` (itself excluded), grouped by type: count, and retained
 /// size of the topmost instances (those not below another instance of their type, so that no
-/// byte counts twice), largest first.
+/// byte counts twice), largest first; and the topmost instance of the first type that retains
+/// the most (where a chain to the entries ends).
 fn accumulated_types(
     graph: &HeapGraph,
     tree: &crate::DominatorTree,
     children: &DominatorChildren,
     point: NodeId,
-) -> Vec<AccumulatedType> {
-    let mut by_type: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+) -> (Vec<AccumulatedType>, Option<NodeId>) {
+    // Per type: count, retained of the topmost instances, and the largest topmost instance.
+    let mut by_type: FxHashMap<u32, (u64, u64, u32)> = FxHashMap::default();
     let mut open: FxHashMap<u32, u32> = FxHashMap::default();
     let type_of = |node: u32| graph.parts().node_type[node as usize].to_raw();
     // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
@@ -157,11 +164,15 @@ fn accumulated_types(
         if let Some(&child) = kids.get(next) {
             top.1 += 1;
             let type_id = type_of(child);
-            let entry = by_type.entry(type_id).or_default();
+            let entry = by_type.entry(type_id).or_insert((0, 0, child));
             entry.0 += 1;
             let open_count = open.entry(type_id).or_default();
             if *open_count == 0 {
-                entry.1 += tree.retained_size[child as usize];
+                let retained = tree.retained_size[child as usize];
+                entry.1 += retained;
+                if retained > tree.retained_size[entry.2 as usize] {
+                    entry.2 = child;
+                }
             }
             *open_count += 1;
             stack.push((child, 0));
@@ -174,22 +185,31 @@ fn accumulated_types(
             }
         }
     }
-    let mut rows: Vec<AccumulatedType> = by_type
+    let mut rows: Vec<(AccumulatedType, u32)> = by_type
         .into_iter()
-        .map(|(type_id, (count, retained_size))| AccumulatedType {
-            type_name: graph
-                .strings()
-                .id_from_raw(type_id)
-                .map_or_else(String::new, |id| graph.strings().get(id).to_owned()),
-            count,
-            retained_size,
+        .map(|(type_id, (count, retained_size, largest))| {
+            let row = AccumulatedType {
+                type_name: graph
+                    .strings()
+                    .id_from_raw(type_id)
+                    .map_or_else(String::new, |id| graph.strings().get(id).to_owned()),
+                count,
+                retained_size,
+            };
+            (row, largest)
         })
         .collect();
-    rows.sort_by(|a, b| {
+    rows.sort_by(|(a, _), (b, _)| {
         (Reverse(a.retained_size), &a.type_name).cmp(&(Reverse(b.retained_size), &b.type_name))
     });
     rows.truncate(ACCUMULATED_TYPES);
-    rows
+    let representative = rows
+        .first()
+        .and_then(|&(_, largest)| graph.node(largest as usize));
+    (
+        rows.into_iter().map(|(row, _)| row).collect(),
+        representative,
+    )
 }
 
 /// Whether every dominator of `node` is synthetic (the root, V8's root groups, frames).
@@ -204,12 +224,32 @@ fn top_level(graph: &HeapGraph, tree: &crate::DominatorTree, node: NodeId) -> bo
     true
 }
 
-/// The shortest chain from the root to `node`.
+/// Root edges that say nothing of who holds an object: Python's reference counts make an
+/// object that C code (or a running frame) holds a root of its own, and a chain through such
+/// a root is often the shortest, but a developer asks which module or thread holds it.
+const ANONYMOUS_ROOT_EDGES: [&str; 1] = ["held outside the dump"];
+
+/// How many of the shortest chains are looked through for one that enters by a named root.
+const CHAINS_FOR_A_NAMED_ROOT: usize = 16;
+
+/// The shortest chain from the root to `node`, preferring one that enters through a named
+/// root (a module, a thread, a class) to one through an anonymous root.
 fn chain_to(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Vec<PathStep> {
-    let chain = shortest_chains(graph, &analysis.edge_rule, node, 1)
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let chains = shortest_chains(graph, &analysis.edge_rule, node, CHAINS_FOR_A_NAMED_ROOT);
+    let anonymous = |chain: &Chain| {
+        chain
+            .get(1)
+            .and_then(|&(_, edge)| edge)
+            .is_some_and(|edge| match graph.edge_name(edge) {
+                EdgeName::Named(name) => ANONYMOUS_ROOT_EDGES.contains(&name),
+                _ => false,
+            })
+    };
+    let chosen = chains
+        .iter()
+        .position(|chain| !anonymous(chain))
+        .unwrap_or(0);
+    let chain = chains.into_iter().nth(chosen).unwrap_or_default();
     path_steps(graph, analysis, chain)
 }
 

@@ -181,6 +181,9 @@ pub struct Suspect {
     /// The shortest chain from the root to the accumulation point (single object) or to the
     /// largest instance (many instances); empty when there is none.
     pub path: Vec<PathStep>,
+    /// Single object: the shortest chain to the largest of the first accumulated type's
+    /// objects, which names the container the entries are held in; empty otherwise.
+    pub entry_path: Vec<PathStep>,
 }
 
 /// Leak suspects, largest first.

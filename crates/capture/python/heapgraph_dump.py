@@ -829,7 +829,10 @@ def install(signal=_signal.SIGUSR2, path=None):
             count = dump(target, cuda_snapshot=cuda)
             sys.stderr.write("heapgraph_dump: wrote %s (%d objects)\n" % (target, count))
         except Exception as error:
-            sys.stderr.write("heapgraph_dump: could not write %s: %s\n" % (target, error))
+            # A MemoryError has no message: its name is the message.
+            detail = str(error)
+            sys.stderr.write("heapgraph_dump: could not write %s: %s%s\n"
+                             % (target, type(error).__name__, ": " + detail if detail else ""))
 
     previous = _signal.signal(signal, handler)
     marker = MARKER % os.getpid()

@@ -779,7 +779,12 @@ fn headline(report: &Report<'_>) -> Option<String> {
                     entries.count_after,
                     signed_bytes(entries.retained_delta())
                 );
-                if let Some(holder) = holder {
+                // A container whose entries something else also holds (an event loop's
+                // callbacks) does not retain them: its own figure would only confuse.
+                if let Some(holder) = holder
+                    .as_ref()
+                    .filter(|holder| holder.retained_after >= entries.retained_after)
+                {
                     let _ = write!(
                         out,
                         "<div>it retains {} in the last dump ({} in the first)</div>",
@@ -866,11 +871,18 @@ fn headline(report: &Report<'_>) -> Option<String> {
                 );
             }
         }
-        if !suspect.path.is_empty() {
+        // The chain to the entries names the container they are in, when the object where the
+        // bytes accumulate holds them through another (a service object, its set of tasks).
+        let chain = if suspect.entry_path.is_empty() {
+            &suspect.path
+        } else {
+            &suspect.entry_path
+        };
+        if !chain.is_empty() {
             let _ = write!(
                 out,
                 "<div class=\"chain\">held through: {}</div>",
-                short(&crate::chain_line(&suspect.path), 600)
+                short(&crate::chain_line(chain), 600)
             );
         }
         out.push_str("</div>");

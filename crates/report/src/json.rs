@@ -245,6 +245,7 @@ struct SuspectEntry<'a> {
     accumulation_point: Option<Object<'a>>,
     accumulated: Vec<Accumulated<'a>>,
     path: Vec<Step<'a>>,
+    entry_path: Vec<Step<'a>>,
 }
 
 #[derive(Serialize)]
@@ -284,6 +285,7 @@ pub fn suspects(view: &SuspectsView, info: &DumpInfo) -> String {
                     })
                     .collect(),
                 path: suspect.path.iter().map(Step::from).collect(),
+                entry_path: suspect.entry_path.iter().map(Step::from).collect(),
             })
             .collect(),
     })

@@ -136,9 +136,12 @@ pub(crate) fn type_text(name: &str) -> &str {
     name.strip_prefix("builtins.").unwrap_or(name)
 }
 
-/// An edge name as it follows its object in a chain: `.name`, or `[3]` as it is.
+/// An edge name as it follows its object in a chain: `.name`, `[3]` as it is, `[]` for none.
 pub(crate) fn edge_suffix(edge: &str) -> String {
-    if edge.starts_with('[') {
+    if edge.is_empty() {
+        // A member with no name or index of its own (a set's).
+        "[]".to_owned()
+    } else if edge.starts_with('[') {
         edge.to_owned()
     } else {
         format!(".{edge}")
