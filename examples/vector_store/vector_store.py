@@ -1,10 +1,11 @@
 """Scenario 3, a vector store in RAM: embeddings and index arrays grow without bound.
 
-A retrieval service keeps its documents' embeddings in one array and answers queries by
-nearest neighbour. The leaking version also adds every query's embedding to the store ("so
-that repeated questions hit the cache"), so the array, and the list of ids beside it, grow
-with traffic rather than with the corpus. The fixed version keeps only the documents, and
-answers repeated questions from a bounded cache of results.
+A retrieval service keeps, for every item, a pooled embedding (searched by nearest neighbour)
+and its token embeddings (to rerank the best hits, as late-interaction retrievers do), each in
+one growing array, with the ids beside them. The leaking version also adds every query to the
+store ("so that repeated questions hit the cache"), so the arrays grow with traffic rather than
+with the corpus. The fixed version keeps only the documents, and answers repeated questions
+from a bounded cache of results.
 
     python3 examples/vector_store/vector_store.py [--fixed] [--steps QUERIES] [--dumps DIR] [--budget-mib MIB]
 """
@@ -18,40 +19,55 @@ from support import Example  # noqa: E402
 
 import numpy  # noqa: E402
 
-DIM = 768
-DOCUMENTS = 2000
+DIM = 256
+TOKENS = 32
+DOCUMENTS = 1000
 RESULT_CACHE = 256
 
 
 def embed(text):
-    """A deterministic stand-in for an embedding model: a unit vector seeded by the text."""
+    """A deterministic stand-in for an embedding model: the text's token embeddings and their
+    mean, unit vectors seeded by the text."""
     rng = numpy.random.default_rng(zlib.crc32(text.encode()))
-    vector = rng.standard_normal(DIM).astype(numpy.float32)
-    return vector / numpy.linalg.norm(vector)
+    tokens = rng.standard_normal((TOKENS, DIM)).astype(numpy.float32)
+    tokens /= numpy.linalg.norm(tokens, axis=1, keepdims=True)
+    pooled = tokens.mean(axis=0)
+    return pooled / numpy.linalg.norm(pooled), tokens
+
+
+def grown(array, rows):
+    """`array` with room for `rows` rows, its capacity doubled as it fills (as FAISS's flat
+    index and most in-memory stores grow theirs)."""
+    if rows <= len(array):
+        return array
+    bigger = numpy.empty((max(rows, 2 * len(array)),) + array.shape[1:], dtype=array.dtype)
+    bigger[: len(array)] = array
+    return bigger
 
 
 class VectorStore:
-    """Embeddings in one growing array (capacity doubled as it fills, as FAISS's flat index
-    and most in-memory stores do), with their ids beside them."""
-
     def __init__(self):
         self.vectors = numpy.empty((1024, DIM), dtype=numpy.float32)
+        self.token_vectors = numpy.empty((1024, TOKENS, DIM), dtype=numpy.float32)
         self.size = 0
         self.ids = []
 
-    def add(self, item_id, vector):
-        if self.size == len(self.vectors):
-            grown = numpy.empty((2 * len(self.vectors), DIM), dtype=numpy.float32)
-            grown[: self.size] = self.vectors[: self.size]
-            self.vectors = grown
-        self.vectors[self.size] = vector
+    def add(self, item_id, embedding):
+        pooled, tokens = embedding
+        self.vectors = grown(self.vectors, self.size + 1)
+        self.token_vectors = grown(self.token_vectors, self.size + 1)
+        self.vectors[self.size] = pooled
+        self.token_vectors[self.size] = tokens
         self.size += 1
         self.ids.append(item_id)
 
-    def nearest(self, vector, k=5):
-        scores = self.vectors[: self.size] @ vector
-        best = numpy.argpartition(-scores, min(k, self.size - 1))[:k]
-        return [self.ids[i] for i in best]
+    def nearest(self, embedding, k=5):
+        pooled, tokens = embedding
+        scores = self.vectors[: self.size] @ pooled
+        hits = numpy.argpartition(-scores, min(4 * k, self.size - 1))[: 4 * k]
+        # Rerank the hits by late interaction: each query token's best match, summed.
+        rerank = (self.token_vectors[hits] @ tokens.T).max(axis=1).sum(axis=1)
+        return [self.ids[hits[i]] for i in numpy.argsort(-rerank)[:k]]
 
 
 class RetrievalService:
@@ -80,7 +96,7 @@ class RetrievalService:
 
 
 def main():
-    example = Example(__doc__.splitlines()[0], default_steps=6000)
+    example = Example(__doc__.splitlines()[0], default_steps=1500)
     global service
     service = RetrievalService(example.fixed)
 

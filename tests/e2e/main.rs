@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod cli;
+mod examples;
 mod hprof;
 mod oracle;
 mod python;

@@ -136,10 +136,11 @@ pub(crate) struct Signatures {
     totals: FxHashMap<u64, (u64, u64, u32)>,
 }
 
-/// Whether an edge name is a slot number (V8 names a hash table's slots `"341"`): slots are
-/// written `[]` in signatures, so that one container's entries share one.
+/// Whether an edge name is a slot number (V8 names a hash table's slots `"341"`), or no name
+/// at all (a Python set's members): slots are written `[]` in signatures, so that one
+/// container's entries share one.
 fn is_slot(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())
+    name.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn text_hash(text: &str) -> u64 {

@@ -31,6 +31,9 @@ const FORMAT: &str = "heapgraph .hgd";
 /// The name of the node kind given to nodes of a cut-short file whose kind did not arrive.
 const UNKNOWN_KIND: &str = "(unknown)";
 
+/// The Python dumper's chunk of data buffers (docs/formats.md), which this version skips.
+const BUFFERS: &str = "buffers";
+
 /// The `totals` keys of the header.
 const TOTAL_NODES: &str = "nodes";
 const TOTAL_EDGES: &str = "edges";
@@ -1081,7 +1084,9 @@ impl Columns {
             root as usize,
             &mut strings,
         ));
-        for (type_name, count) in &self.unknown {
+        // The Python dumper's `buffers` (tensors' and arrays' data, for linking GPU blocks to
+        // their holders) are ours and known; nothing reads them yet, which is no news.
+        for (type_name, count) in self.unknown.iter().filter(|(name, _)| name.as_str() != BUFFERS) {
             meta.notes.push(format!(
                 "skipped {count} chunk(s) of type {type_name:?}, which this version of heapgraph does not read"
             ));

@@ -1,0 +1,372 @@
+//! The examples of `examples/`, run as a user runs them, leaking and fixed: the gate fails on
+//! the leaking version and passes on the fixed one; the report's first screen names the
+//! container that grew; under `heapgraph record --act` with a real memory budget, the leaking
+//! version is dumped before it runs out of memory and the dump names the same holder, while
+//! the fixed version finishes. The GPU scenarios run on the committed CUDA snapshots.
+
+use crate::support::{fixture, heapgraph, json, path_str, repo_root, temp_dir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// One example and what its analysis must name.
+struct Case {
+    /// The program, under `examples/`.
+    program: &'static str,
+    /// The name the growing container is held under.
+    container: &'static str,
+    /// What the leaking version's `end.hgd` grew by: the type of the entries, or, for an
+    /// object that grew itself, `None`.
+    entries: Option<&'static str>,
+}
+
+const CASES: [Case; 7] = [
+    Case {
+        program: "model_loading/load_model.py",
+        container: "_checkpoints",
+        entries: Some("dict"),
+    },
+    Case {
+        program: "batch_pileup/batch_server.py",
+        container: "pending",
+        entries: Some("__main__.InferenceRequest"),
+    },
+    Case {
+        program: "vector_store/vector_store.py",
+        container: "token_vectors",
+        entries: None,
+    },
+    Case {
+        program: "async_tasks/async_service.py",
+        container: "background",
+        entries: Some("_asyncio.Task"),
+    },
+    Case {
+        program: "growing_cache/prompt_cache.py",
+        container: "_TOKEN_CACHE",
+        entries: Some("tuple"),
+    },
+    Case {
+        program: "unclosed_stream/stream_server.py",
+        container: "open_streams",
+        entries: Some("generator"),
+    },
+    Case {
+        program: "parsed_json/catalog_service.py",
+        container: "shutdown_hooks",
+        entries: Some("function"),
+    },
+];
+
+fn case(program: &str) -> &'static Case {
+    CASES
+        .iter()
+        .find(|case| case.program == program)
+        .expect("a listed example")
+}
+
+/// Runs an example with `args`, expects it to finish, and returns its folder of dumps.
+fn run_example(case: &Case, fixed: bool, dir: &Path) -> PathBuf {
+    let dumps = dir.join(if fixed { "fixed" } else { "leaking" });
+    let mut command = Command::new("python3");
+    command
+        .arg(repo_root().join("examples").join(case.program))
+        .arg("--dumps")
+        .arg(&dumps);
+    if fixed {
+        command.arg("--fixed");
+    }
+    let output = command.output().expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{} failed: {}",
+        case.program,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    dumps
+}
+
+/// `heapgraph diff OLD NEW --fail-if RULE`: whether the gate failed (exit 1).
+fn gate_fails(old: &Path, new: &Path, rule: &str) -> bool {
+    let output = heapgraph(&[
+        "diff",
+        path_str(old),
+        path_str(new),
+        "--fail-if",
+        rule,
+        "--format",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    match output.status.code() {
+        Some(1) => true,
+        Some(0) => false,
+        other => panic!("diff exited {other:?}: {stderr}"),
+    }
+}
+
+/// The report's first screen: its headline.
+fn headline_of(files: &[&Path], out: &Path) -> String {
+    let mut args = vec!["report"];
+    args.extend(files.iter().map(|file| path_str(file)));
+    args.extend(["--no-timestamp", "-o", path_str(out)]);
+    let output = heapgraph(&args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let html = std::fs::read_to_string(out).unwrap();
+    let start = html.find("<div class=\"headline\">").expect("a headline");
+    let end = html[start..]
+        .find("</div></div>")
+        .map_or(html.len(), |end| start + end);
+    html[start..end].to_owned()
+}
+
+/// The gate a CI job would set on any of these services: the heap may not grow by a fifth
+/// over a run. The leaking version fails it, the fixed one passes; and a release comparison,
+/// the fixed version's end against the leaking one's, fails it too.
+fn check_gate_and_first_screen(program: &str) {
+    let case = case(program);
+    let dir = temp_dir(&format!("example-{}", program.replace('/', "-")));
+    let leaking = run_example(case, false, &dir);
+    let fixed = run_example(case, true, &dir);
+    let rule = "total > +20%";
+    assert!(
+        gate_fails(&leaking.join("warm.hgd"), &leaking.join("end.hgd"), rule),
+        "{program}: the leaking version passed `{rule}`"
+    );
+    assert!(
+        !gate_fails(&fixed.join("warm.hgd"), &fixed.join("end.hgd"), rule),
+        "{program}: the fixed version failed `{rule}`"
+    );
+    assert!(
+        gate_fails(&fixed.join("end.hgd"), &leaking.join("end.hgd"), rule),
+        "{program}: the leaking release passed against the fixed one"
+    );
+    // The first screen names the container, in the program's own words.
+    let headline = headline_of(
+        &[&leaking.join("warm.hgd"), &leaking.join("end.hgd")],
+        &dir.join("report.html"),
+    );
+    assert!(
+        headline.contains(&format!("What grew: <code>{}</code>", case.container)),
+        "{program}: {headline}"
+    );
+    if let Some(entries) = case.entries {
+        assert!(
+            headline.contains(&format!("<code>{entries}</code> objects")),
+            "{program}: {headline}"
+        );
+    }
+    // The holder that grew is ranked first among the holders whose count grew (the entries
+    // of the container), by retained growth.
+    let diff = json(&[
+        "diff",
+        path_str(&leaking.join("warm.hgd")),
+        path_str(&leaking.join("end.hgd")),
+        "--format",
+        "json",
+    ]);
+    let holders = diff["holders"].as_array().unwrap();
+    assert!(
+        holders.iter().take(12).any(|holder| holder["signature"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{} → ", case.container))
+            || holder["signature"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!(".{} → numpy.ndarray", case.container))),
+        "{program}: the container is not among the first holders of the diff"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn model_loading_gate_and_first_screen() {
+    check_gate_and_first_screen("model_loading/load_model.py");
+}
+
+#[test]
+fn batch_pileup_gate_and_first_screen() {
+    check_gate_and_first_screen("batch_pileup/batch_server.py");
+}
+
+#[test]
+fn vector_store_gate_and_first_screen() {
+    check_gate_and_first_screen("vector_store/vector_store.py");
+}
+
+#[test]
+fn async_tasks_gate_and_first_screen() {
+    check_gate_and_first_screen("async_tasks/async_service.py");
+}
+
+#[test]
+fn growing_cache_gate_and_first_screen() {
+    check_gate_and_first_screen("growing_cache/prompt_cache.py");
+}
+
+#[test]
+fn unclosed_stream_gate_and_first_screen() {
+    check_gate_and_first_screen("unclosed_stream/stream_server.py");
+}
+
+#[test]
+fn parsed_json_gate_and_first_screen() {
+    check_gate_and_first_screen("parsed_json/catalog_service.py");
+}
+
+/// Out-of-memory runs take a few hundred MiB and race the recorder against the leak: one at a
+/// time, so that they do not starve each other's recorders on a small machine.
+static OUT_OF_MEMORY: Mutex<()> = Mutex::new(());
+
+/// Records an example with a 300 MiB budget and `--act 150MiB`; returns the recording's JSON,
+/// the exit code and stderr.
+fn record_until_out_of_memory(case: &Case, fixed: bool, dir: &Path) -> (serde_json::Value, i32) {
+    let _one_at_a_time = OUT_OF_MEMORY
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let timeline = dir.join(if fixed { "fixed.hgt" } else { "leaking.hgt" });
+    let mut command = Command::new(env!("CARGO_BIN_EXE_heapgraph"));
+    command
+        .args(["record", "-q", "--interval", "50ms", "--act", "150MiB"])
+        .arg("--dump-dir")
+        .arg(dir)
+        .arg("-o")
+        .arg(&timeline)
+        .arg("--")
+        .arg("python3")
+        .arg(repo_root().join("examples").join(case.program))
+        .args(["--budget-mib", "300"]);
+    if fixed {
+        command.arg("--fixed");
+    }
+    let output = command.output().expect("heapgraph runs");
+    let code = output.status.code().unwrap_or(-1);
+    let view = json(&["summary", path_str(&timeline), "--format", "json"]);
+    assert!(
+        code == 0 || code == 1,
+        "{}: exit {code}: {}",
+        case.program,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (view, code)
+}
+
+fn check_dumped_before_out_of_memory(program: &str) {
+    let case = case(program);
+    let dir = temp_dir(&format!("example-oom-{}", program.replace('/', "-")));
+    let (leaking, code) = record_until_out_of_memory(case, false, &dir);
+    assert_eq!(
+        code, 1,
+        "{program}: the leaking version did not run out of memory"
+    );
+    let dumps = leaking["dumps"].as_array().unwrap();
+    assert_eq!(dumps.len(), 1, "{program}: {leaking:#}");
+    assert_eq!(dumps[0]["kind"], "python-hgd");
+    let dump = PathBuf::from(dumps[0]["path"].as_str().unwrap());
+    // The dump came before the end: the process went on, and ran out of memory afterwards.
+    assert!(
+        dumps[0]["t_s"].as_f64().unwrap() < leaking["exit"]["t_s"].as_f64().unwrap(),
+        "{program}: {leaking:#}"
+    );
+    let headline = headline_of(&[&dump], &dir.join("dump.html"));
+    assert!(
+        headline.contains("What holds the memory:") && headline.contains(case.container),
+        "{program}: {headline}"
+    );
+    // The timeline and the dump on one page: the first screen is the dump's culprit.
+    let both = headline_of(
+        &[&dir.join("leaking.hgt"), &dump],
+        &dir.join("timeline-and-dump.html"),
+    );
+    assert_eq!(both, headline);
+    let (fixed, code) = record_until_out_of_memory(case, true, &dir);
+    assert_eq!(code, 0, "{program}: the fixed version ran out of memory");
+    assert!(fixed["dumps"].as_array().unwrap().is_empty(), "{fixed:#}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn model_loading_is_dumped_before_it_runs_out_of_memory() {
+    check_dumped_before_out_of_memory("model_loading/load_model.py");
+}
+
+#[test]
+fn batch_pileup_is_dumped_before_it_runs_out_of_memory() {
+    check_dumped_before_out_of_memory("batch_pileup/batch_server.py");
+}
+
+#[test]
+fn vector_store_is_dumped_before_it_runs_out_of_memory() {
+    check_dumped_before_out_of_memory("vector_store/vector_store.py");
+}
+
+#[test]
+fn async_tasks_are_dumped_before_they_run_out_of_memory() {
+    check_dumped_before_out_of_memory("async_tasks/async_service.py");
+}
+
+#[test]
+fn growing_cache_is_dumped_before_it_runs_out_of_memory() {
+    check_dumped_before_out_of_memory("growing_cache/prompt_cache.py");
+}
+
+#[test]
+fn unclosed_stream_is_dumped_before_it_runs_out_of_memory() {
+    check_dumped_before_out_of_memory("unclosed_stream/stream_server.py");
+}
+
+#[test]
+fn parsed_json_is_dumped_before_it_runs_out_of_memory() {
+    check_dumped_before_out_of_memory("parsed_json/catalog_service.py");
+}
+
+/// The GPU scenarios on the H200 snapshots of `fixtures/torch-cuda`: loading a model (fp32,
+/// then converted to fp16 with the fp32 storage still cached), batches doubled into an OOM,
+/// and a training loop that keeps every step's loss (release A) against one that keeps
+/// `loss.item()` (release B).
+#[test]
+fn the_gpu_scenarios_name_their_culprit_on_real_cuda_snapshots() {
+    let dir = temp_dir("example-gpu");
+    // Model loading: after the conversion, the cache still holds what the fp32 weights freed.
+    let converted = json(&[
+        "gpu",
+        path_str(&fixture("torch-cuda/load_fp16_after_convert.pickle.gz")),
+        "--format",
+        "json",
+    ]);
+    let (allocated, reserved) = (
+        converted["allocated_bytes"].as_u64().unwrap(),
+        converted["reserved_bytes"].as_u64().unwrap(),
+    );
+    assert!(
+        reserved >= allocated + allocated / 2,
+        "{allocated} allocated, {reserved} reserved"
+    );
+    // Batch pile-up: the failed request, and the model's forward that allocated the most.
+    let oom = headline_of(
+        &[&fixture("torch-cuda/oom_batch_growth.pickle.gz")],
+        &dir.join("oom.html"),
+    );
+    assert!(
+        oom.contains("Out of memory: a request for")
+            && oom.contains("make_fixtures.py:59 (forward)"),
+        "{oom}"
+    );
+    // Two releases: the gate fails on the leaking one and passes on the fixed one.
+    let fixed = fixture("torch-cuda/train_release_b_fixed.pickle.gz");
+    let leaking = fixture("torch-cuda/train_release_a_leak.pickle.gz");
+    assert!(gate_fails(&fixed, &leaking, "size > +64MiB"));
+    assert!(!gate_fails(&fixed, &fixed, "size > +64MiB"));
+    let releases = headline_of(&[&fixed, &leaking], &dir.join("releases.html"));
+    assert!(
+        releases.contains("What grew: the allocations made at")
+            && releases.contains("make_fixtures.py:59 (forward)"),
+        "{releases}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
