@@ -1086,7 +1086,11 @@ impl Columns {
         ));
         // The Python dumper's `buffers` (tensors' and arrays' data, for linking GPU blocks to
         // their holders) are ours and known; nothing reads them yet, which is no news.
-        for (type_name, count) in self.unknown.iter().filter(|(name, _)| name.as_str() != BUFFERS) {
+        for (type_name, count) in self
+            .unknown
+            .iter()
+            .filter(|(name, _)| name.as_str() != BUFFERS)
+        {
             meta.notes.push(format!(
                 "skipped {count} chunk(s) of type {type_name:?}, which this version of heapgraph does not read"
             ));
