@@ -426,6 +426,51 @@ enum XAxis<'a> {
     Values(&'a [f64]),
 }
 
+/// Draws a chart of `size` pixels as SVG: `draw` fills the drawing area. Returns the SVG, or the
+/// page's note that the chart could not be drawn, and why.
+fn svg_chart<F>(size: (u32, u32), draw: F) -> Result<String, String>
+where
+    F: FnOnce(
+        &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    ) -> Result<(), Box<dyn std::error::Error>>,
+{
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let drawn = root
+            .fill(&WHITE)
+            .map_err(|err| Box::new(err) as Box<dyn std::error::Error>)
+            .and_then(|()| draw(&root))
+            .and_then(|()| {
+                root.present()
+                    .map_err(|err| Box::new(err) as Box<dyn std::error::Error>)
+            });
+        if let Err(error) = drawn {
+            return Err(format!(
+                "<div class=\"meta\">chart not drawn: {}</div>",
+                escape(&error.to_string())
+            ));
+        }
+    }
+    Ok(svg)
+}
+
+/// The legend of a chart's named series, in its upper left corner.
+fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()?;
+    Ok(())
+}
+
 /// A line chart of `series` (name, one value per x) as inline SVG.
 fn line_chart(
     title: &str,
@@ -434,7 +479,6 @@ fn line_chart(
     x_axis: XAxis<'_>,
     series: &[(String, Vec<f64>)],
 ) -> String {
-    let mut svg = String::new();
     let xs: Vec<f64> = match &x_axis {
         XAxis::Labels(labels) => (0..labels.len()).map(|i| i as f64).collect(),
         XAxis::Values(values) => values.to_vec(),
@@ -447,66 +491,52 @@ fn line_chart(
         .fold(0.0f64, f64::max)
         .max(1e-9)
         * 1.1;
-    {
-        let root = SVGBackend::with_string(&mut svg, (1040, 360)).into_drawing_area();
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
-            root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(title, ("sans-serif", 16))
-                .margin(12)
-                .x_label_area_size(36)
-                .y_label_area_size(70)
-                .build_cartesian_2d(x_min..x_max, 0f64..y_max)?;
-            let labels: Vec<String> = match &x_axis {
-                XAxis::Labels(labels) => labels.to_vec(),
-                XAxis::Values(_) => Vec::new(),
-            };
-            let categorical = !labels.is_empty();
-            chart
-                .configure_mesh()
-                .x_desc(x_desc)
-                .y_desc(y_desc)
-                .x_labels(if categorical {
-                    labels.len().min(12)
+    let drawn = svg_chart((1040, 360), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x_min..x_max, 0f64..y_max)?;
+        let labels: Vec<String> = match &x_axis {
+            XAxis::Labels(labels) => labels.to_vec(),
+            XAxis::Values(_) => Vec::new(),
+        };
+        let categorical = !labels.is_empty();
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(if categorical {
+                labels.len().min(12)
+            } else {
+                10
+            })
+            .x_label_formatter(&|x| {
+                if categorical {
+                    labels.get(x.round() as usize).cloned().unwrap_or_default()
                 } else {
-                    10
-                })
-                .x_label_formatter(&|x| {
-                    if categorical {
-                        labels.get(x.round() as usize).cloned().unwrap_or_default()
-                    } else {
-                        format!("{x:.1}")
-                    }
-                })
-                .y_label_formatter(&|y| format!("{y:.1}"))
-                .draw()?;
-            for (i, (name, values)) in series.iter().enumerate() {
-                let color = Palette99::pick(i).to_rgba();
-                chart
-                    .draw_series(LineSeries::new(
-                        xs.iter().copied().zip(values.iter().copied()),
-                        color.stroke_width(2),
-                    ))?
-                    .label(name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-            }
+                    format!("{x:.1}")
+                }
+            })
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .draw()?;
+        for (i, (name, values)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
             chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .draw()?;
-            root.present()?;
-            Ok(())
-        })();
-        if let Err(error) = drawn {
-            return format!(
-                "<div class=\"meta\">chart not drawn: {}</div>",
-                escape(&error.to_string())
-            );
+                .draw_series(LineSeries::new(
+                    xs.iter().copied().zip(values.iter().copied()),
+                    color.stroke_width(2),
+                ))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
         }
+        legend(&mut chart)
+    });
+    match drawn {
+        Ok(svg) => format!("<div class=\"chart\">{svg}</div>"),
+        Err(message) => message,
     }
-    format!("<div class=\"chart\">{svg}</div>")
 }
 
 fn series_section(series: &SeriesSection<'_>, out: &mut String) {

@@ -109,6 +109,23 @@ pub fn duration_text(seconds: f64) -> String {
     format!("{} h {} min", whole / 3600, whole % 3600 / 60)
 }
 
+/// How fast a recording's RSS grew, in one sentence (text and HTML share it).
+pub(crate) fn growth_text(growth: &heapgraph_analyzer::timeline::Growth) -> String {
+    let mut text = format!(
+        "RSS grew {}/s over the recording and {}/s in its last quarter",
+        signed_bytes(growth.bytes_per_s.round() as i64),
+        signed_bytes(growth.recent_bytes_per_s.round() as i64)
+    );
+    if let Some(seconds) = growth.time_to_limit_s {
+        let _ = write!(
+            text,
+            "; at that rate it reaches the limit {} after the last sample",
+            duration_text(seconds)
+        );
+    }
+    text
+}
+
 /// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch (Howard Hinnant's civil date).
 pub fn utc_text(seconds: u64) -> String {
     let days = (seconds / 86_400) as i64;

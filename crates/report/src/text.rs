@@ -912,22 +912,7 @@ pub fn timeline(view: &TimelineView, info: &DumpInfo) -> String {
     }
     table.render(&mut out);
     if let Some(growth) = &view.growth {
-        let _ = write!(
-            out,
-            "\nRSS grew {}/s over the recording and {}/s in its last quarter",
-            signed_bytes(growth.bytes_per_s.round() as i64),
-            signed_bytes(growth.recent_bytes_per_s.round() as i64)
-        );
-        match growth.time_to_limit_s {
-            Some(seconds) => {
-                let _ = writeln!(
-                    out,
-                    "; at that rate it reaches the limit {} after the last sample",
-                    duration_text(seconds)
-                );
-            }
-            None => out.push('\n'),
-        }
+        let _ = writeln!(out, "\n{}", crate::growth_text(growth));
     }
     if !view.gpus.is_empty() {
         let _ = writeln!(out, "\nGPU memory\n");

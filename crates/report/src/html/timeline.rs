@@ -1,8 +1,8 @@
 //! The report's section for a recording (`heapgraph record`'s `.hgt`): memory over time against
 //! the limit and the thresholds, with the dumps marked where they were taken.
 
-use super::{Table, bytes_cell, cards, escape, short, text_cell};
-use crate::{DumpInfo, duration_text, human_bytes, signed_bytes};
+use super::{Table, bytes_cell, cards, escape, legend, short, svg_chart, text_cell};
+use crate::{DumpInfo, duration_text, human_bytes};
 use heapgraph_analyzer::timeline::TimelineView;
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -95,89 +95,75 @@ fn memory_chart(
     let (unit, scale) = byte_unit(max_bytes);
     let y_max = max_bytes / scale * 1.08;
     let x_max = duration / time_scale;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1040, 380)).into_drawing_area();
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
-            root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(title, ("sans-serif", 16))
-                .margin(12)
-                .x_label_area_size(36)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    let drawn = svg_chart((1040, 380), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("{time_name} since the recording started"))
+            .y_desc(unit)
+            .x_labels(10)
+            .x_label_formatter(&|x| format!("{x:.1}"))
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .draw()?;
+        for line in lines {
+            let (times, values) = thin(t_s, &line.values);
+            // Samples that did not measure this line (PSS is read less often than RSS)
+            // are stepped over: the line joins the samples that did.
+            let points: Vec<(f64, f64)> = times
+                .iter()
+                .zip(&values)
+                .filter_map(|(t, value)| value.map(|value| (t / time_scale, value / scale)))
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            let color = line.color;
             chart
-                .configure_mesh()
-                .x_desc(format!("{time_name} since the recording started"))
-                .y_desc(unit)
-                .x_labels(10)
-                .x_label_formatter(&|x| format!("{x:.1}"))
-                .y_label_formatter(&|y| format!("{y:.1}"))
-                .draw()?;
-            for line in lines {
-                let (times, values) = thin(t_s, &line.values);
-                // Samples that did not measure this line (PSS is read less often than RSS)
-                // are stepped over: the line joins the samples that did.
-                let points: Vec<(f64, f64)> = times
-                    .iter()
-                    .zip(&values)
-                    .filter_map(|(t, value)| value.map(|value| (t / time_scale, value / scale)))
-                    .collect();
-                if points.is_empty() {
-                    continue;
-                }
-                let color = line.color;
-                chart
-                    .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-                    .label(line.name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                    });
-            }
-            for level in &levels {
-                let color = level.color;
-                let y = level.value / scale;
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        [(0.0, y), (x_max, y)],
-                        8,
-                        5,
-                        color.stroke_width(1),
-                    ))?
-                    .label(level.name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-            }
-            for (t, label) in marks {
-                let x = t / time_scale;
-                let mark = RGBColor(90, 98, 114);
-                chart.draw_series(DashedLineSeries::new(
-                    [(x, 0.0), (x, y_max)],
-                    3,
-                    3,
-                    mark.stroke_width(1),
-                ))?;
-                chart.draw_series(std::iter::once(Text::new(
-                    label.clone(),
-                    (x, y_max * 0.97),
-                    ("sans-serif", 12).into_font().color(&mark),
-                )))?;
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .draw()?;
-            root.present()?;
-            Ok(())
-        })();
-        if let Err(error) = drawn {
-            return format!(
-                "<div class=\"meta\">chart not drawn: {}</div>",
-                escape(&error.to_string())
-            );
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+                .label(line.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
         }
-    }
+        for level in &levels {
+            let color = level.color;
+            let y = level.value / scale;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, y), (x_max, y)],
+                    8,
+                    5,
+                    color.stroke_width(1),
+                ))?
+                .label(level.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+        }
+        for (t, label) in marks {
+            let x = t / time_scale;
+            let mark = RGBColor(90, 98, 114);
+            chart.draw_series(DashedLineSeries::new(
+                [(x, 0.0), (x, y_max)],
+                3,
+                3,
+                mark.stroke_width(1),
+            ))?;
+            chart.draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (x, y_max * 0.97),
+                ("sans-serif", 12).into_font().color(&mark),
+            )))?;
+        }
+        legend(&mut chart)
+    });
+    let svg = match drawn {
+        Ok(svg) => svg,
+        Err(message) => return message,
+    };
     let mut html = format!("<div class=\"chart\">{svg}");
     if !off_chart.is_empty() {
         let names: Vec<String> = off_chart
@@ -280,22 +266,7 @@ pub(super) fn section(section: &TimelineSection<'_>, with_info: bool, out: &mut 
     let exit = crate::text::exit_text(view.exit.as_ref());
     let _ = write!(out, "<p>{}.", escape(&capitalised(&exit)));
     if let Some(growth) = &view.growth {
-        let _ = write!(
-            out,
-            " RSS grew {}/s over the recording and {}/s in its last quarter",
-            signed_bytes(growth.bytes_per_s.round() as i64),
-            signed_bytes(growth.recent_bytes_per_s.round() as i64)
-        );
-        match growth.time_to_limit_s {
-            Some(seconds) => {
-                let _ = write!(
-                    out,
-                    "; at that rate it reaches the limit <b>{}</b> after the last sample.",
-                    duration_text(seconds)
-                );
-            }
-            None => out.push('.'),
-        }
+        let _ = write!(out, " {}.", escape(&crate::growth_text(growth)));
     }
     out.push_str("</p>");
 
