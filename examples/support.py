@@ -10,10 +10,12 @@ Every example runs as
 - `--steps N` is the amount of work (requests, reloads, queries); each example has a default.
 - `--dumps DIR` writes DIR/warm.hgd once the program has warmed up and DIR/end.hgd when the work
   is done: the pair that `heapgraph diff` and `heapgraph report` compare.
-- `--budget-mib MIB` limits the process's address space to what it has mapped at start plus
-  MIB, and makes the work go on until it is done or memory runs out: the leaking version then
-  dies with MemoryError, as a service does when its container's memory is exhausted. Run it
-  under `heapgraph record --act …` and the recorder takes a dump while there is still room.
+- `--budget-mib MIB` limits the process's address space to what it has mapped after warming
+  up plus MIB (on a GPU, its share of the GPU's memory to what torch has reserved plus MIB),
+  and makes the work go on until it is done or memory runs out: the leaking version then dies
+  with MemoryError (torch's OutOfMemoryError on a GPU), as a service does when its container's
+  memory is exhausted. Run it under `heapgraph record --act …` (`--gpu-act` on a GPU) and the
+  recorder takes a dump while there is still room.
 
 Standard library only, but for numpy where an example needs arrays (the CPU stand-ins of GPU
 work). No network, no model download: weights and embeddings are made in code.
@@ -67,11 +69,23 @@ class Example:
         return "fixed" if self.fixed else "leaking"
 
     def start_budget(self):
-        """Caps the address space (after the imports and the warm-up, which every version
-        needs): from here on the program has `--budget-mib` to spend."""
-        if self.args.budget_mib:
-            limit = mapped_bytes() + self.args.budget_mib * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        """Caps the memory the work may use (after the imports and the warm-up, which every
+        version needs): from here on the program has `--budget-mib` to spend. On the CPU that
+        is the address space; when the program's tensors are on a GPU, it is the process's
+        share of the GPU's memory (`torch.cuda.set_per_process_memory_fraction`, the cap under
+        which torch raises its own OutOfMemoryError), since GPU memory is not in the address
+        space's budget."""
+        if not self.args.budget_mib:
+            return
+        budget = self.args.budget_mib * 1024 * 1024
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            total = torch.cuda.get_device_properties(0).total_memory
+            share = min(1.0, (torch.cuda.memory_reserved(0) + budget) / total)
+            torch.cuda.set_per_process_memory_fraction(share, 0)
+            return
+        limit = mapped_bytes() + budget
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     def checkpoint(self, name):
         """Writes DIR/name.hgd (after a full collection, so that only what is held is in it)."""
@@ -84,7 +98,8 @@ class Example:
     def run(self, warm_up, step, finish=None):
         """Warms up, checkpoints `warm`, then does the steps (all of them, or with a budget
         until memory runs out), checkpoints `end`, and reports. A MemoryError ends the program
-        with exit code 1, as an uncaught one would, after saying where it happened."""
+        with exit code 1, as an uncaught one would, after saying where it happened (torch's
+        OutOfMemoryError on a GPU likewise)."""
         warm_up()
         self.checkpoint("warm")
         self.start_budget()
@@ -96,7 +111,9 @@ class Example:
             while done < limit:
                 step(done)
                 done += 1
-        except MemoryError:
+        except Exception as error:  # noqa: BLE001 - MemoryError, or torch's OutOfMemoryError
+            if not (isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError"):
+                raise
             # Release what the step held, so that printing works, and stop as an OOM does.
             gc.collect()
             sys.stderr.write("%s: out of memory after %d steps (the %s version)\n"
