@@ -191,6 +191,14 @@ impl Recorded {
         }
     }
 
+    /// The child's exit status, waiting for it to finish exiting.
+    fn wait_exit(&mut self) -> Option<ExitStatus> {
+        match self {
+            Recorded::Child(child) => child.wait().ok(),
+            Recorded::Running(_) => None,
+        }
+    }
+
     /// Stops a child that was started for nothing (the timeline could not be written).
     fn abandon(&mut self) {
         if let Recorded::Child(child) = self {
@@ -765,7 +773,9 @@ impl Session<'_> {
         loop {
             let t_ms = millis(started.elapsed());
             let Some(sample) = self.sampler.sample(t_ms) else {
-                return Ok(recorded.exited());
+                // The process is ending (its memory is gone) or has ended: a child's status is
+                // there once it has finished exiting.
+                return Ok(recorded.wait_exit());
             };
             self.writer.sample(&sample)?;
             self.samples += 1;
