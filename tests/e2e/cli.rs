@@ -228,6 +228,18 @@ fn text_output_reads_as_designed() {
     });
 }
 
+/// A recording's summary: the same contract, on the committed real timeline.
+#[test]
+fn a_recording_reads_as_designed() {
+    let path = fixture("timeline/worker.hgt");
+    let file = path_str(&path);
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&regex_escape(file), "[FIXTURE]");
+    settings.bind(|| {
+        insta::assert_snapshot!("timeline_summary", heapgraph_ok(&["summary", file]));
+    });
+}
+
 fn regex_escape(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
