@@ -576,6 +576,7 @@ fn count_stop_signals() -> anyhow::Result<(Arc<AtomicUsize>, Arc<AtomicUsize>)> 
 fn timeline_start(
     args: &RecordArgs,
     recorded: &Recorded,
+    started_at_ms: Option<u64>,
     sampler: &Sampler,
     limit: Option<&HostLimit>,
     watched: &[Watched],
@@ -591,10 +592,7 @@ fn timeline_start(
     };
     let mut header = Header::new(KIND_TIMELINE, SOURCE_FORMAT, runtime.name());
     header.pid = Some(pid);
-    header.captured_at_ms = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .ok()
-        .map(millis);
+    header.captured_at_ms = started_at_ms;
     header.notes = sampler.notes().to_vec();
     let mut info = TimelineInfoChunk::default();
     info.interval_ms = millis(args.interval);
@@ -653,8 +651,14 @@ pub(crate) fn record(args: &RecordArgs) -> anyhow::Result<(String, ExitCode)> {
         ),
         (None, None) => bail!("give the command to record after `--`, or --pid PID"),
     };
+    // Samples count from here, and the header says when here was: loading NVML, in between,
+    // can take a second.
     let started = Instant::now();
-    let prepared = prepare(args, &specs, &recorded);
+    let started_at_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()
+        .map(millis);
+    let prepared = prepare(args, &specs, &recorded, started_at_ms);
     let (mut session, output) = match prepared {
         Ok(prepared) => prepared,
         Err(err) => {
@@ -703,6 +707,7 @@ fn prepare<'a>(
     args: &'a RecordArgs,
     specs: &Specs,
     recorded: &Recorded,
+    started_at_ms: Option<u64>,
 ) -> anyhow::Result<(Session<'a>, PathBuf)> {
     let pid = recorded.pid();
     let output = match &args.output {
@@ -733,7 +738,14 @@ fn prepare<'a>(
     for note in sampler.notes() {
         console.say(note);
     }
-    let (header, info) = timeline_start(args, recorded, &sampler, limit.as_ref(), &watched);
+    let (header, info) = timeline_start(
+        args,
+        recorded,
+        started_at_ms,
+        &sampler,
+        limit.as_ref(),
+        &watched,
+    );
     let writer = TimelineWriter::create(&output, &header, info)
         .with_context(|| format!("cannot write {}", output.display()))?;
     let session = Session {
