@@ -183,7 +183,10 @@ fn planted_retained_sizes_equal_an_independent_dominator_computation() {
                     _ => continue,
                 };
                 let node = static_target(&graph, class, field).index();
-                let retained = (tree.retained_size[node], tree.retained_count[node]);
+                let retained = (
+                    tree.retained_size[node],
+                    u64::from(tree.retained_count[node]),
+                );
                 let oracle = (
                     fact["retained_bytes"].as_u64().expect("bytes"),
                     fact["retained_objects"].as_u64().expect("objects"),

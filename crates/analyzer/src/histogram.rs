@@ -32,11 +32,11 @@ pub(crate) fn type_totals_where(
     tree: &DominatorTree,
     keep: &(dyn Fn(usize) -> bool + Sync),
 ) -> TypeTotals {
-    let (children, (node_type, mut totals)) = rayon::join(
+    let (children, (types, mut totals)) = rayon::join(
         || DominatorChildren::build(graph, tree),
         || type_counts(graph, keep),
     );
-    add_retained(graph, tree, &children, &node_type, &mut totals);
+    add_retained(graph, tree, &children, &types, &mut totals);
     totals
 }
 
@@ -81,45 +81,73 @@ impl DominatorChildren {
     }
 }
 
-/// Counts and shallow sizes per type over real (non-synthetic) objects, and each node's dense
-/// type index (`u32::MAX` for synthetic nodes); retained sizes follow in [`add_retained`].
+/// Each node's dense type index: types get dense indices so that the per-type counters of the
+/// tree walk stay in cache. Found through the string table rather than stored per node, so
+/// that the walk needs no per-node array beside the dominator tree.
+struct DenseTypes<'a> {
+    graph: &'a HeapGraph,
+    keep: &'a (dyn Fn(usize) -> bool + Sync),
+    /// Per string, the dense index of the type it names, or `u32::MAX`.
+    dense_of_string: Vec<u32>,
+}
+
+impl DenseTypes<'_> {
+    /// The dense type of `node`; `u32::MAX` for synthetic nodes and those not kept.
+    #[inline]
+    fn of(&self, node: usize) -> u32 {
+        let graph = self.graph;
+        let Some(id) = graph.node(node) else {
+            return u32::MAX;
+        };
+        if graph.is_synthetic(id) || !(self.keep)(node) {
+            return u32::MAX;
+        }
+        self.dense_of_string[graph.type_id(id).index()]
+    }
+}
+
+/// Counts and shallow sizes per type over real (non-synthetic) objects, with the dense type
+/// indices; retained sizes follow in [`add_retained`].
 ///
-/// Types get dense indices so that the per-type counters of the tree walk stay in cache.
-/// Complexity: O(V) time, O(V + S) space for S strings.
-fn type_counts(graph: &HeapGraph, keep: &dyn Fn(usize) -> bool) -> (Vec<u32>, TypeTotals) {
+/// Complexity: O(V) time, O(S) space for S strings.
+fn type_counts<'a>(
+    graph: &'a HeapGraph,
+    keep: &'a (dyn Fn(usize) -> bool + Sync),
+) -> (DenseTypes<'a>, TypeTotals) {
     let parts = graph.parts();
     let mut dense_of_string = vec![u32::MAX; graph.strings().len()];
     let mut types: Vec<StringId> = Vec::new();
-    let node_type: Vec<u32> = graph
-        .nodes()
-        .map(|node| {
-            if graph.is_synthetic(node) || !keep(node.index()) {
-                return u32::MAX;
-            }
-            let type_id = parts.node_type[node.index()];
-            let slot = &mut dense_of_string[type_id.index()];
-            if *slot == u32::MAX {
-                *slot = types.len() as u32;
-                types.push(type_id);
-            }
-            *slot
-        })
-        .collect();
-    drop(dense_of_string);
+    let mut count: Vec<u64> = Vec::new();
+    let mut shallow: Vec<u64> = Vec::new();
+    for node in graph.nodes() {
+        if graph.is_synthetic(node) || !keep(node.index()) {
+            continue;
+        }
+        let type_id = parts.node_type[node.index()];
+        let slot = &mut dense_of_string[type_id.index()];
+        if *slot == u32::MAX {
+            *slot = types.len() as u32;
+            types.push(type_id);
+            count.push(0);
+            shallow.push(0);
+        }
+        let dense = *slot as usize;
+        count[dense] += 1;
+        shallow[dense] += parts.node_shallow_size[node.index()];
+    }
     let n_types = types.len();
-    let mut totals = TypeTotals {
+    let totals = TypeTotals {
         types,
-        count: vec![0; n_types],
-        shallow: vec![0; n_types],
+        count,
+        shallow,
         retained: vec![0; n_types],
     };
-    for (node, &dense) in node_type.iter().enumerate() {
-        if dense != u32::MAX {
-            totals.count[dense as usize] += 1;
-            totals.shallow[dense as usize] += parts.node_shallow_size[node];
-        }
-    }
-    (node_type, totals)
+    let dense = DenseTypes {
+        graph,
+        keep,
+        dense_of_string,
+    };
+    (dense, totals)
 }
 
 /// Adds each type's retained size: the sum of the retained sizes of its reachable instances
@@ -131,27 +159,30 @@ fn add_retained(
     graph: &HeapGraph,
     tree: &DominatorTree,
     children: &DominatorChildren,
-    node_type: &[u32],
+    types: &DenseTypes<'_>,
     totals: &mut TypeTotals,
 ) {
     let n_types = totals.types.len();
-    // Depth-first over the dominator tree, with the number of open instances per type.
+    // Depth-first over the dominator tree, with the number of open instances per type; each
+    // entry holds its node, the next child to enter and the node's dense type.
     let mut open = vec![0u32; n_types];
     let root = graph.root().index();
-    let mut stack: Vec<(u32, u32)> = vec![(root as u32, 0)];
-    enter(tree, node_type[root], root, &mut open, totals);
+    let root_type = types.of(root);
+    enter(tree, root_type, root, &mut open, totals);
+    let mut stack: Vec<(u32, u32, u32)> = vec![(root as u32, 0, root_type)];
     while let Some(top) = stack.last_mut() {
-        let (node, next_child) = (top.0 as usize, top.1 as usize);
+        let (node, next_child, dense) = (top.0 as usize, top.1 as usize, top.2);
         let kids = children.of(node);
         if next_child < kids.len() {
             top.1 += 1;
             let child = kids[next_child] as usize;
-            enter(tree, node_type[child], child, &mut open, totals);
-            stack.push((child as u32, 0));
+            let child_type = types.of(child);
+            enter(tree, child_type, child, &mut open, totals);
+            stack.push((child as u32, 0, child_type));
         } else {
             stack.pop();
-            if node_type[node] != u32::MAX {
-                open[node_type[node] as usize] -= 1;
+            if dense != u32::MAX {
+                open[dense as usize] -= 1;
             }
         }
     }

@@ -212,16 +212,10 @@ impl Analysis {
                 }
             })
             .collect();
-        // A subtree holds at most every node, and node counts fit a u32.
-        let retained_count = tree
-            .retained_count
-            .iter()
-            .map(|&count| count as u32)
-            .collect();
         StoredColumns {
             idom,
             retained_size: tree.retained_size.clone(),
-            retained_count,
+            retained_count: tree.retained_count.clone(),
             distance,
             type_totals,
         }
@@ -230,7 +224,7 @@ impl Analysis {
 
 /// Retained counts summed up the dominator tree in reverse pre-order, which also proves that
 /// every reachable node hangs under the root.
-fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Vec<u64>, String> {
+fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Vec<u32>, String> {
     let n_nodes = graph.node_count();
     let root = graph.root().index();
     let children = histogram::DominatorChildren::build(graph, tree);
@@ -244,7 +238,7 @@ fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Ve
     if preorder.len() != n_reachable {
         return Err("the stored dominators do not form a tree under the root".to_owned());
     }
-    let mut counts = vec![1u64; n_nodes];
+    let mut counts = vec![1u32; n_nodes];
     for &node in preorder.iter().rev().filter(|&&node| node as usize != root) {
         let dominator = tree.idom[node as usize] as usize;
         counts[dominator] += counts[node as usize];
@@ -259,7 +253,7 @@ fn checked_retained_counts(
     graph: &HeapGraph,
     tree: &DominatorTree,
     stored: Vec<u32>,
-) -> Result<Vec<u64>, String> {
+) -> Result<Vec<u32>, String> {
     let root = graph.root().index();
     let n_reachable = tree.reachable.iter().filter(|&&r| r).count() as u64;
     let mut children_sum = vec![0u64; graph.node_count()];
@@ -276,7 +270,7 @@ fn checked_retained_counts(
     if !consistent || u64::from(stored[root]) != n_reachable {
         return Err("the stored retained counts do not fit the stored dominators".to_owned());
     }
-    Ok(stored.into_iter().map(u64::from).collect())
+    Ok(stored)
 }
 
 /// Refuses stored type totals that do not add up to the graph's real objects.

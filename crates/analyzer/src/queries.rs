@@ -31,7 +31,7 @@ pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Obje
             None
         },
         retained_count: if reachable {
-            tree.retained_count[node.index()]
+            u64::from(tree.retained_count[node.index()])
         } else {
             0
         },
@@ -130,7 +130,7 @@ pub fn top(graph: &HeapGraph, analysis: &Analysis, by: RankBy, n: usize) -> Vec<
         match by {
             RankBy::Shallow => graph.parts().node_shallow_size[node],
             RankBy::Retained if tree.reachable[node] => tree.retained_size[node],
-            RankBy::Count if tree.reachable[node] => tree.retained_count[node],
+            RankBy::Count if tree.reachable[node] => u64::from(tree.retained_count[node]),
             RankBy::Retained | RankBy::Count => 0,
         }
     };
