@@ -24,7 +24,7 @@
 //! never fires on Node.js snapshots and that `decisions.md` leaves out.
 
 use crate::edge_rule::EdgeRule;
-use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId};
+use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -38,8 +38,9 @@ pub struct DominatorTree {
     /// (the root or another unreachable node) under [`EdgeRule::orphans_under_root`], and
     /// [`NO_NODE`] otherwise.
     pub idom: Vec<u32>,
-    /// Retained size per node. The root's counts reachable nodes only.
-    pub retained_size: Vec<u64>,
+    /// Retained size per node (4 bytes each below 4 GiB). The root's counts reachable nodes
+    /// only.
+    pub retained_size: U64Column,
     /// Nodes in their dominator subtree, the node itself included (a graph has fewer than
     /// 2³² nodes).
     pub retained_count: Vec<u32>,
@@ -425,8 +426,8 @@ impl<'a> Search<'a> {
         stack.push((
             start,
             n,
-            first_edge[start as usize],
-            first_edge[start as usize + 1],
+            first_edge.get(start as usize),
+            first_edge.get(start as usize + 1),
         ));
         while let Some(top) = stack.last_mut() {
             let (v, v_number, mut edge, end) = *top;
@@ -451,7 +452,12 @@ impl<'a> Search<'a> {
                     n += 1;
                     number[w as usize] = n;
                     parent[n as usize] = v_number;
-                    stack.push((w, n, first_edge[w as usize], first_edge[w as usize + 1]));
+                    stack.push((
+                        w,
+                        n,
+                        first_edge.get(w as usize),
+                        first_edge.get(w as usize + 1),
+                    ));
                 }
                 None => {
                     stack.pop();
@@ -484,7 +490,7 @@ struct Finish<'a> {
     stack: Vec<FinishEntry>,
     idom: Vec<u32>,
     reachable: Vec<bool>,
-    retained_size: Vec<u64>,
+    retained_size: U64Column,
     retained_count: Vec<u32>,
 }
 
@@ -554,8 +560,8 @@ impl<'a> Finish<'a> {
             node,
             number: w,
             into,
-            next_edge: first_edge[node as usize],
-            end: first_edge[node as usize + 1],
+            next_edge: first_edge.get(node as usize),
+            end: first_edge.get(node as usize + 1),
         });
     }
 
@@ -587,7 +593,8 @@ impl<'a> Finish<'a> {
                     self.stack.pop();
                     if top.into != NO_NODE {
                         let (node, into) = (top.node as usize, top.into as usize);
-                        self.retained_size[into] += self.retained_size[node];
+                        let size = &mut self.retained_size;
+                        size.set(into, size.get(into) + size.get(node));
                         self.retained_count[into] += self.retained_count[node];
                     }
                 }
@@ -630,7 +637,7 @@ fn finish_by_vertex(
             continue;
         }
         let (node, into) = (vertex[w] as usize, vertex[dominator] as usize);
-        retained_size[into] += retained_size[node];
+        retained_size.set(into, retained_size.get(into) + retained_size.get(node));
         retained_count[into] += retained_count[node];
     }
     DominatorTree {
@@ -664,9 +671,7 @@ impl<O: Offset> Preds<O> {
     ) -> Self {
         let n_nodes = number.len();
         let mut root_target = NodeBits::new(n_nodes);
-        for edge in parts.first_edge[root_ordinal as usize] as usize
-            ..parts.first_edge[root_ordinal as usize + 1] as usize
-        {
+        for edge in parts.first_edge.range(root_ordinal as usize) {
             let to = parts.edge_to[edge];
             if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
                 root_target.insert(to as usize);
@@ -723,8 +728,9 @@ fn for_each_pred(
             continue;
         }
         let from_is_root = from as u32 == root_ordinal;
-        let end = parts.first_edge[from + 1] as usize;
-        for edge in parts.first_edge[from] as usize..end {
+        let range = parts.first_edge.range(from);
+        let end = range.end;
+        for edge in range {
             if let Some(&ahead) = edge_to.get(edge + PREFETCH_DISTANCE)
                 && edge + PREFETCH_DISTANCE < end
             {
@@ -895,14 +901,13 @@ mod tests {
                     let marked = non_weak_referrers(parts);
                     for node in 0..graph.node_count() {
                         let referred = (0..graph.node_count()).any(|from| {
-                            (parts.first_edge[from] as usize..parts.first_edge[from + 1] as usize)
-                                .any(|edge| {
-                                    parts.edge_to[edge] as usize == node
-                                        && !matches!(
-                                            parts.edge_kind[edge],
-                                            EdgeKind::Weak | EdgeKind::Shortcut
-                                        )
-                                })
+                            parts.first_edge.range(from).any(|edge| {
+                                parts.edge_to[edge] as usize == node
+                                    && !matches!(
+                                        parts.edge_kind[edge],
+                                        EdgeKind::Weak | EdgeKind::Shortcut
+                                    )
+                            })
                         });
                         assert_eq!(marked.contains(node), referred);
                     }

@@ -133,7 +133,7 @@ fn type_counts<'a>(
         }
         let dense = *slot as usize;
         count[dense] += 1;
-        shallow[dense] += parts.node_shallow_size[node.index()];
+        shallow[dense] += parts.node_shallow_size.get(node.index());
     }
     let n_types = types.len();
     let totals = TypeTotals {
@@ -194,7 +194,7 @@ fn enter(tree: &DominatorTree, dense: u32, node: usize, open: &mut [u32], totals
     }
     let dense = dense as usize;
     if open[dense] == 0 {
-        totals.retained[dense] += tree.retained_size[node];
+        totals.retained[dense] += tree.retained_size.get(node);
     }
     open[dense] += 1;
 }

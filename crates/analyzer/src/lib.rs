@@ -169,7 +169,7 @@ impl Analysis {
         let reachable: Vec<bool> = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
         let mut tree = DominatorTree {
             idom,
-            retained_size,
+            retained_size: retained_size.into(),
             retained_count: Vec::new(),
             reachable,
         };
@@ -214,7 +214,7 @@ impl Analysis {
             .collect();
         StoredColumns {
             idom,
-            retained_size: tree.retained_size.clone(),
+            retained_size: tree.retained_size.to_vec(),
             retained_count: tree.retained_count.clone(),
             distance,
             type_totals,
@@ -292,7 +292,7 @@ fn check_type_totals(graph: &HeapGraph, totals: &TypeTotals) -> Result<(), Strin
         .fold((0u64, 0u64), |(objects, shallow), node| {
             (
                 objects + 1,
-                shallow + graph.parts().node_shallow_size[node.index()],
+                shallow + graph.parts().node_shallow_size.get(node.index()),
             )
         });
     if totals.count.iter().sum::<u64>() != objects || totals.shallow.iter().sum::<u64>() != shallow

@@ -29,10 +29,10 @@ const ACCUMULATED_TYPES: usize = 10;
 pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> SuspectsView {
     let tree = &analysis.dominators;
     let root = graph.root();
-    let total = tree.retained_size[root.index()];
+    let total = tree.retained_size.get(root.index());
     let limit = (threshold * total as f64).ceil().max(1.0) as u64;
     let big = |node: usize| {
-        tree.reachable[node] && tree.retained_size[node] >= limit && node != root.index()
+        tree.reachable[node] && tree.retained_size.get(node) >= limit && node != root.index()
     };
     let children = DominatorChildren::build(graph, tree);
     let mut found = Vec::new();
@@ -49,11 +49,11 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
         let point = accumulation_point(graph, tree, &children, node);
         found.push(Suspect {
             rule: SuspectRule::SingleObject,
-            share: share(tree.retained_size[index], total),
+            share: share(tree.retained_size.get(index), total),
             object: Some(object_view(graph, analysis, node)),
             type_name: graph.type_name(node).to_owned(),
             count: 1,
-            retained_size: tree.retained_size[index],
+            retained_size: tree.retained_size.get(index),
             accumulation_point: Some(object_view(graph, analysis, point)),
             accumulated: accumulated_types(graph, tree, &children, point),
             path: chain_to(graph, analysis, point),
@@ -67,13 +67,13 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
         if graph.is_synthetic(node) || !tree.reachable[index] || !top_level(graph, tree, node) {
             continue;
         }
-        let retained = tree.retained_size[index];
+        let retained = tree.retained_size.get(index);
         let group = groups
             .entry(graph.type_id(node).to_raw())
             .or_insert((0, 0, node));
         group.0 += 1;
         group.1 += retained;
-        if retained > tree.retained_size[group.2.index()] {
+        if retained > tree.retained_size.get(group.2.index()) {
             group.2 = node;
         }
     }
@@ -118,15 +118,16 @@ fn accumulation_point(
 ) -> NodeId {
     let mut node = start.index();
     loop {
-        let retained = tree.retained_size[node] as f64;
+        let retained = tree.retained_size.get(node) as f64;
         let largest = children
             .of(node)
             .iter()
             .copied()
-            .max_by_key(|&child| (tree.retained_size[child as usize], Reverse(child)));
+            .max_by_key(|&child| (tree.retained_size.get(child as usize), Reverse(child)));
         match largest {
             Some(child)
-                if tree.retained_size[child as usize] as f64 >= ACCUMULATION_SHARE * retained =>
+                if tree.retained_size.get(child as usize) as f64
+                    >= ACCUMULATION_SHARE * retained =>
             {
                 node = child as usize;
             }
@@ -161,7 +162,7 @@ fn accumulated_types(
             entry.0 += 1;
             let open_count = open.entry(type_id).or_default();
             if *open_count == 0 {
-                entry.1 += tree.retained_size[child as usize];
+                entry.1 += tree.retained_size.get(child as usize);
             }
             *open_count += 1;
             stack.push((child, 0));

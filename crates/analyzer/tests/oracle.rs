@@ -99,10 +99,10 @@ proptest! {
                     expected += graph.shallow_size(other);
                 }
             }
-            prop_assert_eq!(tree.retained_size[node.index()], expected);
+            prop_assert_eq!(tree.retained_size.get(node.index()), expected);
         }
         let reachable_size: u64 = graph.nodes().filter(|n| tree.reachable[n.index()]).map(|n| graph.shallow_size(n)).sum();
-        prop_assert_eq!(tree.retained_size[graph.root().index()], reachable_size);
+        prop_assert_eq!(tree.retained_size.get(graph.root().index()), reachable_size);
         let expected_distance = oracle_distances(&graph);
         for node in graph.nodes() {
             let got = (analysis.distances(&graph)[node.index()] != heapgraph_analyzer::NO_DISTANCE).then_some(analysis.distances(&graph)[node.index()]);
@@ -134,7 +134,7 @@ proptest! {
                     above = tree.immediate_dominator(&graph, ancestor);
                 }
                 if !nested {
-                    retained += tree.retained_size[node.index()];
+                    retained += tree.retained_size.get(node.index());
                 }
             }
             prop_assert_eq!((row.count, row.shallow_size, row.retained_size), (count, shallow, retained), "type {}", row.type_name);
@@ -178,8 +178,8 @@ fn a_ten_million_link_chain_does_not_overflow_the_stack() {
     let graph = graph_from_edges(&sizes, &edges);
     drop(edges);
     let analysis = analyze(&graph, &options());
-    assert_eq!(analysis.dominators.retained_size[0], u64::from(n));
-    assert_eq!(analysis.dominators.retained_size[1], u64::from(n - 1));
+    assert_eq!(analysis.dominators.retained_size.get(0), u64::from(n));
+    assert_eq!(analysis.dominators.retained_size.get(1), u64::from(n - 1));
     assert_eq!(analysis.distances(&graph)[(n - 1) as usize], n - 1);
     let last = graph.node((n - 1) as usize).expect("last node");
     let view = who_holds(&graph, &analysis, last, 1);
@@ -216,7 +216,7 @@ fn unreachable_objects_are_counted_apart() {
     let view = summary(&graph, &analysis);
     assert_eq!((view.reachable_objects, view.reachable_size), (1, 1));
     assert_eq!((view.unreachable_objects, view.unreachable_size), (3, 12));
-    assert_eq!(analysis.dominators.retained_size[0], 1);
+    assert_eq!(analysis.dominators.retained_size.get(0), 1);
     let orphan = graph.find_object(3).expect("orphan");
     let holders = who_holds(&graph, &analysis, orphan, 3);
     assert!(holders.dominator_chain.is_empty());

@@ -1,0 +1,1030 @@
+//! Compact columns for the heap graph: the per-node and per-edge values that would take 8 bytes
+//! (offsets, sizes, object ids) or 4 (labels, edge names) stored in fewer, with an exact
+//! fallback for the values that do not fit.
+//!
+//! A heap graph of tens of millions of objects is mostly these columns, and nearly every value
+//! in them is small: offsets below 2³² edges, sizes below 4 GiB, addresses in one heap range,
+//! edge names that are field names or small indices, labels that most nodes lack. Each type
+//! here stores the common case narrow and keeps the rest beside it, so that no graph is refused
+//! and none pays for the rare value. Every type is built by pushing values in order (or from a
+//! plain vector) and read by index or in order.
+
+use crate::strings::StringId;
+use std::ops::Range;
+
+/// CSR offsets (`first_edge`): four bytes per entry whatever the edge count.
+///
+/// The low 32 bits of each offset are stored; since offsets never decrease, their high word
+/// changes at most once per 2³² edges, and `carries` lists the positions where it goes up by
+/// one (a position appears once per step). Below 2³² edges `carries` is empty and an offset is
+/// one load.
+///
+/// Invariants: `carries` is sorted; `last` is the last value pushed; `decreases_at` is the
+/// first position whose value was below the one before (the column is then not a valid CSR,
+/// and [`EdgeOffsets::first_decrease`] says so).
+#[derive(Clone, Debug, Default)]
+pub struct EdgeOffsets {
+    low: Vec<u32>,
+    carries: Vec<u32>,
+    last: u64,
+    decreases_at: Option<usize>,
+}
+
+impl EdgeOffsets {
+    /// An empty column.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column with room for `n` offsets.
+    pub fn with_capacity(n: usize) -> Self {
+        EdgeOffsets {
+            low: Vec::with_capacity(n),
+            ..Self::default()
+        }
+    }
+
+    /// Appends `offset`, which should be at least the last one.
+    pub fn push(&mut self, offset: u64) {
+        let position = self.low.len();
+        if offset < self.last {
+            self.decreases_at.get_or_insert(position);
+        } else {
+            let steps = (offset >> 32) - (self.last >> 32);
+            for _ in 0..steps {
+                // Positions are node indices, and a graph has fewer than 2³² nodes.
+                self.carries.push(position as u32);
+            }
+        }
+        self.last = offset;
+        self.low.push(offset as u32);
+    }
+
+    /// Reserves room for `additional` more offsets.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.low.reserve_exact(additional);
+    }
+
+    /// How many offsets fit without reallocating.
+    pub fn capacity(&self) -> usize {
+        self.low.capacity()
+    }
+
+    /// The number of offsets.
+    pub fn len(&self) -> usize {
+        self.low.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.low.is_empty()
+    }
+
+    /// The offset at `position`.
+    ///
+    /// Panics if `position` is out of range.
+    #[inline]
+    pub fn get(&self, position: usize) -> u64 {
+        let low = u64::from(self.low[position]);
+        if self.carries.is_empty() {
+            low
+        } else {
+            let high = self
+                .carries
+                .partition_point(|&carry| carry as usize <= position);
+            low | (high as u64) << 32
+        }
+    }
+
+    /// The last offset, if any.
+    pub fn last(&self) -> Option<u64> {
+        (!self.is_empty()).then_some(self.last)
+    }
+
+    /// The edge indices of node `node`: `get(node)..get(node + 1)`.
+    #[inline]
+    pub fn range(&self, node: usize) -> Range<usize> {
+        self.get(node) as usize..self.get(node + 1) as usize
+    }
+
+    /// The offsets as `u32`, when every one fits (fewer than 2³² edges): for hot loops.
+    pub fn as_u32(&self) -> Option<&[u32]> {
+        self.carries.is_empty().then_some(&self.low)
+    }
+
+    /// The offsets in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        let mut carries = self.carries.iter().peekable();
+        let mut high = 0u64;
+        self.low.iter().enumerate().map(move |(position, &low)| {
+            while carries
+                .next_if(|&&carry| carry as usize <= position)
+                .is_some()
+            {
+                high += 1;
+            }
+            u64::from(low) | high << 32
+        })
+    }
+
+    /// The offsets as plain `u64`s.
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    /// The first position whose offset is below the one before, if any.
+    pub fn first_decrease(&self) -> Option<usize> {
+        self.decreases_at
+    }
+
+    /// The number of leading offsets for which `pred` holds, `pred` being true then false
+    /// along the column (a binary search, as [`slice::partition_point`]).
+    pub fn partition_point(&self, mut pred: impl FnMut(u64) -> bool) -> usize {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if pred(self.get(mid)) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+}
+
+impl From<Vec<u64>> for EdgeOffsets {
+    fn from(offsets: Vec<u64>) -> Self {
+        let mut column = EdgeOffsets::with_capacity(offsets.len());
+        for offset in offsets {
+            column.push(offset);
+        }
+        column
+    }
+}
+
+impl FromIterator<u64> for EdgeOffsets {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut column = EdgeOffsets::with_capacity(iter.size_hint().0);
+        for offset in iter {
+            column.push(offset);
+        }
+        column
+    }
+}
+
+/// A per-node column of `u64` values (sizes, object ids) stored as `value = base + (narrow <<
+/// shift)` in a `u32` where that fits, the others beside it.
+///
+/// Shallow sizes use `base` 0 and `shift` 0, and only objects of 4 GiB or more go beside.
+/// Object ids (addresses) are compacted after they are all known ([`U64Column::compact`]):
+/// `base` is the least id and `shift` the alignment they share, so a heap of up to 32 GiB of
+/// 8-byte-aligned objects fits, and ids outside it (0 for synthetic nodes) go beside.
+///
+/// Invariants: `narrow[i] == u32::MAX` exactly when value `i` is beside, at the position of `i`
+/// in `wide_at` (sorted), with the value at the same position of `wide`.
+#[derive(Clone, Debug, Default)]
+pub struct U64Column {
+    base: u64,
+    shift: u32,
+    narrow: Vec<u32>,
+    wide_at: Vec<u32>,
+    wide: Vec<u64>,
+}
+
+/// Marks a value of a [`U64Column`] kept beside the narrow ones.
+const BESIDE: u32 = u32::MAX;
+
+impl U64Column {
+    /// An empty column of plain values (base 0, shift 0).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column of plain values with room for `n`.
+    pub fn with_capacity(n: usize) -> Self {
+        U64Column {
+            narrow: Vec::with_capacity(n),
+            ..Self::default()
+        }
+    }
+
+    /// `values`, with the base and shift that fit the most of them: all of them when they span
+    /// fewer than 2³² − 1 steps of their common alignment, otherwise those above the least
+    /// nonzero one (zeros, as synthetic nodes' ids, go beside), provided no more than 4096 or
+    /// one in 16 go beside; otherwise plain.
+    pub fn compact(values: &[u64]) -> Self {
+        let fit = |values: &mut dyn Iterator<Item = u64>| {
+            let (mut min, mut max, mut bits) = (u64::MAX, 0u64, 0u64);
+            for value in values {
+                min = min.min(value);
+                max = max.max(value);
+                bits |= value;
+            }
+            (min, max, bits)
+        };
+        let mut all = values.iter().copied();
+        let (min, max, _) = fit(&mut all);
+        let shift_for = |base: u64, values: &mut dyn Iterator<Item = u64>| {
+            let differences = values.fold(0u64, |bits, value| bits | (value - base));
+            if differences == 0 {
+                0
+            } else {
+                differences.trailing_zeros()
+            }
+        };
+        let spans = |base: u64, max: u64, shift: u32| (max - base) >> shift < u64::from(BESIDE);
+        let mut column = U64Column::with_capacity(values.len());
+        if values.is_empty() {
+            return column;
+        }
+        let shift = shift_for(min, &mut values.iter().copied());
+        if spans(min, max, shift) {
+            column.base = min;
+            column.shift = shift;
+        } else {
+            let mut nonzero = values.iter().copied().filter(|&value| value != 0);
+            let (base, max, _) = fit(&mut nonzero);
+            let n_zero = values.iter().filter(|&&value| value == 0).count();
+            if base != u64::MAX && n_zero <= (values.len() / 16).max(4096) {
+                let shift = shift_for(
+                    base,
+                    &mut values.iter().copied().filter(|&value| value != 0),
+                );
+                if spans(base, max, shift) {
+                    column.base = base;
+                    column.shift = shift;
+                }
+            }
+        }
+        for &value in values {
+            column.push(value);
+        }
+        column
+    }
+
+    /// Appends `value`.
+    pub fn push(&mut self, value: u64) {
+        let narrow = self.narrow_of(value);
+        if narrow == BESIDE {
+            self.wide_at.push(self.narrow.len() as u32);
+            self.wide.push(value);
+        }
+        self.narrow.push(narrow);
+    }
+
+    /// The narrow form of `value`, or [`BESIDE`].
+    #[inline]
+    fn narrow_of(&self, value: u64) -> u32 {
+        match value.checked_sub(self.base) {
+            Some(offset)
+                if offset & ((1u64 << self.shift) - 1) == 0
+                    && offset >> self.shift < u64::from(BESIDE) =>
+            {
+                (offset >> self.shift) as u32
+            }
+            _ => BESIDE,
+        }
+    }
+
+    /// Reserves room for `additional` more values.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.narrow.reserve_exact(additional);
+    }
+
+    /// How many values fit without reallocating.
+    pub fn capacity(&self) -> usize {
+        self.narrow.capacity()
+    }
+
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        self.narrow.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.narrow.is_empty()
+    }
+
+    /// The value at `index`.
+    ///
+    /// Panics if `index` is out of range.
+    #[inline]
+    pub fn get(&self, index: usize) -> u64 {
+        let narrow = self.narrow[index];
+        if narrow != BESIDE {
+            self.base + (u64::from(narrow) << self.shift)
+        } else {
+            self.beside(index)
+        }
+    }
+
+    #[cold]
+    fn beside(&self, index: usize) -> u64 {
+        let at = self.wide_at.partition_point(|&i| (i as usize) < index);
+        self.wide[at]
+    }
+
+    /// Replaces the value at `index`.
+    ///
+    /// Panics if `index` is out of range.
+    #[inline]
+    pub fn set(&mut self, index: usize, value: u64) {
+        let narrow = self.narrow_of(value);
+        if narrow != BESIDE && self.narrow[index] != BESIDE {
+            self.narrow[index] = narrow;
+        } else {
+            self.set_beside(index, value, narrow);
+        }
+    }
+
+    /// [`U64Column::set`] where the old or the new value is beside.
+    #[cold]
+    fn set_beside(&mut self, index: usize, value: u64, narrow: u32) {
+        let at = self.wide_at.partition_point(|&i| (i as usize) < index);
+        let was_beside = self.narrow[index] == BESIDE;
+        match (was_beside, narrow == BESIDE) {
+            (true, true) => self.wide[at] = value,
+            (true, false) => {
+                self.wide_at.remove(at);
+                self.wide.remove(at);
+            }
+            (false, true) => {
+                self.wide_at.insert(at, index as u32);
+                self.wide.insert(at, value);
+            }
+            (false, false) => {}
+        }
+        self.narrow[index] = narrow;
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        let mut beside = self.wide.iter();
+        self.narrow.iter().map(move |&narrow| {
+            if narrow != BESIDE {
+                self.base + (u64::from(narrow) << self.shift)
+            } else {
+                // One wide value per marker, in order.
+                beside.next().copied().unwrap_or(0)
+            }
+        })
+    }
+
+    /// The values as a plain vector.
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    /// The sum of the values.
+    pub fn sum(&self) -> u64 {
+        self.iter().sum()
+    }
+
+    /// Appends every value of `other`.
+    pub fn extend_from(&mut self, other: &U64Column) {
+        if other.base == self.base && other.shift == self.shift {
+            let offset = self.narrow.len() as u32;
+            self.narrow.extend_from_slice(&other.narrow);
+            self.wide_at
+                .extend(other.wide_at.iter().map(|&i| i + offset));
+            self.wide.extend_from_slice(&other.wide);
+        } else {
+            for value in other.iter() {
+                self.push(value);
+            }
+        }
+    }
+}
+
+impl From<Vec<u64>> for U64Column {
+    /// Plain values (base 0, shift 0); see [`U64Column::compact`] for ids.
+    fn from(values: Vec<u64>) -> Self {
+        values.into_iter().collect()
+    }
+}
+
+impl FromIterator<u64> for U64Column {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut column = U64Column::with_capacity(iter.size_hint().0);
+        for value in iter {
+            column.push(value);
+        }
+        column
+    }
+}
+
+/// Node labels: one [`StringId`] per node, stored per node (`Dense`) where most nodes have one
+/// (V8), and as a sorted list of the labelled nodes (`Sparse`) where most have none (Java
+/// objects other than strings, classes and threads; Python objects).
+///
+/// Invariants: `Dense` has `len` entries; `Sparse`'s `nodes` are sorted, distinct and below
+/// `len`, `names` has as many entries and none is [`StringId::EMPTY`].
+#[derive(Clone, Debug)]
+pub struct NodeNames {
+    len: usize,
+    repr: NamesRepr,
+}
+
+#[derive(Clone, Debug)]
+enum NamesRepr {
+    Dense(Vec<StringId>),
+    Sparse {
+        nodes: Vec<u32>,
+        names: Vec<StringId>,
+    },
+}
+
+impl Default for NodeNames {
+    fn default() -> Self {
+        NodeNames::from_pairs(0, Vec::new())
+    }
+}
+
+impl NodeNames {
+    /// Labels from `(node, name)` pairs, any order, for nodes `0..len`; where a node appears
+    /// more than once the last pair wins, and nodes without a pair have no label. Pairs for
+    /// nodes at or past `len` are ignored.
+    pub fn from_pairs(len: usize, mut pairs: Vec<(u32, StringId)>) -> Self {
+        // Stable: equal nodes stay in the order given, so the last one is the later pair.
+        pairs.sort_by_key(|&(node, _)| node);
+        let mut nodes: Vec<u32> = Vec::with_capacity(pairs.len());
+        let mut names: Vec<StringId> = Vec::with_capacity(pairs.len());
+        for (node, name) in pairs {
+            if node as usize >= len {
+                break;
+            }
+            if nodes.last() == Some(&node) {
+                if let Some(last) = names.last_mut() {
+                    *last = name;
+                }
+            } else {
+                nodes.push(node);
+                names.push(name);
+            }
+        }
+        let mut kept = 0;
+        for i in 0..nodes.len() {
+            if names[i] != StringId::EMPTY {
+                nodes[kept] = nodes[i];
+                names[kept] = names[i];
+                kept += 1;
+            }
+        }
+        nodes.truncate(kept);
+        names.truncate(kept);
+        if Self::dense_is_smaller(len, kept) {
+            let mut dense = vec![StringId::EMPTY; len];
+            for (&node, &name) in nodes.iter().zip(&names) {
+                dense[node as usize] = name;
+            }
+            return NodeNames {
+                len,
+                repr: NamesRepr::Dense(dense),
+            };
+        }
+        nodes.shrink_to_fit();
+        names.shrink_to_fit();
+        NodeNames {
+            len,
+            repr: NamesRepr::Sparse { nodes, names },
+        }
+    }
+
+    /// A sparse list costs 8 bytes per labelled node, a dense one 4 per node.
+    fn dense_is_smaller(len: usize, n_named: usize) -> bool {
+        n_named * 2 > len
+    }
+
+    /// The number of nodes (labelled or not).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The label of `node` ([`StringId::EMPTY`] for none).
+    ///
+    /// Panics if `node` is out of range.
+    #[inline]
+    pub fn get(&self, node: usize) -> StringId {
+        assert!(node < self.len, "node {node} of {}", self.len);
+        match &self.repr {
+            NamesRepr::Dense(dense) => dense[node],
+            NamesRepr::Sparse { nodes, names } => match nodes.binary_search(&(node as u32)) {
+                Ok(at) => names[at],
+                Err(_) => StringId::EMPTY,
+            },
+        }
+    }
+
+    /// The labels of every node in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = StringId> + '_ {
+        let (dense, sparse) = match &self.repr {
+            NamesRepr::Dense(dense) => (Some(dense.iter()), None),
+            NamesRepr::Sparse { nodes, names } => (None, Some((nodes, names))),
+        };
+        let mut dense = dense;
+        let mut at = 0;
+        (0..self.len).map(move |node| {
+            if let Some(dense) = &mut dense {
+                return dense.next().copied().unwrap_or(StringId::EMPTY);
+            }
+            match sparse {
+                Some((nodes, names)) if nodes.get(at) == Some(&(node as u32)) => {
+                    at += 1;
+                    names[at - 1]
+                }
+                _ => StringId::EMPTY,
+            }
+        })
+    }
+
+    /// The labelled nodes and their labels, in node order.
+    pub fn named(&self) -> Box<dyn Iterator<Item = (u32, StringId)> + '_> {
+        match &self.repr {
+            NamesRepr::Dense(dense) => Box::new(
+                dense
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &name)| name != StringId::EMPTY)
+                    .map(|(node, &name)| (node as u32, name)),
+            ),
+            NamesRepr::Sparse { nodes, names } => {
+                Box::new(nodes.iter().copied().zip(names.iter().copied()))
+            }
+        }
+    }
+
+    /// The labels as one id per node.
+    pub fn to_vec(&self) -> Vec<StringId> {
+        self.iter().collect()
+    }
+}
+
+impl From<Vec<StringId>> for NodeNames {
+    /// One label per node; stored sparse when most are empty.
+    fn from(dense: Vec<StringId>) -> Self {
+        let len = dense.len();
+        let n_named = dense
+            .iter()
+            .filter(|&&name| name != StringId::EMPTY)
+            .count();
+        if Self::dense_is_smaller(len, n_named) {
+            return NodeNames {
+                len,
+                repr: NamesRepr::Dense(dense),
+            };
+        }
+        let pairs = dense
+            .iter()
+            .enumerate()
+            .filter(|&(_, &name)| name != StringId::EMPTY)
+            .map(|(node, &name)| (node as u32, name))
+            .collect();
+        NodeNames::from_pairs(len, pairs)
+    }
+}
+
+/// Edge names (a [`StringId`]'s raw value, or an index): two bytes per edge while nearly all
+/// fit in 16 bits (Java's field names and the indices of all but huge arrays), the rest beside;
+/// four bytes per edge otherwise (V8, whose property names are spread over its whole string
+/// table). The column turns plain by itself once too many names are beside, unless it was
+/// made [`EdgeNames::kept_narrow`] (a part of a larger column, whose own share of wide names
+/// says little about the whole's; [`EdgeNames::settle`] decides then).
+#[derive(Clone, Debug)]
+pub struct EdgeNames(NamesOfEdges, Widening);
+
+/// Whether an [`EdgeNames`] may turn plain as names arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Widening {
+    Automatic,
+    OnSettle,
+}
+
+/// Invariants: in `Narrow`, `narrow[e] == u16::MAX` exactly when the name of edge `e` is beside,
+/// at the position of `e` in `wide_at` (sorted), with the name at the same position of `wide`.
+#[derive(Clone, Debug)]
+enum NamesOfEdges {
+    Narrow {
+        narrow: Vec<u16>,
+        wide_at: Vec<u64>,
+        wide: Vec<u32>,
+    },
+    Wide(Vec<u32>),
+}
+
+impl Default for EdgeNames {
+    fn default() -> Self {
+        EdgeNames::new()
+    }
+}
+
+/// Whether an [`EdgeNames`] with `n_beside` of `n_edges` names beside should turn plain: past
+/// one in 8 (at 12 bytes each, one in 6 would cost the 2 bytes saved per edge).
+fn too_many_beside(n_beside: usize, n_edges: usize) -> bool {
+    n_beside > 4096 && n_beside > n_edges / 8
+}
+
+impl EdgeNames {
+    /// An empty column (16-bit until shown otherwise).
+    pub fn new() -> Self {
+        EdgeNames::with_capacity(0)
+    }
+
+    /// An empty column with room for `n` names.
+    pub fn with_capacity(n: usize) -> Self {
+        EdgeNames(
+            NamesOfEdges::Narrow {
+                narrow: Vec::with_capacity(n),
+                wide_at: Vec::new(),
+                wide: Vec::new(),
+            },
+            Widening::Automatic,
+        )
+    }
+
+    /// An empty column with room for `n` names that stays 16-bit until [`EdgeNames::settle`],
+    /// for the parts of a column built in pieces and joined with [`EdgeNames::extend_from`].
+    pub fn kept_narrow(n: usize) -> Self {
+        let mut column = EdgeNames::with_capacity(n);
+        column.1 = Widening::OnSettle;
+        column
+    }
+
+    /// Turns the column plain if too many of its names are beside, and lets it do so by itself
+    /// from now on.
+    pub fn settle(&mut self) {
+        self.1 = Widening::Automatic;
+        if let NamesOfEdges::Narrow { narrow, wide, .. } = &self.0
+            && too_many_beside(wide.len(), narrow.len())
+        {
+            self.widen();
+        }
+    }
+
+    /// Whether the names are stored in 16 bits (with a few beside).
+    pub fn is_narrow(&self) -> bool {
+        matches!(self.0, NamesOfEdges::Narrow { .. })
+    }
+
+    /// Appends `name`.
+    pub fn push(&mut self, name: u32) {
+        let crowded = match &mut self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => match u16::try_from(name) {
+                Ok(short) if short != u16::MAX => {
+                    narrow.push(short);
+                    false
+                }
+                _ => {
+                    wide_at.push(narrow.len() as u64);
+                    wide.push(name);
+                    narrow.push(u16::MAX);
+                    self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len())
+                }
+            },
+            NamesOfEdges::Wide(names) => {
+                names.push(name);
+                false
+            }
+        };
+        if crowded {
+            self.widen();
+        }
+    }
+
+    /// Turns the column plain.
+    fn widen(&mut self) {
+        let NamesOfEdges::Narrow { narrow, .. } = &self.0 else {
+            return;
+        };
+        let mut plain = Vec::with_capacity(narrow.capacity());
+        plain.extend(self.iter());
+        self.0 = NamesOfEdges::Wide(plain);
+        self.1 = Widening::Automatic;
+    }
+
+    /// Reserves room for `additional` more names.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        match &mut self.0 {
+            NamesOfEdges::Narrow { narrow, .. } => narrow.reserve_exact(additional),
+            NamesOfEdges::Wide(names) => names.reserve_exact(additional),
+        }
+    }
+
+    /// The number of names.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            NamesOfEdges::Narrow { narrow, .. } => narrow.len(),
+            NamesOfEdges::Wide(names) => names.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name of edge `edge`.
+    ///
+    /// Panics if `edge` is out of range.
+    #[inline]
+    pub fn get(&self, edge: usize) -> u32 {
+        match &self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => match narrow[edge] {
+                u16::MAX => wide[wide_at.partition_point(|&at| (at as usize) < edge)],
+                short => u32::from(short),
+            },
+            NamesOfEdges::Wide(names) => names[edge],
+        }
+    }
+
+    /// Replaces the name of edge `edge`.
+    ///
+    /// Panics if `edge` is out of range.
+    pub fn set(&mut self, edge: usize, name: u32) {
+        match &mut self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => {
+                let at = wide_at.partition_point(|&at| (at as usize) < edge);
+                let was_beside = narrow[edge] == u16::MAX;
+                let short = u16::try_from(name).ok().filter(|&short| short != u16::MAX);
+                match (was_beside, short) {
+                    (true, None) => wide[at] = name,
+                    (true, Some(short)) => {
+                        wide_at.remove(at);
+                        wide.remove(at);
+                        narrow[edge] = short;
+                    }
+                    (false, None) => {
+                        wide_at.insert(at, edge as u64);
+                        wide.insert(at, name);
+                        narrow[edge] = u16::MAX;
+                    }
+                    (false, Some(short)) => narrow[edge] = short,
+                }
+            }
+            NamesOfEdges::Wide(names) => names[edge] = name,
+        }
+    }
+
+    /// The names in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        let (narrow, wide, plain): (&[u16], &[u32], &[u32]) = match &self.0 {
+            NamesOfEdges::Narrow { narrow, wide, .. } => (narrow, wide, &[]),
+            NamesOfEdges::Wide(names) => (&[], &[], names),
+        };
+        let mut beside = wide.iter();
+        let narrow = narrow.iter().map(move |&short| match short {
+            // One name beside per marker, in order.
+            u16::MAX => beside.next().copied().unwrap_or(0),
+            short => u32::from(short),
+        });
+        // One of the two is empty.
+        ChainExact(narrow, plain.iter().copied())
+    }
+
+    /// The names as a plain vector.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+
+    /// Appends every name of `other`.
+    pub fn extend_from(&mut self, other: &EdgeNames) {
+        if let (
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            },
+            NamesOfEdges::Narrow {
+                narrow: other_narrow,
+                wide_at: other_at,
+                wide: other_wide,
+            },
+        ) = (&mut self.0, &other.0)
+        {
+            let offset = narrow.len() as u64;
+            narrow.extend_from_slice(other_narrow);
+            wide_at.extend(other_at.iter().map(|&at| at + offset));
+            wide.extend_from_slice(other_wide);
+            if self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len()) {
+                self.widen();
+            }
+            return;
+        }
+        self.widen();
+        if let NamesOfEdges::Wide(names) = &mut self.0 {
+            names.extend(other.iter());
+        }
+    }
+}
+
+/// Two exact-size iterators one after the other (`Chain` is not `ExactSizeIterator`).
+struct ChainExact<A, B>(A, B);
+
+impl<A: ExactSizeIterator<Item = u32>, B: ExactSizeIterator<Item = u32>> Iterator
+    for ChainExact<A, B>
+{
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        self.0.next().or_else(|| self.1.next())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.0.len() + self.1.len();
+        (n, Some(n))
+    }
+}
+
+impl<A: ExactSizeIterator<Item = u32>, B: ExactSizeIterator<Item = u32>> ExactSizeIterator
+    for ChainExact<A, B>
+{
+}
+
+impl From<Vec<u32>> for EdgeNames {
+    fn from(names: Vec<u32>) -> Self {
+        let n_beside = names
+            .iter()
+            .filter(|&&name| name >= u32::from(u16::MAX))
+            .count();
+        if too_many_beside(n_beside, names.len()) {
+            return EdgeNames(NamesOfEdges::Wide(names), Widening::Automatic);
+        }
+        let mut column = EdgeNames::with_capacity(names.len());
+        for name in names {
+            column.push(name);
+        }
+        column
+    }
+}
+
+/// Columns are equal when they hold the same values, however each stores them.
+macro_rules! equal_by_values {
+    ($($column:ty),*) => {$(
+        impl PartialEq for $column {
+            fn eq(&self, other: &Self) -> bool {
+                self.len() == other.len() && self.iter().eq(other.iter())
+            }
+        }
+
+        impl Eq for $column {}
+    )*};
+}
+
+equal_by_values!(EdgeOffsets, U64Column, NodeNames, EdgeNames);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_past_two_to_the_32_read_back() {
+        let values = vec![
+            0,
+            5,
+            u64::from(u32::MAX),
+            1 << 32,
+            (1 << 32) + 7,
+            (3 << 32) + 1,
+            3 << 33,
+            3 << 33,
+        ];
+        let column = EdgeOffsets::from(values.clone());
+        assert_eq!(column.to_vec(), values);
+        for (i, &value) in values.iter().enumerate() {
+            assert_eq!(column.get(i), value);
+        }
+        assert!(column.as_u32().is_none());
+        assert_eq!(column.first_decrease(), None);
+        assert_eq!(column.partition_point(|v| v < 1 << 32), 3);
+        let small = EdgeOffsets::from(vec![0, 2, 2, 9]);
+        assert_eq!(small.as_u32(), Some(&[0, 2, 2, 9][..]));
+        assert_eq!(small.range(1), 2..2);
+        let decreasing = EdgeOffsets::from(vec![0, (1 << 32) + 1, 3]);
+        assert_eq!(decreasing.first_decrease(), Some(2));
+    }
+
+    #[test]
+    fn u64_columns_keep_every_value() {
+        let cases: [Vec<u64>; 5] = [
+            vec![
+                0,
+                16,
+                32,
+                u64::from(u32::MAX),
+                u64::from(u32::MAX) + 1,
+                u64::MAX,
+            ],
+            vec![
+                0x6_0000_0000,
+                0x6_0000_0010,
+                0x7_a2bf_7a00,
+                0,
+                0x6_0000_0008,
+            ],
+            vec![1, 3, 5, 7, 9, 1 << 53],
+            vec![0, 0, 0],
+            vec![],
+        ];
+        for values in cases {
+            for column in [U64Column::compact(&values), U64Column::from(values.clone())] {
+                assert_eq!(column.to_vec(), values);
+                for (i, &value) in values.iter().enumerate() {
+                    assert_eq!(column.get(i), value);
+                }
+                let mut changed = column.clone();
+                for i in 0..values.len() {
+                    changed.set(i, values[values.len() - 1 - i]);
+                }
+                let reversed: Vec<u64> = values.iter().rev().copied().collect();
+                assert_eq!(changed.to_vec(), reversed);
+                let mut joined = column.clone();
+                joined.extend_from(&changed);
+                assert_eq!(joined.to_vec(), [values.clone(), reversed].concat());
+            }
+        }
+        // A heap's addresses fit in 32 bits once their alignment and base are taken out; the
+        // zero of a synthetic node goes beside.
+        let ids = [0x8_0000_0000u64, 0x8_7000_0000, 0x8_0000_0018, 0];
+        let column = U64Column::compact(&ids);
+        assert_eq!(
+            (column.base, column.shift, column.wide.len()),
+            (0x8_0000_0000, 3, 1)
+        );
+        assert_eq!(column.to_vec(), ids);
+    }
+
+    #[test]
+    fn names_dense_or_sparse_read_the_same() {
+        let empty = StringId::EMPTY;
+        let (a, b) = (StringId(3), StringId(9));
+        let dense = vec![empty, a, empty, empty, b, empty];
+        let names = NodeNames::from(dense.clone());
+        assert!(matches!(names.repr, NamesRepr::Sparse { .. }));
+        assert_eq!(names.to_vec(), dense);
+        assert_eq!(names.get(4), b);
+        assert_eq!(names.named().collect::<Vec<_>>(), [(1, a), (4, b)]);
+        let full = NodeNames::from(vec![a, b, a]);
+        assert!(matches!(full.repr, NamesRepr::Dense(_)));
+        assert_eq!(full.named().count(), 3);
+        let pairs = NodeNames::from_pairs(6, vec![(4, a), (1, a), (4, b), (9, a), (2, empty)]);
+        assert_eq!(pairs.to_vec(), dense);
+    }
+
+    #[test]
+    fn edge_names_narrow_or_wide_read_the_same() {
+        let mostly_small: Vec<u32> = (0..20_000)
+            .map(|i| if i % 100 == 0 { 70_000 + i } else { i % 1000 })
+            .collect();
+        let names = EdgeNames::from(mostly_small.clone());
+        assert!(names.is_narrow());
+        assert_eq!(names.to_vec(), mostly_small);
+        assert_eq!(names.get(300), 70_300);
+        let spread: Vec<u32> = (0..20_000).map(|i| 100_000 + i).collect();
+        let mut pushed = EdgeNames::new();
+        for &name in &spread {
+            pushed.push(name);
+        }
+        assert!(!pushed.is_narrow());
+        assert_eq!(pushed.to_vec(), spread);
+        let mut joined = names.clone();
+        joined.extend_from(&pushed);
+        assert_eq!(
+            joined.to_vec(),
+            [mostly_small.clone(), spread.clone()].concat()
+        );
+        let mut changed = names;
+        changed.set(1, 80_000);
+        changed.set(300, 5);
+        assert_eq!(changed.get(1), 80_000);
+        assert_eq!(changed.get(300), 5);
+        assert_eq!(changed.get(400), 70_400);
+        let mut kept = EdgeNames::kept_narrow(0);
+        for &name in &spread {
+            kept.push(name);
+        }
+        assert!(kept.is_narrow());
+        kept.settle();
+        assert!(!kept.is_narrow());
+        assert_eq!(kept.to_vec(), spread);
+    }
+}
