@@ -67,8 +67,9 @@ impl DominatorTree {
 /// - the retaining predecessors are then gathered by DFS number (so the semidominator loop
 ///   reads them front to back and needs no number-to-node map), and the node numbers are
 ///   dropped;
-/// - the semidominator loop holds only the predecessor lists, a forest of two `u32` per
-///   vertex (whose parent links the DFS parents seed) and the semidominators;
+/// - the semidominator loop holds only the predecessor lists and a forest of two `u32` per
+///   vertex, whose parent links are the DFS parents' array itself; the semidominators take
+///   the place of list offsets the loop has passed;
 /// - a second search, identical to the first, walks the same tree again to turn
 ///   semidominators into immediate dominators (each one is an ancestor on its stack) and to
 ///   sum retained sizes in post-order, writing the per-node results directly.
@@ -87,11 +88,12 @@ impl DominatorTree {
 /// O((V + E) log V) time for the semidominators (path compression without balancing), plus,
 /// under semi-NCA, walks up the dominators found so far that are O(V²) in theory and short on
 /// every heap graph we have measured; near-linear in practice. Auxiliary space, at its peak
-/// (the semidominator loop): the predecessor lists (E' `u32` for the E' retaining edges, less
-/// those into the root's own targets, and V + 2 offsets, `u32` when E < 2³²), the forest (two
-/// `u32` per vertex) and the semidominators (one); elsewhere at most three `u32` arrays of V
-/// entries, a bit per node and a DFS stack of at most V entries. Lengauer–Tarjan's forest takes
-/// four `u32` per vertex, its buckets two more.
+/// (the predecessor lists' fill, then the semidominator loop): the predecessor lists (E' `u32`
+/// for the E' retaining edges, less those into the root's own targets, and V + 2 offsets,
+/// `u32` when E < 2³²) beside two `u32` arrays of V entries (the node numbers and DFS
+/// parents, then the forest); then one `u32` array of V entries beside the results, a bit per
+/// node and a DFS stack of at most V entries. Lengauer–Tarjan's forest takes four `u32` per
+/// vertex, its buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
         dominators_with::<u32>(graph, rule, true)
@@ -106,6 +108,8 @@ trait Offset: Copy + Send + Sync {
     /// `value`, which the caller knows to fit.
     fn new(value: usize) -> Self;
     fn get(self) -> usize;
+    /// The values, each known to fit a `u32`, as `u32`s (in place where the types allow).
+    fn into_u32s(values: Vec<Self>) -> Vec<u32>;
 }
 
 impl Offset for u32 {
@@ -118,6 +122,9 @@ impl Offset for u32 {
     fn get(self) -> usize {
         self as usize
     }
+    fn into_u32s(values: Vec<Self>) -> Vec<u32> {
+        values
+    }
 }
 
 impl Offset for u64 {
@@ -129,6 +136,9 @@ impl Offset for u64 {
     #[inline]
     fn get(self) -> usize {
         self as usize
+    }
+    fn into_u32s(values: Vec<Self>) -> Vec<u32> {
+        values.into_iter().map(|value| value as u32).collect()
     }
 }
 
@@ -203,8 +213,7 @@ fn dominators_with<O: Offset>(
     match method {
         IdomMethod::SemiNca => {
             drop(number);
-            let semi = semi_nca(&preds, parent);
-            drop(preds);
+            let semi = semi_nca(preds, parent);
             let mut finish = Finish::new(graph, rule, semi, n_reachable);
             finish.run(root_ordinal, 0);
             for &start in &orphan_starts {
@@ -310,45 +319,55 @@ fn lengauer_tarjan<O: Offset>(preds_of: &Preds<O>, parent: &[u32]) -> Vec<u32> {
 }
 
 /// Step 4 by semi-NCA (Georgiadis), which [`lengauer_tarjan`] equals wherever the numbering
-/// is a true depth-first numbering: the same semidominators, from a forest of 8 bytes per
+/// is a true depth-first numbering: the same semidominators, from a forest of two `u32` per
 /// vertex (only the least semidominator on a path matters here, not its vertex). Returns the
 /// semidominator of every DFS number; [`Finish`] turns them into immediate dominators.
 ///
-/// The forest's parent links start as the DFS parents (`parent`, consumed) and a vertex counts
-/// as linked once the loop has passed it: at `w`, exactly the vertices above `w` are linked,
-/// so no separate parent array or "unlinked" marker is needed.
-fn semi_nca<O: Offset>(preds_of: &Preds<O>, parent: Vec<u32>) -> Vec<u32> {
+/// Nothing here is allocated beside its input but the forest's `best` half, whose pages
+/// become resident as the loop reaches them:
+/// - the forest's parent links are `parent` itself (consumed): a vertex counts as linked once
+///   the loop has passed it (at `w`, exactly the vertices above `w` are linked), so the DFS
+///   parents are the links, and no "unlinked" marker is needed;
+/// - the semidominators go into the list offsets: the loop reads `first[w]` and `first[w + 1]`
+///   at `w` and never again reads `first[w + 1]`, so `w`'s semidominator goes there, and the
+///   offsets, shifted down by one, become the result.
+fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
     let len = parent.len();
-    // `best` is the least semidominator on the vertex's compressed path, set when the vertex
-    // is linked.
-    let mut forest: Vec<CompactLink> = parent
-        .iter()
-        .map(|&ancestor| CompactLink { ancestor, best: 0 })
-        .collect();
-    drop(parent);
-    // Written from the top down, so its pages become resident as the loop goes.
-    let mut semi = vec![0u32; len];
+    let mut ancestor = parent;
+    // The least semidominator on the vertex's compressed path, set when the vertex is linked.
+    let mut best = vec![0u32; len];
+    let Preds { mut first, from } = preds_of;
     let mut compression_stack: Vec<u32> = Vec::new();
     for w in (2..len).rev() {
-        let preds = preds_of.of(w);
+        let preds = &from[first[w].get()..first[w + 1].get()];
         // memlab: an orphan is retained by the root.
         let mut w_semi = if preds.is_empty() { ROOT } else { w as u32 };
         for (i, &v) in preds.iter().enumerate() {
             if let Some(&ahead) = preds.get(i + PREFETCH_DISTANCE) {
-                prefetch(&forest, ahead as usize);
+                prefetch(&ancestor, ahead as usize);
+                prefetch(&best, ahead as usize);
             }
             // As in `lengauer_tarjan`, a vertex below `w` is its own answer.
             let v_semi = if (v as usize) < w {
                 v
             } else {
-                evaluate_compact(v, w, &mut forest, &mut compression_stack)
+                evaluate_compact(v, w, &mut ancestor, &mut best, &mut compression_stack)
             };
             w_semi = w_semi.min(v_semi);
         }
-        semi[w] = w_semi;
-        forest[w].best = w_semi;
+        first[w + 1] = O::new(w_semi as usize);
+        best[w] = w_semi;
     }
-    semi[ROOT as usize] = ROOT;
+    drop(ancestor);
+    drop(best);
+    drop(from);
+    let mut semi = O::into_u32s(first);
+    semi.remove(0);
+    semi.truncate(len);
+    semi[0] = 0;
+    if len > ROOT as usize {
+        semi[ROOT as usize] = ROOT;
+    }
     semi
 }
 
@@ -791,33 +810,29 @@ fn evaluate(v: u32, forest: &mut [Link], stack: &mut Vec<u32>) -> (u32, u32) {
     (link.label, link.label_semi)
 }
 
-/// One vertex of semi-NCA's link-eval forest, by DFS number: 8 bytes, so that twice as many
-/// fit in cache as [`Link`]s.
-#[derive(Clone, Copy)]
-struct CompactLink {
-    /// Forest parent: the DFS parent until path compression moves it up.
-    ancestor: u32,
-    /// The least semidominator on the compressed path (set when the vertex is linked).
-    best: u32,
-}
-
-/// [`evaluate`] over a [`CompactLink`] forest at step `w`, where the linked vertices are
-/// exactly those above `w`: the least semidominator on the path from `v` (linked).
+/// [`evaluate`] over semi-NCA's forest (`ancestor`, `best`, by DFS number) at step `w`, where
+/// the linked vertices are exactly those above `w`: the least semidominator on the path from
+/// `v` (linked), with iterative path compression.
 #[inline]
-fn evaluate_compact(v: u32, w: usize, forest: &mut [CompactLink], stack: &mut Vec<u32>) -> u32 {
+fn evaluate_compact(
+    v: u32,
+    w: usize,
+    ancestor: &mut [u32],
+    best: &mut [u32],
+    stack: &mut Vec<u32>,
+) -> u32 {
     let mut node = v;
     stack.clear();
-    while forest[node as usize].ancestor as usize > w {
+    while ancestor[node as usize] as usize > w {
         stack.push(node);
-        node = forest[node as usize].ancestor;
+        node = ancestor[node as usize];
     }
     while let Some(x) = stack.pop() {
-        let above = forest[forest[x as usize].ancestor as usize];
-        let link = &mut forest[x as usize];
-        link.best = link.best.min(above.best);
-        link.ancestor = above.ancestor;
+        let above = ancestor[x as usize] as usize;
+        best[x as usize] = best[x as usize].min(best[above]);
+        ancestor[x as usize] = ancestor[above];
     }
-    forest[v as usize].best
+    best[v as usize]
 }
 
 /// How many predecessors ahead [`semi_nca`] asks for a forest entry: the forest is far larger
