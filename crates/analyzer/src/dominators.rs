@@ -539,7 +539,7 @@ impl<'a> Finish<'a> {
             stack: Vec::new(),
             idom: vec![NO_NODE; n_nodes],
             reachable: vec![false; n_nodes],
-            retained_size: parts.node_shallow_size.clone(),
+            retained_size: parts.node_shallow_size.iter().collect(),
             retained_count: vec![1; n_nodes],
         }
     }
@@ -643,7 +643,7 @@ fn finish_by_vertex(
     let n_nodes = parts.node_shallow_size.len();
     let mut idom = vec![NO_NODE; n_nodes];
     let mut reachable = vec![false; n_nodes];
-    let mut retained_size = parts.node_shallow_size.clone();
+    let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
     let mut retained_count = vec![1u32; n_nodes];
     for w in 1..vertex.len() {
         let node = vertex[w] as usize;

@@ -123,7 +123,7 @@ fn type_counts<'a>(
         if graph.is_synthetic(node) || !keep(node.index()) {
             continue;
         }
-        let type_id = parts.node_type[node.index()];
+        let type_id = parts.node_type.get(node.index());
         let slot = &mut dense_of_string[type_id.index()];
         if *slot == u32::MAX {
             *slot = types.len() as u32;

@@ -149,7 +149,7 @@ fn accumulated_types(
 ) -> Vec<AccumulatedType> {
     let mut by_type: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     let mut open: FxHashMap<u32, u32> = FxHashMap::default();
-    let type_of = |node: u32| graph.parts().node_type[node as usize].to_raw();
+    let type_of = |node: u32| graph.parts().node_type.get(node as usize).to_raw();
     // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
     let mut stack: Vec<(u32, u32)> = vec![(point.to_raw(), 0)];
     while let Some(top) = stack.last_mut() {

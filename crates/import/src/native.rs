@@ -21,7 +21,7 @@ use heapgraph_format::{
 };
 use heapgraph_model::{
     EdgeKind, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
-    NodeNames, Runtime, StringId, StringTable, U64Column,
+    NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
@@ -617,7 +617,7 @@ fn write_in_chunks<W: Write>(
     for start in (0..n_nodes).step_by(chunk_rows) {
         let rows = start..(start + chunk_rows).min(n_nodes);
         type_name.clear();
-        type_name.extend(parts.node_type[rows.clone()].iter().map(|id| id.to_raw()));
+        type_name.extend(rows.clone().map(|node| parts.node_type.get(node).to_raw()));
         name.clear();
         name.extend(names.by_ref().take(rows.len()).map(|id| id.to_raw()));
         object_id.clear();
@@ -1111,12 +1111,13 @@ impl Columns {
             self.stored_analysis(n_nodes, graph_whole, type_total_names, &mut meta.notes);
 
         // Into the graph's compact columns, one at a time so that only one is held twice.
-        let node_object_id = U64Column::compact(&self.object_id);
+        let node_object_id = PackedU64::compact(&self.object_id);
         drop(std::mem::take(&mut self.object_id));
-        let node_shallow_size = U64Column::from(std::mem::take(&mut self.shallow_size));
+        let node_shallow_size = PackedU64::from(std::mem::take(&mut self.shallow_size));
         let first_edge = EdgeOffsets::from(first_edge);
         let node_name = NodeNames::from(node_name);
         let edge_name = EdgeNames::from(std::mem::take(&mut self.edge_name));
+        let node_type = NodeTypes::from(node_type);
         let parts = HeapGraphParts {
             node_object_id,
             node_kind: self.node_kind,
@@ -1454,7 +1455,7 @@ mod tests {
         let parts = HeapGraphParts {
             node_object_id: vec![1, 3, 5, 7, 9, 1 << 53].into(),
             node_kind: vec![0, 1, 1, 2, 1, 1],
-            node_type: vec![root, object, array, object, size, crab],
+            node_type: vec![root, object, array, object, size, crab].into(),
             node_name: vec![root, next, empty, items, empty, crab].into(),
             node_shallow_size: vec![0, 16, 32, 48, 64, u64::from(u32::MAX) + 1].into(),
             first_edge: vec![0, 2, 4, 6, 7, 7, 8].into(),
@@ -1656,7 +1657,7 @@ mod tests {
                             .to_vec()
                             .starts_with(&parts.node_object_id.to_vec())
                     );
-                    assert_eq!(parts.node_type[..], full.node_type[..n]);
+                    assert_eq!(parts.node_type.to_vec()[..], full.node_type.to_vec()[..n]);
                     assert!(full.edge_to.starts_with(&parts.edge_to) || n < 6);
                     if n == 6 && back.edge_count() == 8 {
                         whole_graphs += 1;

@@ -10,6 +10,7 @@
 //! plain vector) and read by index or in order.
 
 use crate::strings::StringId;
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 /// CSR offsets (`first_edge`): four bytes per entry whatever the edge count.
@@ -410,6 +411,245 @@ impl FromIterator<u64> for U64Column {
     fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> Self {
         let iter = iter.into_iter();
         let mut column = U64Column::with_capacity(iter.size_hint().0);
+        for value in iter {
+            column.push(value);
+        }
+        column
+    }
+}
+
+/// Values per block of a [`PackedU64`], as a power of two: small enough that a block's values
+/// stay within 2¹⁵ steps of its first (256 consecutive objects of a heap span kilobytes).
+const BLOCK_BITS: u32 = 8;
+
+/// Marks a value of a [`PackedU64`] kept beside the packed ones.
+const BESIDE_STEP: i16 = i16::MIN;
+
+/// A per-node column of `u64` values in about 2 bytes each, for values that change little
+/// from node to node: object ids (addresses in allocation order, V8's ids that count up) and
+/// shallow sizes. Each block of 256 values stores its first value once, and each value its
+/// signed difference from it in units of `1 << shift` (the alignment all values share) as an
+/// `i16`; values outside that window go beside. When more than one value in 8 would go beside
+/// (ids scattered over the address space), the column turns plain, 8 bytes a value.
+///
+/// Invariants: in `Packed`, `bases` has one entry per started block; `steps[i] == BESIDE_STEP`
+/// exactly when value `i` is beside, at the position of `i` in `wide_at` (sorted), with the
+/// value at the same position of `wide`.
+#[derive(Clone, Debug)]
+pub struct PackedU64(PackedRepr);
+
+#[derive(Clone, Debug)]
+enum PackedRepr {
+    Packed {
+        shift: u32,
+        bases: Vec<u64>,
+        steps: Vec<i16>,
+        wide_at: Vec<u32>,
+        wide: Vec<u64>,
+    },
+    Plain(Vec<u64>),
+}
+
+impl Default for PackedU64 {
+    fn default() -> Self {
+        PackedU64::with_capacity(0)
+    }
+}
+
+impl PackedU64 {
+    /// An empty column (steps of 1).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column with room for `n` values (steps of 1).
+    pub fn with_capacity(n: usize) -> Self {
+        PackedU64::with_shift(n, 0)
+    }
+
+    fn with_shift(n: usize, shift: u32) -> Self {
+        PackedU64(PackedRepr::Packed {
+            shift,
+            bases: Vec::with_capacity(n >> BLOCK_BITS),
+            steps: Vec::with_capacity(n),
+            wide_at: Vec::new(),
+            wide: Vec::new(),
+        })
+    }
+
+    /// `values`, in steps of the alignment they share (relative to the first).
+    pub fn compact(values: &[u64]) -> Self {
+        let Some(&first) = values.first() else {
+            return PackedU64::new();
+        };
+        let differences = values
+            .iter()
+            .fold(0u64, |bits, &value| bits | value.wrapping_sub(first));
+        let shift = if differences == 0 {
+            0
+        } else {
+            differences.trailing_zeros()
+        };
+        let mut column = PackedU64::with_shift(values.len(), shift);
+        for &value in values {
+            column.push(value);
+        }
+        column
+    }
+
+    /// Whether the values are packed (rather than plain).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.0, PackedRepr::Packed { .. })
+    }
+
+    /// Appends `value`.
+    pub fn push(&mut self, value: u64) {
+        let crowded = match &mut self.0 {
+            PackedRepr::Packed {
+                shift,
+                bases,
+                steps,
+                wide_at,
+                wide,
+            } => {
+                let index = steps.len();
+                if index & ((1 << BLOCK_BITS) - 1) == 0 {
+                    bases.push(value);
+                }
+                let base = bases.last().copied().unwrap_or(value);
+                let difference = value.wrapping_sub(base) as i64;
+                let step = (difference & ((1i64 << *shift) - 1) == 0)
+                    .then_some(difference >> *shift)
+                    .and_then(|step| i16::try_from(step).ok())
+                    .filter(|&step| step != BESIDE_STEP);
+                match step {
+                    Some(step) => {
+                        steps.push(step);
+                        false
+                    }
+                    None => {
+                        steps.push(BESIDE_STEP);
+                        wide_at.push(index as u32);
+                        wide.push(value);
+                        wide.len() > 4096 && wide.len() > steps.len() / 8
+                    }
+                }
+            }
+            PackedRepr::Plain(values) => {
+                values.push(value);
+                false
+            }
+        };
+        if crowded {
+            let plain = self.to_vec();
+            self.0 = PackedRepr::Plain(plain);
+        }
+    }
+
+    /// Reserves room for `additional` more values.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        match &mut self.0 {
+            PackedRepr::Packed { steps, bases, .. } => {
+                steps.reserve_exact(additional);
+                bases.reserve_exact((additional >> BLOCK_BITS) + 1);
+            }
+            PackedRepr::Plain(values) => values.reserve_exact(additional),
+        }
+    }
+
+    /// How many values fit without reallocating.
+    pub fn capacity(&self) -> usize {
+        match &self.0 {
+            PackedRepr::Packed { steps, .. } => steps.capacity(),
+            PackedRepr::Plain(values) => values.capacity(),
+        }
+    }
+
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            PackedRepr::Packed { steps, .. } => steps.len(),
+            PackedRepr::Plain(values) => values.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value at `index`.
+    ///
+    /// Panics if `index` is out of range.
+    #[inline]
+    pub fn get(&self, index: usize) -> u64 {
+        match &self.0 {
+            PackedRepr::Packed {
+                shift,
+                bases,
+                steps,
+                wide_at,
+                wide,
+            } => match steps[index] {
+                BESIDE_STEP => wide[wide_at.partition_point(|&at| (at as usize) < index)],
+                step => bases[index >> BLOCK_BITS].wrapping_add((i64::from(step) << shift) as u64),
+            },
+            PackedRepr::Plain(values) => values[index],
+        }
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        const NONE: (u32, &[u64], &[i16], &[u64]) = (0, &[], &[], &[]);
+        let ((shift, bases, steps, wide), plain) = match &self.0 {
+            PackedRepr::Packed {
+                shift,
+                bases,
+                steps,
+                wide,
+                ..
+            } => ((*shift, &bases[..], &steps[..], &wide[..]), &[][..]),
+            PackedRepr::Plain(values) => (NONE, &values[..]),
+        };
+        let mut beside = wide.iter();
+        let packed = steps.iter().enumerate().map(move |(index, &step)| match step {
+            // One value beside per marker, in order.
+            BESIDE_STEP => beside.next().copied().unwrap_or(0),
+            step => bases[index >> BLOCK_BITS].wrapping_add((i64::from(step) << shift) as u64),
+        });
+        // One of the two is empty.
+        ChainExact(packed, plain.iter().copied())
+    }
+
+    /// The values as a plain vector.
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    /// The sum of the values.
+    pub fn sum(&self) -> u64 {
+        self.iter().sum()
+    }
+
+    /// Appends every value of `other`.
+    pub fn extend_from(&mut self, other: &PackedU64) {
+        self.reserve_exact(other.len());
+        for value in other.iter() {
+            self.push(value);
+        }
+    }
+}
+
+impl From<Vec<u64>> for PackedU64 {
+    fn from(values: Vec<u64>) -> Self {
+        values.into_iter().collect()
+    }
+}
+
+impl FromIterator<u64> for PackedU64 {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut column = PackedU64::with_capacity(iter.size_hint().0);
         for value in iter {
             column.push(value);
         }
@@ -840,12 +1080,12 @@ impl EdgeNames {
 /// Two exact-size iterators one after the other (`Chain` is not `ExactSizeIterator`).
 struct ChainExact<A, B>(A, B);
 
-impl<A: ExactSizeIterator<Item = u32>, B: ExactSizeIterator<Item = u32>> Iterator
+impl<T, A: ExactSizeIterator<Item = T>, B: ExactSizeIterator<Item = T>> Iterator
     for ChainExact<A, B>
 {
-    type Item = u32;
+    type Item = T;
 
-    fn next(&mut self) -> Option<u32> {
+    fn next(&mut self) -> Option<T> {
         self.0.next().or_else(|| self.1.next())
     }
 
@@ -855,7 +1095,7 @@ impl<A: ExactSizeIterator<Item = u32>, B: ExactSizeIterator<Item = u32>> Iterato
     }
 }
 
-impl<A: ExactSizeIterator<Item = u32>, B: ExactSizeIterator<Item = u32>> ExactSizeIterator
+impl<T, A: ExactSizeIterator<Item = T>, B: ExactSizeIterator<Item = T>> ExactSizeIterator
     for ChainExact<A, B>
 {
 }
@@ -877,6 +1117,210 @@ impl From<Vec<u32>> for EdgeNames {
     }
 }
 
+/// Node types: a table of the distinct types and a 2-byte index into it per node while there
+/// are at most 2¹⁶ − 1 of them (a Java dump has hundreds to tens of thousands of classes), one
+/// [`StringId`] per node past that.
+///
+/// Invariants: in `Narrow`, every `index` entry is below `table.len()`, `table` holds distinct
+/// ids, and `find` maps each of them to its position.
+#[derive(Clone, Debug)]
+pub struct NodeTypes(TypesRepr);
+
+#[derive(Clone, Debug)]
+enum TypesRepr {
+    Narrow {
+        table: Vec<StringId>,
+        index: Vec<u16>,
+        find: FxHashMap<StringId, u16>,
+        /// The last type pushed and its index: neighbours are often of one type.
+        last: Option<(StringId, u16)>,
+    },
+    Wide(Vec<StringId>),
+}
+
+impl Default for NodeTypes {
+    fn default() -> Self {
+        NodeTypes::with_capacity(0)
+    }
+}
+
+impl NodeTypes {
+    /// An empty column.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column with room for `n` nodes.
+    pub fn with_capacity(n: usize) -> Self {
+        NodeTypes(TypesRepr::Narrow {
+            table: Vec::new(),
+            index: Vec::with_capacity(n),
+            find: FxHashMap::default(),
+            last: None,
+        })
+    }
+
+    /// Whether the types are stored as 2-byte indices.
+    pub fn is_narrow(&self) -> bool {
+        matches!(self.0, TypesRepr::Narrow { .. })
+    }
+
+    /// The table index of `type_id`, added to the table if new; `None` when the column is
+    /// plain or its table is full.
+    fn slot_of(&mut self, type_id: StringId) -> Option<u16> {
+        let TypesRepr::Narrow {
+            table, find, last, ..
+        } = &mut self.0
+        else {
+            return None;
+        };
+        if let Some((id, slot)) = *last
+            && id == type_id
+        {
+            return Some(slot);
+        }
+        let slot = match find.get(&type_id) {
+            Some(&slot) => slot,
+            None => {
+                let slot = u16::try_from(table.len())
+                    .ok()
+                    .filter(|&slot| slot != u16::MAX)?;
+                table.push(type_id);
+                find.insert(type_id, slot);
+                slot
+            }
+        };
+        *last = Some((type_id, slot));
+        Some(slot)
+    }
+
+    /// Appends `type_id`.
+    pub fn push(&mut self, type_id: StringId) {
+        match self.slot_of(type_id) {
+            Some(slot) => {
+                if let TypesRepr::Narrow { index, .. } = &mut self.0 {
+                    index.push(slot);
+                }
+            }
+            None => {
+                self.widen();
+                if let TypesRepr::Wide(types) = &mut self.0 {
+                    types.push(type_id);
+                }
+            }
+        }
+    }
+
+    /// Turns the column into one id per node.
+    fn widen(&mut self) {
+        let TypesRepr::Narrow { index, .. } = &self.0 else {
+            return;
+        };
+        let mut plain = Vec::with_capacity(index.capacity());
+        plain.extend(self.iter());
+        self.0 = TypesRepr::Wide(plain);
+    }
+
+    /// Reserves room for `additional` more nodes.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        match &mut self.0 {
+            TypesRepr::Narrow { index, .. } => index.reserve_exact(additional),
+            TypesRepr::Wide(types) => types.reserve_exact(additional),
+        }
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            TypesRepr::Narrow { index, .. } => index.len(),
+            TypesRepr::Wide(types) => types.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The type of node `node`.
+    ///
+    /// Panics if `node` is out of range.
+    #[inline]
+    pub fn get(&self, node: usize) -> StringId {
+        match &self.0 {
+            TypesRepr::Narrow { table, index, .. } => table[usize::from(index[node])],
+            TypesRepr::Wide(types) => types[node],
+        }
+    }
+
+    /// The distinct types, each once, where the column keeps a table of them.
+    pub fn distinct(&self) -> Option<&[StringId]> {
+        match &self.0 {
+            TypesRepr::Narrow { table, .. } => Some(table),
+            TypesRepr::Wide(_) => None,
+        }
+    }
+
+    /// The types in node order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = StringId> + '_ {
+        (0..self.len()).map(move |node| self.get(node))
+    }
+
+    /// The types as one id per node.
+    pub fn to_vec(&self) -> Vec<StringId> {
+        self.iter().collect()
+    }
+
+    /// Appends every type of `other`.
+    pub fn extend_from(&mut self, other: &NodeTypes) {
+        if let TypesRepr::Narrow {
+            table: other_table,
+            index: other_index,
+            ..
+        } = &other.0
+        {
+            // Each of the other table's types, once, then its indices through the mapping.
+            let remap: Option<Vec<u16>> = other_table
+                .iter()
+                .map(|&type_id| self.slot_of(type_id))
+                .collect();
+            if let (Some(remap), TypesRepr::Narrow { index, .. }) = (remap, &mut self.0) {
+                index.extend(other_index.iter().map(|&i| remap[usize::from(i)]));
+                return;
+            }
+        }
+        self.widen();
+        if let TypesRepr::Wide(types) = &mut self.0 {
+            types.extend(other.iter());
+        }
+    }
+}
+
+impl From<Vec<StringId>> for NodeTypes {
+    /// Narrow when the types are few enough, the vector itself otherwise.
+    fn from(types: Vec<StringId>) -> Self {
+        let mut column = NodeTypes::with_capacity(types.len());
+        for &type_id in &types {
+            column.push(type_id);
+            if !column.is_narrow() {
+                return NodeTypes(TypesRepr::Wide(types));
+            }
+        }
+        column
+    }
+}
+
+impl FromIterator<StringId> for NodeTypes {
+    fn from_iter<I: IntoIterator<Item = StringId>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut column = NodeTypes::with_capacity(iter.size_hint().0);
+        for type_id in iter {
+            column.push(type_id);
+        }
+        column
+    }
+}
+
 /// Columns are equal when they hold the same values, however each stores them.
 macro_rules! equal_by_values {
     ($($column:ty),*) => {$(
@@ -890,7 +1334,14 @@ macro_rules! equal_by_values {
     )*};
 }
 
-equal_by_values!(EdgeOffsets, U64Column, NodeNames, EdgeNames);
+equal_by_values!(
+    EdgeOffsets,
+    U64Column,
+    PackedU64,
+    NodeNames,
+    EdgeNames,
+    NodeTypes
+);
 
 #[cfg(test)]
 mod tests {
@@ -974,6 +1425,44 @@ mod tests {
     }
 
     #[test]
+    fn packed_columns_keep_every_value() {
+        let mut ids: Vec<u64> = (0..3000u64).map(|i| 0x6_0000_0000 + i * 24).collect();
+        ids[700] = 0;
+        ids[701] = 0x7_0000_0000;
+        ids.extend([0, 0, 0]);
+        let sizes: Vec<u64> = (0..3000u64)
+            .map(|i| match i % 7 {
+                0 => 1 << 40,
+                1 => 16,
+                _ => i * 8,
+            })
+            .collect();
+        let scattered: Vec<u64> = (0..20_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        for values in [ids, sizes, scattered, vec![], vec![u64::MAX, 0, 1]] {
+            let compact = PackedU64::compact(&values);
+            let pushed = PackedU64::from(values.clone());
+            for column in [&compact, &pushed] {
+                assert_eq!(column.to_vec(), values);
+                for (i, &value) in values.iter().enumerate() {
+                    assert_eq!(column.get(i), value);
+                }
+            }
+            let mut joined = compact.clone();
+            joined.extend_from(&pushed);
+            assert_eq!(joined.to_vec(), [values.clone(), values.clone()].concat());
+        }
+        // Scattered values turn the column plain; a heap's addresses stay packed.
+        let scattered: Vec<u64> = (0..20_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        assert!(!PackedU64::from(scattered).is_packed());
+        let addresses: Vec<u64> = (0..20_000u64).map(|i| 0x8_0000_0000 + i * 56).collect();
+        assert!(PackedU64::compact(&addresses).is_packed());
+    }
+
+    #[test]
     fn names_dense_or_sparse_read_the_same() {
         let empty = StringId::EMPTY;
         let (a, b) = (StringId(3), StringId(9));
@@ -988,6 +1477,31 @@ mod tests {
         assert_eq!(full.named().count(), 3);
         let pairs = NodeNames::from_pairs(6, vec![(4, a), (1, a), (4, b), (9, a), (2, empty)]);
         assert_eq!(pairs.to_vec(), dense);
+    }
+
+    #[test]
+    fn types_narrow_or_wide_read_the_same() {
+        let ids: Vec<StringId> = (0..200_000u32).map(|i| StringId(i % 70_000)).collect();
+        let few: Vec<StringId> = ids.iter().map(|id| StringId(id.0 % 300)).collect();
+        let narrow = NodeTypes::from(few.clone());
+        assert!(narrow.is_narrow());
+        assert_eq!(narrow.to_vec(), few);
+        assert_eq!(narrow.distinct().map(<[StringId]>::len), Some(300));
+        let wide = NodeTypes::from(ids.clone());
+        assert!(!wide.is_narrow());
+        assert_eq!(wide.to_vec(), ids);
+        let mut joined = narrow.clone();
+        joined.extend_from(&NodeTypes::from(few[..1000].to_vec()));
+        assert!(joined.is_narrow());
+        assert_eq!(
+            joined.to_vec(),
+            [few.clone(), few[..1000].to_vec()].concat()
+        );
+        joined.extend_from(&wide);
+        assert_eq!(
+            joined.to_vec(),
+            [few.clone(), few[..1000].to_vec(), ids].concat()
+        );
     }
 
     #[test]

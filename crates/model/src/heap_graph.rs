@@ -1,6 +1,6 @@
 //! The heap graph: objects as columns, references as a CSR, one root for the analyses.
 
-use crate::columns::{EdgeNames, EdgeOffsets, NodeNames, U64Column};
+use crate::columns::{EdgeNames, EdgeOffsets, NodeNames, NodeTypes, PackedU64};
 use crate::reverse::ReverseEdges;
 use crate::strings::{StringId, StringTable};
 use std::fmt;
@@ -167,22 +167,23 @@ pub struct NodeKindInfo {
 /// [`StringId`] in `strings` unless its kind [`is_indexed`](EdgeKind::is_indexed), when it is
 /// a plain number.
 ///
-/// The 64-bit columns, the labels and the edge names are compact columns (`columns.rs`): 4
-/// bytes per offset, size or object id, 2 per edge name, labels only for the nodes that have
-/// one, each with an exact fallback for the values that do not fit (more than 2³² edges, an
-/// object of 4 GiB, addresses spread over more than 2³² steps, names past 16 bits).
+/// The 64-bit columns, the types, the labels and the edge names are compact columns
+/// (`columns.rs`): 4 bytes per offset, about 2 per object id or size (a step from the first of
+/// its block of 256), 2 per type or edge name, labels only for the nodes that have one, each
+/// with an exact fallback for the values that do not fit (more than 2³² edges, a large object
+/// among small ones, a jump in the addresses, more than 65,534 types, names past 16 bits).
 #[derive(Clone, Debug, Default)]
 pub struct HeapGraphParts {
     /// Runtime object id (V8 node id, HPROF address, Python `id()`), per node.
-    pub node_object_id: U64Column,
+    pub node_object_id: PackedU64,
     /// Index into `node_kinds`, per node.
     pub node_kind: Vec<u8>,
     /// Type name to group by, per node.
-    pub node_type: Vec<StringId>,
+    pub node_type: NodeTypes,
     /// The object's own label, per node.
     pub node_name: NodeNames,
     /// Shallow size in bytes, per node.
-    pub node_shallow_size: U64Column,
+    pub node_shallow_size: PackedU64,
     /// CSR offsets, `node_count + 1` long, starting at 0, monotone.
     pub first_edge: EdgeOffsets,
     /// Target node index, per edge.
@@ -295,9 +296,11 @@ impl HeapGraph {
         }
         let n_strings = strings.len();
         let string_ok = |id: &StringId| id.index() < n_strings;
-        if !parts.node_type.iter().all(string_ok)
-            || !parts.node_name.named().all(|(_, name)| string_ok(&name))
-        {
+        let types_ok = match parts.node_type.distinct() {
+            Some(distinct) => distinct.iter().all(string_ok),
+            None => parts.node_type.iter().all(|id| string_ok(&id)),
+        };
+        if !types_ok || !parts.node_name.named().all(|(_, name)| string_ok(&name)) {
             return bad("a node names a string outside the table".to_owned());
         }
         let named_edge_out_of_range = parts
@@ -405,7 +408,7 @@ impl HeapGraph {
 
     /// The type name of `node`.
     pub fn type_id(&self, node: NodeId) -> StringId {
-        self.parts.node_type[node.index()]
+        self.parts.node_type.get(node.index())
     }
 
     /// The type name of `node`, as text.

@@ -86,7 +86,7 @@ pub fn graph_for(runtime: Runtime, notation: &str) -> HeapGraph {
     let mut parts = HeapGraphParts {
         node_object_id: (1..=n_nodes as u64).collect(),
         node_kind: (0..n_nodes).map(|i| u8::from(i != 0)).collect(),
-        node_type: type_ids,
+        node_type: type_ids.into(),
         node_name: name_ids.clone().into(),
         node_shallow_size: sizes.into(),
         node_kinds: root_and_object_kinds(),

@@ -9,7 +9,7 @@ use super::scan::{self, Root, RootKind, SegmentIndex, Stop, TopLevel, basic, sub
 use crate::ImportError;
 use heapgraph_model::{
     EdgeKind, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
-    NodeNames, Runtime, StringId, StringTable, U64Column,
+    NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -77,10 +77,10 @@ struct Context<'a> {
 #[derive(Default)]
 struct Part {
     node_kind: Vec<u8>,
-    node_type: Vec<StringId>,
+    node_type: NodeTypes,
     /// The part's labelled nodes (class objects): index in the part, label.
     names: Vec<(u32, StringId)>,
-    shallow: U64Column,
+    shallow: PackedU64,
     /// Edges of the part after each node.
     edge_end: EdgeOffsets,
     edge_to: Vec<u32>,
@@ -102,8 +102,8 @@ impl Part {
     fn with_capacity(n_nodes: usize, max_edges: usize) -> Part {
         Part {
             node_kind: Vec::with_capacity(n_nodes),
-            node_type: Vec::with_capacity(n_nodes),
-            shallow: U64Column::with_capacity(n_nodes),
+            node_type: NodeTypes::with_capacity(n_nodes),
+            shallow: PackedU64::with_capacity(n_nodes),
             edge_end: EdgeOffsets::with_capacity(n_nodes),
             edge_to: Vec::with_capacity(max_edges),
             edge_kind: Vec::with_capacity(max_edges),
@@ -310,8 +310,8 @@ pub(super) fn build(
         .into_iter()
         .collect::<Result<Vec<Part>, ImportError>>()?;
     drop(ids);
-    // Ids are addresses in one heap: 4 bytes each once their base and alignment are out.
-    let object_ids = U64Column::compact(&all_ids);
+    // Ids are addresses in allocation order: about 2 bytes each as steps from their block's first.
+    let object_ids = PackedU64::compact(&all_ids);
     drop(all_ids);
 
     let mut meta = GraphMeta::new(Runtime::Java, "hprof");
@@ -762,7 +762,7 @@ fn assemble(
     release: &(dyn Fn(Range<usize>) + Sync),
     parts: Vec<Part>,
     plan: &RootPlan,
-    object_ids: U64Column,
+    object_ids: PackedU64,
     strings: &mut StringTable,
     meta: &mut GraphMeta,
 ) -> HeapGraphParts {
@@ -826,7 +826,7 @@ fn assemble(
         let base = graph.edge_to.len() as u64;
         let node_base = graph.node_kind.len() as u32;
         graph.node_kind.extend_from_slice(&part.node_kind);
-        graph.node_type.extend_from_slice(&part.node_type);
+        graph.node_type.extend_from(&part.node_type);
         graph.node_shallow_size.extend_from(&part.shallow);
         for end in part.edge_end.iter() {
             graph.first_edge.push(base + end);

@@ -5,8 +5,8 @@ use super::header::Layout;
 use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
-    EdgeKind, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId,
-    StringTable, U64Column,
+    EdgeKind, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, PackedU64, Runtime,
+    StringId, StringTable,
 };
 
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
@@ -34,15 +34,15 @@ impl<T> Growing for Vec<T> {
     }
 }
 
-impl Growing for U64Column {
+impl Growing for PackedU64 {
     fn len(&self) -> usize {
-        U64Column::len(self)
+        PackedU64::len(self)
     }
     fn capacity(&self) -> usize {
-        U64Column::capacity(self)
+        PackedU64::capacity(self)
     }
     fn reserve_exact(&mut self, additional: usize) {
-        U64Column::reserve_exact(self, additional);
+        PackedU64::reserve_exact(self, additional);
     }
 }
 
@@ -90,9 +90,9 @@ pub(super) struct NodeColumns {
     /// V8 string index of the name (mapped to our ids at the end).
     name: Vec<u32>,
     /// V8 `id`.
-    object_id: U64Column,
+    object_id: PackedU64,
     /// `self_size`.
-    shallow_size: U64Column,
+    shallow_size: PackedU64,
     /// CSR offsets: prefix sums of `edge_count`.
     first_edge: EdgeOffsets,
     /// The header's node count, a cap on growth (not trusted for sizing).
@@ -107,8 +107,8 @@ impl NodeColumns {
         NodeColumns {
             kind: Vec::new(),
             name: Vec::new(),
-            object_id: U64Column::new(),
-            shallow_size: U64Column::new(),
+            object_id: PackedU64::new(),
+            shallow_size: PackedU64::new(),
             first_edge: EdgeOffsets::from(vec![0]),
             claimed: layout.node_count,
             strings_named: 0,
@@ -471,7 +471,7 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     let parts = HeapGraphParts {
         node_object_id: nodes.object_id,
         node_kind: nodes.kind,
-        node_type,
+        node_type: node_type.into(),
         node_name: node_name.into(),
         node_shallow_size: nodes.shallow_size,
         first_edge: nodes.first_edge,
