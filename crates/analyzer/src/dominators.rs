@@ -209,7 +209,11 @@ fn dominators_with<O: Offset>(
     } else {
         IdomMethod::LengauerTarjan
     };
-    let preds = Preds::<O>::build(parts, rule, root_ordinal, &number, len);
+    let lists = match method {
+        IdomMethod::SemiNca => Lists::WithoutSinglePredecessors,
+        IdomMethod::LengauerTarjan => Lists::All,
+    };
+    let preds = Preds::<O>::build(parts, rule, root_ordinal, &number, len, lists);
     match method {
         IdomMethod::SemiNca => {
             drop(number);
@@ -340,8 +344,13 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
     let mut compression_stack: Vec<u32> = Vec::new();
     for w in (2..len).rev() {
         let preds = &from[first[w].get()..first[w + 1].get()];
-        // memlab: an orphan is retained by the root.
-        let mut w_semi = if preds.is_empty() { ROOT } else { w as u32 };
+        // An empty list stands for the DFS parent alone (`Lists::WithoutSinglePredecessors`);
+        // `w` is not linked yet, so its forest link is still that parent.
+        let mut w_semi = if preds.is_empty() {
+            ancestor[w]
+        } else {
+            w as u32
+        };
         for (i, &v) in preds.iter().enumerate() {
             if let Some(&ahead) = preds.get(i + PREFETCH_DISTANCE) {
                 prefetch(&ancestor, ahead as usize);
@@ -674,26 +683,44 @@ struct Preds<O> {
     from: Vec<u32>,
 }
 
+/// Which predecessor lists [`Preds::build`] keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lists {
+    /// Every list (Lengauer–Tarjan's path; an empty list means an orphan of the root).
+    All,
+    /// All but the lists of one predecessor, which are left empty: in a depth-first numbering
+    /// the DFS parent is a predecessor, so a lone predecessor is the parent, and the
+    /// semidominator; an empty list then means "the DFS parent" (for a node of step 2 that is
+    /// the root, memlab's answer for an orphan).
+    WithoutSinglePredecessors,
+}
+
 impl<O: Offset> Preds<O> {
     /// Gathers the retaining edges between numbered nodes (`number` by node index, `len` =
-    /// the highest number + 1), in two passes over the edges: count, then fill.
+    /// the highest number + 1), in two passes over the edges: count, then fill; `lists` says
+    /// which lists are kept.
     ///
     /// The targets of the root's own retaining edges keep only those edges: the root, the
     /// least number, is then their semidominator whatever else refers to them, and on Java
-    /// dumps that leaves out every reference to a system class from its instances.
+    /// dumps that leaves out every reference to a system class from its instances. (Their
+    /// lists are kept even with one entry: such a target's DFS parent need not be the root.)
     fn build(
         parts: &HeapGraphParts,
         rule: &EdgeRule,
         root_ordinal: u32,
         number: &[u32],
         len: usize,
+        lists: Lists,
     ) -> Self {
         let n_nodes = number.len();
         let mut root_target = NodeBits::new(n_nodes);
+        // The same, by DFS number.
+        let mut root_target_number = NodeBits::new(len);
         for edge in parts.first_edge.range(root_ordinal as usize) {
             let to = parts.edge_to[edge];
             if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
                 root_target.insert(to as usize);
+                root_target_number.insert(number[to as usize] as usize);
             }
         }
         // Counts at `first[w + 1]`; after the prefix sums `first[w]` is where `w`'s list
@@ -702,6 +729,15 @@ impl<O: Offset> Preds<O> {
         for_each_pred(parts, rule, root_ordinal, number, &root_target, |to, _| {
             first[to + 1] = O::new(first[to + 1].get() + 1);
         });
+        let mut left_out = NodeBits::new(len);
+        if lists == Lists::WithoutSinglePredecessors {
+            for w in 2..len {
+                if first[w + 1].get() == 1 && !root_target_number.contains(w) {
+                    left_out.insert(w);
+                    first[w + 1] = O::ZERO;
+                }
+            }
+        }
         for k in 1..first.len() {
             first[k] = O::new(first[k].get() + first[k - 1].get());
         }
@@ -713,6 +749,9 @@ impl<O: Offset> Preds<O> {
             number,
             &root_target,
             |to, source| {
+                if left_out.contains(to) {
+                    return;
+                }
                 let slot = &mut first[to];
                 from[slot.get()] = source;
                 *slot = O::new(slot.get() + 1);

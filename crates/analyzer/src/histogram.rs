@@ -40,11 +40,33 @@ pub(crate) fn type_totals_where(
     totals
 }
 
-/// The children of every reachable node in the dominator tree, as a CSR over node indices,
-/// children in index order. Offsets are `u32`: a tree has fewer edges than the graph has nodes.
+/// The children of every reachable node in the dominator tree, as a CSR, children in index
+/// order. Most nodes of a heap dominate nothing, so the offsets are kept only for the nodes
+/// that have children (`parents`, a bit per node with a running count per 64 nodes, says which
+/// and at what position): 4 bytes per child and per parent, not per node. Offsets are `u32`:
+/// a tree has fewer edges than the graph has nodes.
 pub(crate) struct DominatorChildren {
-    pub(crate) first: Vec<u32>,
-    pub(crate) child: Vec<u32>,
+    parents: ParentBits,
+    first: Vec<u32>,
+    child: Vec<u32>,
+}
+
+/// Which nodes have children, with a rank: `words` holds a bit per node, `before[k]` the number
+/// of bits set in `words[..k]`.
+struct ParentBits {
+    words: Vec<u64>,
+    before: Vec<u32>,
+}
+
+impl ParentBits {
+    /// The position of `node` among the parents, if it is one.
+    #[inline]
+    fn rank(&self, node: usize) -> Option<usize> {
+        let (word, bit) = (node / 64, node % 64);
+        let bits = self.words[word];
+        (bits & (1 << bit) != 0)
+            .then(|| self.before[word] as usize + (bits & ((1 << bit) - 1)).count_ones() as usize)
+    }
 }
 
 impl DominatorChildren {
@@ -52,32 +74,58 @@ impl DominatorChildren {
         let n_nodes = graph.node_count();
         let root = graph.root().index();
         let has_parent = |node: usize| node != root && tree.reachable[node];
-        // Counts at `first[parent + 2]`, so that after the prefix sums `first[parent + 1]` is
-        // where the parent's children start and can serve as the fill cursor; the fill leaves
-        // it where the children end.
-        let mut first = vec![0u32; n_nodes + 2];
+        let mut words = vec![0u64; n_nodes.div_ceil(64)];
         for node in 0..n_nodes {
             if has_parent(node) {
-                first[tree.idom[node] as usize + 2] += 1;
+                let parent = tree.idom[node] as usize;
+                words[parent / 64] |= 1 << (parent % 64);
+            }
+        }
+        let mut before = Vec::with_capacity(words.len());
+        let mut running = 0u32;
+        for &bits in &words {
+            before.push(running);
+            running += bits.count_ones();
+        }
+        let parents = ParentBits { words, before };
+        // Counts at `first[rank + 2]`, so that after the prefix sums `first[rank + 1]` is
+        // where the parent's children start and can serve as the fill cursor; the fill leaves
+        // it where the children end.
+        let mut first = vec![0u32; running as usize + 2];
+        let rank_of_parent = |node: usize| {
+            parents
+                .rank(tree.idom[node] as usize)
+                .expect("every dominator was marked as a parent")
+        };
+        for node in 0..n_nodes {
+            if has_parent(node) {
+                first[rank_of_parent(node) + 2] += 1;
             }
         }
         for i in 2..first.len() {
             first[i] += first[i - 1];
         }
-        let mut child = vec![0u32; first[n_nodes + 1] as usize];
+        let mut child = vec![0u32; first[first.len() - 1] as usize];
         for node in 0..n_nodes {
             if has_parent(node) {
-                let slot = &mut first[tree.idom[node] as usize + 1];
+                let slot = &mut first[rank_of_parent(node) + 1];
                 child[*slot as usize] = node as u32;
                 *slot += 1;
             }
         }
         first.pop();
-        DominatorChildren { first, child }
+        DominatorChildren {
+            parents,
+            first,
+            child,
+        }
     }
 
     pub(crate) fn of(&self, node: usize) -> &[u32] {
-        &self.child[self.first[node] as usize..self.first[node + 1] as usize]
+        match self.parents.rank(node) {
+            Some(rank) => &self.child[self.first[rank] as usize..self.first[rank + 1] as usize],
+            None => &[],
+        }
     }
 }
 
