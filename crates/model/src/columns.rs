@@ -467,7 +467,9 @@ impl PackedU64 {
         PackedU64::with_shift(n, 0)
     }
 
-    fn with_shift(n: usize, shift: u32) -> Self {
+    /// An empty column with room for `n` values in steps of `1 << shift` (the alignment all
+    /// the values will share, as [`PackedU64::alignment`] finds it; others go beside).
+    pub fn with_shift(n: usize, shift: u32) -> Self {
         PackedU64(PackedRepr::Packed {
             shift,
             bases: Vec::with_capacity(n >> BLOCK_BITS),
@@ -477,19 +479,24 @@ impl PackedU64 {
         })
     }
 
-    /// `values`, in steps of the alignment they share (relative to the first).
-    pub fn compact(values: &[u64]) -> Self {
-        let Some(&first) = values.first() else {
-            return PackedU64::new();
+    /// The alignment, as a shift, that `values` share relative to the first of them (63 at
+    /// most; 0 for none).
+    pub fn alignment(values: impl IntoIterator<Item = u64>) -> u32 {
+        let mut values = values.into_iter();
+        let Some(first) = values.next() else {
+            return 0;
         };
-        let differences = values
-            .iter()
-            .fold(0u64, |bits, &value| bits | value.wrapping_sub(first));
-        let shift = if differences == 0 {
+        let differences = values.fold(0u64, |bits, value| bits | value.wrapping_sub(first));
+        if differences == 0 {
             0
         } else {
             differences.trailing_zeros()
-        };
+        }
+    }
+
+    /// `values`, in steps of the alignment they share (relative to the first).
+    pub fn compact(values: &[u64]) -> Self {
+        let shift = PackedU64::alignment(values.iter().copied());
         let mut column = PackedU64::with_shift(values.len(), shift);
         for &value in values {
             column.push(value);
@@ -612,11 +619,14 @@ impl PackedU64 {
             PackedRepr::Plain(values) => (NONE, &values[..]),
         };
         let mut beside = wide.iter();
-        let packed = steps.iter().enumerate().map(move |(index, &step)| match step {
-            // One value beside per marker, in order.
-            BESIDE_STEP => beside.next().copied().unwrap_or(0),
-            step => bases[index >> BLOCK_BITS].wrapping_add((i64::from(step) << shift) as u64),
-        });
+        let packed = steps
+            .iter()
+            .enumerate()
+            .map(move |(index, &step)| match step {
+                // One value beside per marker, in order.
+                BESIDE_STEP => beside.next().copied().unwrap_or(0),
+                step => bases[index >> BLOCK_BITS].wrapping_add((i64::from(step) << shift) as u64),
+            });
         // One of the two is empty.
         ChainExact(packed, plain.iter().copied())
     }

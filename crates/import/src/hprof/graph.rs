@@ -203,19 +203,30 @@ pub(super) fn build(
             format!("the dump holds {n_objects} objects; heapgraph handles fewer than 2^31"),
         ));
     }
-    let mut all_ids = Vec::with_capacity(n_objects);
-    for index in &indexes {
-        all_ids.extend_from_slice(&index.object_ids);
+    let objects_per_segment: Vec<usize> =
+        indexes.iter().map(|index| index.object_ids.len()).collect();
+    // Ids are addresses in allocation order: about 2 bytes each as steps from the first of
+    // their block, gathered segment by segment so that they are never held at 8 bytes each.
+    let alignment = PackedU64::alignment(
+        indexes
+            .iter()
+            .flat_map(|index| index.object_ids.iter().copied()),
+    );
+    let mut object_ids = PackedU64::with_shift(n_objects, alignment);
+    for index in &mut indexes {
+        for &id in &index.object_ids {
+            object_ids.push(id);
+        }
+        index.object_ids = Vec::new();
     }
     // The smallest object takes 16 bytes on a 64-bit JVM (8-byte ids), 8 on a 32-bit one.
     let granule_shift = if id_size == 8 { 4 } else { 3 };
-    let (ids, duplicate_ids) = IdIndex::new(&all_ids, 0, granule_shift);
+    let (ids, duplicate_ids) = IdIndex::new(&object_ids, 0, granule_shift);
     let roots: Vec<Root> = indexes
         .iter_mut()
         .flat_map(|index| std::mem::take(&mut index.roots))
         .collect();
-    let objects_per_segment: Vec<usize> =
-        indexes.iter().map(|index| index.object_ids.len()).collect();
+
     drop(indexes);
 
     let plan = RootPlan::new(
@@ -310,9 +321,6 @@ pub(super) fn build(
         .into_iter()
         .collect::<Result<Vec<Part>, ImportError>>()?;
     drop(ids);
-    // Ids are addresses in allocation order: about 2 bytes each as steps from their block's first.
-    let object_ids = PackedU64::compact(&all_ids);
-    drop(all_ids);
 
     let mut meta = GraphMeta::new(Runtime::Java, "hprof");
     meta.captured_at_ms = Some(header.timestamp_ms).filter(|&ms| ms > 0);
