@@ -23,6 +23,7 @@
 //! is the [`EdgeRule`]'s; memlab also filters edges into "page-owned" objects, a rule that
 //! never fires on Node.js snapshots and that `decisions.md` leaves out.
 
+use crate::counts::NodeCounts;
 use crate::edge_rule::EdgeRule;
 use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column};
 
@@ -41,9 +42,9 @@ pub struct DominatorTree {
     /// Retained size per node (4 bytes each below 4 GiB). The root's counts reachable nodes
     /// only.
     pub retained_size: U64Column,
-    /// Nodes in their dominator subtree, the node itself included (a graph has fewer than
-    /// 2³² nodes).
-    pub retained_count: Vec<u32>,
+    /// Nodes in their dominator subtree, the node itself included (a byte per node below
+    /// 255; a graph has fewer than 2³² nodes).
+    pub retained_count: NodeCounts,
     /// Whether the root reaches the node through retaining edges.
     pub reachable: Vec<bool>,
 }
@@ -519,7 +520,7 @@ struct Finish<'a> {
     idom: Vec<u32>,
     reachable: Vec<bool>,
     retained_size: U64Column,
-    retained_count: Vec<u32>,
+    retained_count: NodeCounts,
 }
 
 /// An open node of [`Finish`]'s search.
@@ -549,7 +550,7 @@ impl<'a> Finish<'a> {
             idom: vec![NO_NODE; n_nodes],
             reachable: vec![false; n_nodes],
             retained_size: parts.node_shallow_size.iter().collect(),
-            retained_count: vec![1; n_nodes],
+            retained_count: NodeCounts::ones(n_nodes),
         }
     }
 
@@ -623,7 +624,8 @@ impl<'a> Finish<'a> {
                         let (node, into) = (top.node as usize, top.into as usize);
                         let size = &mut self.retained_size;
                         size.set(into, size.get(into) + size.get(node));
-                        self.retained_count[into] += self.retained_count[node];
+                        let count = self.retained_count[node];
+                        self.retained_count.add(into, count);
                     }
                 }
             }
@@ -653,7 +655,7 @@ fn finish_by_vertex(
     let mut idom = vec![NO_NODE; n_nodes];
     let mut reachable = vec![false; n_nodes];
     let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
-    let mut retained_count = vec![1u32; n_nodes];
+    let mut retained_count = NodeCounts::ones(n_nodes);
     for w in 1..vertex.len() {
         let node = vertex[w] as usize;
         idom[node] = vertex[dom[w] as usize];
@@ -666,7 +668,8 @@ fn finish_by_vertex(
         }
         let (node, into) = (vertex[w] as usize, vertex[dominator] as usize);
         retained_size.set(into, retained_size.get(into) + retained_size.get(node));
-        retained_count[into] += retained_count[node];
+        let count = retained_count[node];
+        retained_count.add(into, count);
     }
     DominatorTree {
         idom,

@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod backrefs;
+mod counts;
 pub mod diff;
 mod distances;
 mod dominators;
@@ -32,6 +33,7 @@ mod suspects;
 pub mod timeline;
 pub mod view;
 
+pub use counts::NodeCounts;
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, NO_NODE, dominators};
 pub use edge_rule::EdgeRule;
@@ -170,14 +172,15 @@ impl Analysis {
         let mut tree = DominatorTree {
             idom,
             retained_size: retained_size.into(),
-            retained_count: Vec::new(),
+            retained_count: NodeCounts::default(),
             reachable,
         };
         tree.retained_count = if retained_count.is_empty() {
             rebuilt_retained_counts(graph, &tree)?
         } else {
             checked_retained_counts(graph, &tree, retained_count)?
-        };
+        }
+        .into();
         let type_totals = match type_totals {
             Some(totals) => {
                 check_type_totals(graph, &totals)?;
@@ -215,7 +218,7 @@ impl Analysis {
         StoredColumns {
             idom,
             retained_size: tree.retained_size.to_vec(),
-            retained_count: tree.retained_count.clone(),
+            retained_count: tree.retained_count.to_vec(),
             distance,
             type_totals,
         }
