@@ -900,7 +900,7 @@ fn prefetch<T>(slice: &[T], index: usize) {
 /// memlab's `hasOnlyWeakReferrers` is "not among them", which step 2 starts from.
 fn non_weak_referrers(parts: &HeapGraphParts) -> NodeBits {
     let mut bits = NodeBits::new(parts.first_edge.len() - 1);
-    for (&to, &kind) in parts.edge_to.iter().zip(&parts.edge_kind) {
+    for (&to, kind) in parts.edge_to.iter().zip(parts.edge_kind.iter()) {
         if !matches!(kind, EdgeKind::Weak | EdgeKind::Shortcut) {
             bits.insert(to as usize);
         }

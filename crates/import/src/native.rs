@@ -655,7 +655,7 @@ fn write_in_chunks<W: Write>(
     for start in (0..n_edges).step_by(chunk_rows) {
         let rows = start..(start + chunk_rows).min(n_edges);
         edge_kind.clear();
-        edge_kind.extend(parts.edge_kind[rows.clone()].iter().map(|&kind| kind as u8));
+        edge_kind.extend(parts.edge_kind.range(rows.clone()).map(|kind| kind as u8));
         edge_name.clear();
         edge_name.extend(edge_names.by_ref().take(rows.len()));
         writer
@@ -1126,7 +1126,7 @@ impl Columns {
             node_shallow_size,
             first_edge,
             edge_to: self.edge_to,
-            edge_kind: self.edge_kind,
+            edge_kind: self.edge_kind.into(),
             edge_name,
             node_kinds: self.node_kinds,
             root,
@@ -1469,7 +1469,8 @@ mod tests {
                 EdgeKind::Hidden,
                 EdgeKind::Context,
                 EdgeKind::Internal,
-            ],
+            ]
+            .into(),
             edge_name: vec![
                 next.to_raw(),
                 items.to_raw(),

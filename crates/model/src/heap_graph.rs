@@ -1,6 +1,6 @@
 //! The heap graph: objects as columns, references as a CSR, one root for the analyses.
 
-use crate::columns::{EdgeNames, EdgeOffsets, NodeNames, NodeTypes, PackedU64};
+use crate::columns::{EdgeKinds, EdgeNames, EdgeOffsets, NodeNames, NodeTypes, PackedU64};
 use crate::reverse::ReverseEdges;
 use crate::strings::{StringId, StringTable};
 use std::fmt;
@@ -188,8 +188,8 @@ pub struct HeapGraphParts {
     pub first_edge: EdgeOffsets,
     /// Target node index, per edge.
     pub edge_to: Vec<u32>,
-    /// Kind, per edge.
-    pub edge_kind: Vec<EdgeKind>,
+    /// Kind, per edge (two to a byte).
+    pub edge_kind: EdgeKinds,
     /// Name (a [`StringId`]'s raw value) or index, per edge.
     pub edge_name: EdgeNames,
     /// The node kinds that `node_kind` indexes.
@@ -341,8 +341,8 @@ impl HeapGraph {
     /// classes). Edge indices out of range are ignored.
     pub fn weaken_edges(&mut self, edges: &[usize]) {
         for &edge in edges {
-            if let Some(kind) = self.parts.edge_kind.get_mut(edge) {
-                *kind = EdgeKind::Weak;
+            if edge < self.parts.edge_kind.len() {
+                self.parts.edge_kind.set(edge, EdgeKind::Weak);
             }
         }
     }

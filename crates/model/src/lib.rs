@@ -18,7 +18,7 @@
 //!     node_shallow_size: vec![0, 16].into(),
 //!     first_edge: vec![0, 1, 1].into(),
 //!     edge_to: vec![1],
-//!     edge_kind: vec![EdgeKind::Property],
+//!     edge_kind: vec![EdgeKind::Property].into(),
 //!     edge_name: vec![field.to_raw()].into(),
 //!     node_kinds: vec![NodeKindInfo { name: "object".into(), synthetic: false }],
 //!     root: 0,
@@ -44,7 +44,7 @@ pub use alloc::{
     AllocMeta, AllocSnapshot, AllocSource, Block, BlockState, CudaState, Frame, FrameId, LiveSite,
     Segment, StackId, Stacks, TraceAction, TraceEvent,
 };
-pub use columns::{EdgeNames, EdgeOffsets, NodeNames, NodeTypes, PackedU64, U64Column};
+pub use columns::{EdgeKinds, EdgeNames, EdgeOffsets, NodeNames, NodeTypes, PackedU64, U64Column};
 pub use heap_graph::{
     EdgeKind, EdgeName, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId, NodeKindInfo,
     Runtime,

@@ -8,8 +8,8 @@ use super::ids::IdIndex;
 use super::scan::{self, Root, RootKind, SegmentIndex, Stop, TopLevel, basic, sub};
 use crate::ImportError;
 use heapgraph_model::{
-    EdgeKind, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
-    NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
+    EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
+    NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -84,7 +84,7 @@ struct Part {
     /// Edges of the part after each node.
     edge_end: EdgeOffsets,
     edge_to: Vec<u32>,
-    edge_kind: Vec<EdgeKind>,
+    edge_kind: EdgeKinds,
     edge_name: EdgeNames,
     /// `java.lang.String` instances: node, its `value` array's node, its coder (if any).
     strings: Vec<(u32, u32, Option<u8>)>,
@@ -106,7 +106,7 @@ impl Part {
             shallow: PackedU64::with_capacity(n_nodes),
             edge_end: EdgeOffsets::with_capacity(n_nodes),
             edge_to: Vec::with_capacity(max_edges),
-            edge_kind: Vec::with_capacity(max_edges),
+            edge_kind: EdgeKinds::with_capacity(max_edges),
             // Which names are wide depends on the run (its arrays); the joined column decides.
             edge_name: EdgeNames::kept_narrow(max_edges),
             ..Part::default()
@@ -840,7 +840,7 @@ fn assemble(
             graph.first_edge.push(base + end);
         }
         graph.edge_to.extend_from_slice(&part.edge_to);
-        graph.edge_kind.extend_from_slice(&part.edge_kind);
+        graph.edge_kind.extend_from(&part.edge_kind);
         graph.edge_name.extend_from(&part.edge_name);
         names.extend(
             part.names
