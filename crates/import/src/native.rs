@@ -607,6 +607,7 @@ fn write_in_chunks<W: Write>(
     let mut name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
     let mut object_id: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_nodes));
     let mut shallow_size: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut node_kind: Vec<u8> = Vec::with_capacity(chunk_rows.min(n_nodes));
     let mut edge_count: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
     // The compact columns are read in order, a chunk at a time.
     let mut names = parts.node_name.iter();
@@ -624,6 +625,8 @@ fn write_in_chunks<W: Write>(
         object_id.extend(object_ids.by_ref().take(rows.len()));
         shallow_size.clear();
         shallow_size.extend(shallow_sizes.by_ref().take(rows.len()));
+        node_kind.clear();
+        node_kind.extend(parts.node_kind.range(rows.clone()));
         edge_count.clear();
         for node in rows.clone() {
             let end = offsets.next().unwrap_or(offset);
@@ -639,7 +642,7 @@ fn write_in_chunks<W: Write>(
         writer
             .write_nodes(&NodeColumns {
                 object_id: &object_id,
-                kind: &parts.node_kind[rows.clone()],
+                kind: &node_kind,
                 type_name: &type_name,
                 name: &name,
                 shallow_size: &shallow_size,
@@ -1120,7 +1123,7 @@ impl Columns {
         let node_type = NodeTypes::from(node_type);
         let parts = HeapGraphParts {
             node_object_id,
-            node_kind: self.node_kind,
+            node_kind: std::mem::take(&mut self.node_kind).into(),
             node_type,
             node_name,
             node_shallow_size,
@@ -1454,7 +1457,7 @@ mod tests {
         let empty = StringId::EMPTY;
         let parts = HeapGraphParts {
             node_object_id: vec![1, 3, 5, 7, 9, 1 << 53].into(),
-            node_kind: vec![0, 1, 1, 2, 1, 1],
+            node_kind: vec![0, 1, 1, 2, 1, 1].into(),
             node_type: vec![root, object, array, object, size, crab].into(),
             node_name: vec![root, next, empty, items, empty, crab].into(),
             node_shallow_size: vec![0, 16, 32, 48, 64, u64::from(u32::MAX) + 1].into(),

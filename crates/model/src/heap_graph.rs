@@ -1,6 +1,8 @@
 //! The heap graph: objects as columns, references as a CSR, one root for the analyses.
 
-use crate::columns::{EdgeKinds, EdgeNames, EdgeOffsets, NodeNames, NodeTypes, PackedU64};
+use crate::columns::{
+    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64,
+};
 use crate::reverse::ReverseEdges;
 use crate::strings::{StringId, StringTable};
 use std::fmt;
@@ -177,7 +179,7 @@ pub struct HeapGraphParts {
     /// Runtime object id (V8 node id, HPROF address, Python `id()`), per node.
     pub node_object_id: PackedU64,
     /// Index into `node_kinds`, per node.
-    pub node_kind: Vec<u8>,
+    pub node_kind: NodeKinds,
     /// Type name to group by, per node.
     pub node_type: NodeTypes,
     /// The object's own label, per node.
@@ -312,7 +314,7 @@ impl HeapGraph {
             return bad(format!("edge {pos} names a string outside the table"));
         }
         let n_kinds = parts.node_kinds.len();
-        if parts.node_kind.iter().any(|&kind| kind as usize >= n_kinds) {
+        if parts.node_kind.iter().any(|kind| kind as usize >= n_kinds) {
             return bad(format!("a node has a kind outside the {n_kinds} kinds"));
         }
         if parts.root as usize >= n_nodes {

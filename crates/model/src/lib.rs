@@ -12,7 +12,7 @@
 //! let field = strings.intern("field");
 //! let parts = HeapGraphParts {
 //!     node_object_id: vec![1, 3].into(),
-//!     node_kind: vec![0, 0],
+//!     node_kind: vec![0, 0].into(),
 //!     node_type: vec![object, object].into(),
 //!     node_name: vec![object, object].into(),
 //!     node_shallow_size: vec![0, 16].into(),
@@ -44,7 +44,9 @@ pub use alloc::{
     AllocMeta, AllocSnapshot, AllocSource, Block, BlockState, CudaState, Frame, FrameId, LiveSite,
     Segment, StackId, Stacks, TraceAction, TraceEvent,
 };
-pub use columns::{EdgeKinds, EdgeNames, EdgeOffsets, NodeNames, NodeTypes, PackedU64, U64Column};
+pub use columns::{
+    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
+};
 pub use heap_graph::{
     EdgeKind, EdgeName, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId, NodeKindInfo,
     Runtime,

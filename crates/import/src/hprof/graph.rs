@@ -9,7 +9,7 @@ use super::scan::{self, Root, RootKind, SegmentIndex, Stop, TopLevel, basic, sub
 use crate::ImportError;
 use heapgraph_model::{
     EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
-    NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
+    NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -76,7 +76,7 @@ struct Context<'a> {
 /// Pass 2's output for a run of consecutive segments, in the graph's compact columns.
 #[derive(Default)]
 struct Part {
-    node_kind: Vec<u8>,
+    node_kind: NodeKinds,
     node_type: NodeTypes,
     /// The part's labelled nodes (class objects): index in the part, label.
     names: Vec<(u32, StringId)>,
@@ -101,7 +101,7 @@ struct Part {
 impl Part {
     fn with_capacity(n_nodes: usize, max_edges: usize) -> Part {
         Part {
-            node_kind: Vec::with_capacity(n_nodes),
+            node_kind: NodeKinds::with_capacity(n_nodes),
             node_type: NodeTypes::with_capacity(n_nodes),
             shallow: PackedU64::with_capacity(n_nodes),
             edge_end: EdgeOffsets::with_capacity(n_nodes),
@@ -833,7 +833,7 @@ fn assemble(
     for part in parts {
         let base = graph.edge_to.len() as u64;
         let node_base = graph.node_kind.len() as u32;
-        graph.node_kind.extend_from_slice(&part.node_kind);
+        graph.node_kind.extend_from(&part.node_kind);
         graph.node_type.extend_from(&part.node_type);
         graph.node_shallow_size.extend_from(&part.shallow);
         for end in part.edge_end.iter() {

@@ -470,7 +470,7 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
         .collect();
     let parts = HeapGraphParts {
         node_object_id: nodes.object_id,
-        node_kind: nodes.kind,
+        node_kind: nodes.kind.into(),
         node_type: node_type.into(),
         node_name: node_name.into(),
         node_shallow_size: nodes.shallow_size,
