@@ -23,8 +23,8 @@
 //! is the [`EdgeRule`]'s; memlab also filters edges into "page-owned" objects, a rule that
 //! never fires on Node.js snapshots and that `decisions.md` leaves out.
 
-use crate::counts::NodeCounts;
 use crate::edge_rule::EdgeRule;
+use crate::tree_columns::{NodeCounts, NodeFlags};
 use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column};
 
 /// The marker for "no node" in per-node arrays of node indices.
@@ -45,8 +45,8 @@ pub struct DominatorTree {
     /// Nodes in their dominator subtree, the node itself included (a byte per node below
     /// 255; a graph has fewer than 2³² nodes).
     pub retained_count: NodeCounts,
-    /// Whether the root reaches the node through retaining edges.
-    pub reachable: Vec<bool>,
+    /// Whether the root reaches the node through retaining edges (a bit per node).
+    pub reachable: NodeFlags,
 }
 
 impl DominatorTree {
@@ -214,10 +214,17 @@ fn dominators_with<O: Offset>(
         IdomMethod::SemiNca => Lists::WithoutSinglePredecessors,
         IdomMethod::LengauerTarjan => Lists::All,
     };
+    if method == IdomMethod::SemiNca {
+        // Found again after the lists, so that the parents are never held beside the node
+        // numbers and the lists, the pass's largest moment.
+        drop(parent);
+        parent = Vec::new();
+    }
     let preds = Preds::<O>::build(parts, rule, root_ordinal, &number, len, lists);
     match method {
         IdomMethod::SemiNca => {
             drop(number);
+            let parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
             let semi = semi_nca(preds, parent);
             let mut finish = Finish::new(graph, rule, semi, n_reachable);
             finish.run(root_ordinal, 0);
@@ -341,9 +348,18 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
     let mut ancestor = parent;
     // The least semidominator on the vertex's compressed path, set when the vertex is linked.
     let mut best = vec![0u32; len];
-    let Preds { mut first, from } = preds_of;
+    let Preds {
+        mut first,
+        mut from,
+    } = preds_of;
     let mut compression_stack: Vec<u32> = Vec::new();
     for w in (2..len).rev() {
+        // The lists are read from the end: hand the part already read back as `best`'s pages
+        // fill (shrinking a large allocation unmaps its tail, without a copy).
+        if from.len() - first[w + 1].get() >= SHRINK_EVERY {
+            from.truncate(first[w + 1].get());
+            from.shrink_to_fit();
+        }
         let preds = &from[first[w].get()..first[w + 1].get()];
         // An empty list stands for the DFS parent alone (`Lists::WithoutSinglePredecessors`);
         // `w` is not linked yet, so its forest link is still that parent.
@@ -380,6 +396,10 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
     }
     semi
 }
+
+/// How many predecessor entries [`semi_nca`] reads past before it gives their memory back:
+/// 16 MiB of them.
+const SHRINK_EVERY: usize = 1 << 22;
 
 /// The root's DFS number: it is always searched first.
 const ROOT: u32 = 1;
@@ -422,8 +442,9 @@ struct Search<'a> {
     number: Vec<u32>,
     parent: Vec<u32>,
     n_numbered: u32,
-    /// Per open node: its index, its DFS number, the next edge to look at and its edge end.
-    stack: Vec<(u32, u32, u64, u64)>,
+    /// Per open node: its index, its DFS number and the next edge to look at (its edges end
+    /// where `first_edge` says: 16 bytes an entry, since the stack can hold millions).
+    stack: Vec<(u32, u32, u64)>,
 }
 
 impl<'a> Search<'a> {
@@ -452,14 +473,10 @@ impl<'a> Search<'a> {
         let mut n = self.n_numbered + 1;
         number[start as usize] = n;
         parent[n as usize] = start_parent;
-        stack.push((
-            start,
-            n,
-            first_edge.get(start as usize),
-            first_edge.get(start as usize + 1),
-        ));
+        stack.push((start, n, first_edge.get(start as usize)));
         while let Some(top) = stack.last_mut() {
-            let (v, v_number, mut edge, end) = *top;
+            let (v, v_number, mut edge) = *top;
+            let end = first_edge.get(v as usize + 1);
             let from_is_root = v == self.root_ordinal;
             let mut next = None;
             while edge < end {
@@ -481,12 +498,7 @@ impl<'a> Search<'a> {
                     n += 1;
                     number[w as usize] = n;
                     parent[n as usize] = v_number;
-                    stack.push((
-                        w,
-                        n,
-                        first_edge.get(w as usize),
-                        first_edge.get(w as usize + 1),
-                    ));
+                    stack.push((w, n, first_edge.get(w as usize)));
                 }
                 None => {
                     stack.pop();
@@ -495,6 +507,64 @@ impl<'a> Search<'a> {
         }
         self.n_numbered = n;
     }
+}
+
+/// The DFS parents by number, found by repeating the traversal of [`Search`] (from the root,
+/// then from each of step 2's `orphan_starts`) with a bit per node for "visited" instead of
+/// the numbers: `len` numbers (the root's is 1, its parent 0).
+fn search_parents(
+    parts: &HeapGraphParts,
+    rule: &EdgeRule,
+    root_ordinal: u32,
+    orphan_starts: &[u32],
+    len: usize,
+) -> Vec<u32> {
+    let n_nodes = parts.node_kind.len();
+    let mut visited = NodeBits::new(n_nodes);
+    let mut parent = vec![0u32; len];
+    let mut n = 0u32;
+    // Per open node: its index, its number and the next edge to look at.
+    let mut stack: Vec<(u32, u32, u64)> = Vec::new();
+    let starts = std::iter::once((root_ordinal, 0)).chain(orphan_starts.iter().map(|&s| (s, ROOT)));
+    for (start, start_parent) in starts {
+        n += 1;
+        visited.insert(start as usize);
+        parent[n as usize] = start_parent;
+        stack.push((start, n, parts.first_edge.get(start as usize)));
+        while let Some(top) = stack.last_mut() {
+            let (v, v_number, mut edge) = *top;
+            let end = parts.first_edge.get(v as usize + 1);
+            let from_is_root = v == root_ordinal;
+            let mut next = None;
+            while edge < end {
+                let w = parts.edge_to[edge as usize];
+                let kind = parts.edge_kind[edge as usize];
+                edge += 1;
+                if retains(rule, v, from_is_root, kind, w) && !visited.contains(w as usize) {
+                    next = Some(w);
+                    break;
+                }
+            }
+            top.2 = edge;
+            match next {
+                Some(w) => {
+                    n += 1;
+                    visited.insert(w as usize);
+                    parent[n as usize] = v_number;
+                    stack.push((w, n, parts.first_edge.get(w as usize)));
+                }
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+    }
+    debug_assert_eq!(
+        n as usize + 1,
+        len,
+        "the parents' search numbers as the first"
+    );
+    parent
 }
 
 /// The second search of the semi-NCA path: the same traversal as [`Search`] (so the same
@@ -518,7 +588,7 @@ struct Finish<'a> {
     n_numbered: u32,
     stack: Vec<FinishEntry>,
     idom: Vec<u32>,
-    reachable: Vec<bool>,
+    reachable: NodeFlags,
     retained_size: U64Column,
     retained_count: NodeCounts,
 }
@@ -530,8 +600,8 @@ struct FinishEntry {
     number: u32,
     /// The node its retained size and count go to when it is left ([`NO_NODE`]: none).
     into: u32,
+    /// The next edge to look at (the node's edges end where `first_edge` says).
     next_edge: u64,
-    end: u64,
 }
 
 impl<'a> Finish<'a> {
@@ -548,7 +618,7 @@ impl<'a> Finish<'a> {
             n_numbered: 0,
             stack: Vec::new(),
             idom: vec![NO_NODE; n_nodes],
-            reachable: vec![false; n_nodes],
+            reachable: NodeFlags::new(n_nodes),
             retained_size: parts.node_shallow_size.iter().collect(),
             retained_count: NodeCounts::ones(n_nodes),
         }
@@ -577,7 +647,7 @@ impl<'a> Finish<'a> {
             self.stack[at].node
         };
         self.idom[node as usize] = dominator_node;
-        self.reachable[node as usize] = w <= self.n_reachable;
+        self.reachable.set(node as usize, w <= self.n_reachable);
         // memlab: the root does not count nodes it reaches only as hung-up orphans.
         let into = if w == ROOT || (dominator == ROOT && w > self.n_reachable) {
             NO_NODE
@@ -590,7 +660,6 @@ impl<'a> Finish<'a> {
             number: w,
             into,
             next_edge: first_edge.get(node as usize),
-            end: first_edge.get(node as usize + 1),
         });
     }
 
@@ -602,8 +671,9 @@ impl<'a> Finish<'a> {
         while let Some(&top) = self.stack.last() {
             let from_is_root = top.node == self.root_ordinal;
             let mut edge = top.next_edge;
+            let end = parts.first_edge.get(top.node as usize + 1);
             let mut next = None;
-            while edge < top.end {
+            while edge < end {
                 let w = edge_to[edge as usize];
                 let kind = edge_kind[edge as usize];
                 edge += 1;
@@ -653,13 +723,13 @@ fn finish_by_vertex(
 ) -> DominatorTree {
     let n_nodes = parts.node_shallow_size.len();
     let mut idom = vec![NO_NODE; n_nodes];
-    let mut reachable = vec![false; n_nodes];
+    let mut reachable = NodeFlags::new(n_nodes);
     let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
     let mut retained_count = NodeCounts::ones(n_nodes);
     for w in 1..vertex.len() {
         let node = vertex[w] as usize;
         idom[node] = vertex[dom[w] as usize];
-        reachable[node] = w <= n_reachable as usize;
+        reachable.set(node, w <= n_reachable as usize);
     }
     for w in (2..vertex.len()).rev() {
         let dominator = dom[w] as usize;

@@ -135,11 +135,20 @@ impl DominatorChildren {
 struct DenseTypes<'a> {
     graph: &'a HeapGraph,
     keep: &'a (dyn Fn(usize) -> bool + Sync),
-    /// Per string, the dense index of the type it names, or `u32::MAX`.
-    dense_of_string: Vec<u32>,
+    /// Per key (the position of a node's type in the graph's table of distinct types, or the
+    /// type's string index where the graph keeps no table), the dense index of the type, or
+    /// `u32::MAX`.
+    dense_of_key: Vec<u32>,
 }
 
 impl DenseTypes<'_> {
+    /// The key of `node`'s type (see `dense_of_key`).
+    #[inline]
+    fn key(graph: &HeapGraph, node: usize) -> usize {
+        let types = &graph.parts().node_type;
+        types.slot(node).unwrap_or_else(|| types.get(node).index())
+    }
+
     /// The dense type of `node`; `u32::MAX` for synthetic nodes and those not kept.
     #[inline]
     fn of(&self, node: usize) -> u32 {
@@ -150,20 +159,25 @@ impl DenseTypes<'_> {
         if graph.is_synthetic(id) || !(self.keep)(node) {
             return u32::MAX;
         }
-        self.dense_of_string[graph.type_id(id).index()]
+        self.dense_of_key[Self::key(graph, node)]
     }
 }
 
 /// Counts and shallow sizes per type over real (non-synthetic) objects, with the dense type
 /// indices; retained sizes follow in [`add_retained`].
 ///
-/// Complexity: O(V) time, O(S) space for S strings.
+/// Complexity: O(V) time, O(T) space for the T distinct types of the graph's table (O(S) for
+/// S strings where it keeps none).
 fn type_counts<'a>(
     graph: &'a HeapGraph,
     keep: &'a (dyn Fn(usize) -> bool + Sync),
 ) -> (DenseTypes<'a>, TypeTotals) {
     let parts = graph.parts();
-    let mut dense_of_string = vec![u32::MAX; graph.strings().len()];
+    let n_keys = parts
+        .node_type
+        .distinct()
+        .map_or(graph.strings().len(), <[StringId]>::len);
+    let mut dense_of_key = vec![u32::MAX; n_keys];
     let mut types: Vec<StringId> = Vec::new();
     let mut count: Vec<u64> = Vec::new();
     let mut shallow: Vec<u64> = Vec::new();
@@ -171,11 +185,10 @@ fn type_counts<'a>(
         if graph.is_synthetic(node) || !keep(node.index()) {
             continue;
         }
-        let type_id = parts.node_type.get(node.index());
-        let slot = &mut dense_of_string[type_id.index()];
+        let slot = &mut dense_of_key[DenseTypes::key(graph, node.index())];
         if *slot == u32::MAX {
             *slot = types.len() as u32;
-            types.push(type_id);
+            types.push(parts.node_type.get(node.index()));
             count.push(0);
             shallow.push(0);
         }
@@ -193,7 +206,7 @@ fn type_counts<'a>(
     let dense = DenseTypes {
         graph,
         keep,
-        dense_of_string,
+        dense_of_key,
     };
     (dense, totals)
 }

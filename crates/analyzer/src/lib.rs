@@ -17,7 +17,6 @@
 #![deny(missing_docs)]
 
 pub mod backrefs;
-mod counts;
 pub mod diff;
 mod distances;
 mod dominators;
@@ -31,9 +30,9 @@ mod queries;
 pub mod sites;
 mod suspects;
 pub mod timeline;
+mod tree_columns;
 pub mod view;
 
-pub use counts::NodeCounts;
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, NO_NODE, dominators};
 pub use edge_rule::EdgeRule;
@@ -42,6 +41,7 @@ pub use queries::{
     dominator_tree, find_largest_of_type, object_view, summary, summary_of_kind, top, who_holds,
 };
 pub use suspects::{ACCUMULATION_SHARE, strings, suspects};
+pub use tree_columns::{NodeCounts, NodeFlags};
 pub use view::{
     AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HoldersView,
     ObjectView, PathStep, RankBy, StringsView, SummaryView, Suspect, SuspectRule, SuspectsView,
@@ -168,7 +168,7 @@ impl Analysis {
                 idom[node]
             ));
         }
-        let reachable: Vec<bool> = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
+        let reachable: NodeFlags = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
         let mut tree = DominatorTree {
             idom,
             retained_size: retained_size.into(),
@@ -237,7 +237,7 @@ fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Ve
         preorder.push(node);
         stack.extend_from_slice(children.of(node as usize));
     }
-    let n_reachable = tree.reachable.iter().filter(|&&r| r).count();
+    let n_reachable = tree.reachable.count_set();
     if preorder.len() != n_reachable {
         return Err("the stored dominators do not form a tree under the root".to_owned());
     }
@@ -258,7 +258,7 @@ fn checked_retained_counts(
     stored: Vec<u32>,
 ) -> Result<Vec<u32>, String> {
     let root = graph.root().index();
-    let n_reachable = tree.reachable.iter().filter(|&&r| r).count() as u64;
+    let n_reachable = tree.reachable.count_set() as u64;
     let mut children_sum = vec![0u64; graph.node_count()];
     for (node, &count) in stored.iter().enumerate() {
         if node != root && tree.reachable[node] {
@@ -268,8 +268,8 @@ fn checked_retained_counts(
     let consistent = stored
         .iter()
         .zip(&children_sum)
-        .zip(&tree.reachable)
-        .all(|((&count, &below), &reachable)| !reachable || u64::from(count) == below + 1);
+        .zip(tree.reachable.iter())
+        .all(|((&count, &below), reachable)| !reachable || u64::from(count) == below + 1);
     if !consistent || u64::from(stored[root]) != n_reachable {
         return Err("the stored retained counts do not fit the stored dominators".to_owned());
     }

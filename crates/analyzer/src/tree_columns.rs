@@ -1,5 +1,6 @@
-//! Retained counts in a byte per node: most objects dominate nothing or little, so a count
-//! below 255 is stored as a byte and the rest beside, by node.
+//! The dominator tree's compact per-node columns: retained counts in a byte per node (most
+//! objects dominate nothing or little, so a count below 255 is a byte and the rest are kept
+//! beside) and reachability in a bit per node. Both index like slices.
 
 use rustc_hash::FxHashMap;
 use std::ops::Index;
@@ -124,6 +125,90 @@ impl PartialEq for NodeCounts {
 
 impl Eq for NodeCounts {}
 
+/// One flag per node, a bit each.
+///
+/// Invariants: `words` holds `len.div_ceil(64)` words; bits past `len` are clear.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeFlags {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl NodeFlags {
+    /// `n` flags, all clear.
+    pub fn new(n: usize) -> Self {
+        NodeFlags {
+            words: vec![0; n.div_ceil(64)],
+            len: n,
+        }
+    }
+
+    /// The number of flags.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Sets the flag of `node` to `value`.
+    ///
+    /// Panics if `node` is out of range.
+    #[inline]
+    pub fn set(&mut self, node: usize, value: bool) {
+        assert!(node < self.len, "node {node} of {}", self.len);
+        let (word, bit) = (node / 64, 1u64 << (node % 64));
+        if value {
+            self.words[word] |= bit;
+        } else {
+            self.words[word] &= !bit;
+        }
+    }
+
+    /// The flags in node order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = bool> + '_ {
+        (0..self.len).map(move |node| self[node])
+    }
+
+    /// How many flags are set.
+    pub fn count_set(&self) -> usize {
+        self.words
+            .iter()
+            .map(|word| word.count_ones() as usize)
+            .sum()
+    }
+}
+
+impl Index<usize> for NodeFlags {
+    type Output = bool;
+
+    #[inline]
+    fn index(&self, node: usize) -> &bool {
+        assert!(node < self.len, "node {node} of {}", self.len);
+        if self.words[node / 64] & (1 << (node % 64)) != 0 {
+            &true
+        } else {
+            &false
+        }
+    }
+}
+
+impl FromIterator<bool> for NodeFlags {
+    fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
+        let mut flags = NodeFlags::default();
+        for value in iter {
+            if flags.len.is_multiple_of(64) {
+                flags.words.push(0);
+            }
+            flags.len += 1;
+            flags.set(flags.len - 1, value);
+        }
+        flags
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +226,17 @@ mod tests {
         assert_eq!((counts[0], counts.beside.len()), (7, 0));
         let plain = vec![1, 300, 0, u32::MAX];
         assert_eq!(NodeCounts::from(plain.clone()).to_vec(), plain);
+    }
+
+    #[test]
+    fn flags_read_back() {
+        let values: Vec<bool> = (0..200).map(|i| i % 3 == 0).collect();
+        let mut flags: NodeFlags = values.iter().copied().collect();
+        assert_eq!(flags.iter().collect::<Vec<_>>(), values);
+        assert_eq!(flags.count_set(), 67);
+        flags.set(0, false);
+        flags.set(1, true);
+        assert!(!flags[0] && flags[1] && flags[3]);
+        assert_eq!(NodeFlags::new(70).count_set(), 0);
     }
 }
