@@ -21,7 +21,7 @@ static SMALL: [u32; 256] = {
 
 /// One count per node: `narrow[i]` when below 255, otherwise `beside[i]`.
 ///
-/// Invariants: `beside` holds exactly the nodes whose `narrow` entry is [`BESIDE`].
+/// Invariants: `beside` holds exactly the nodes whose `narrow` entry is `BESIDE`.
 #[derive(Clone, Debug, Default)]
 pub struct NodeCounts {
     narrow: Vec<u8>,

@@ -26,10 +26,10 @@ const WIDE_BLOCK: u16 = u16::MAX;
 /// Offsets never decrease and a node has few edges, so each block of 64 offsets stores its
 /// first offset (`bases`, 8 bytes) and each offset its step above it (`steps`, a `u16`). A
 /// block whose offsets span 2¹⁶ − 1 or more (a node with that many edges) keeps all its
-/// offsets beside instead, at 8 bytes each, and marks its steps [`WIDE_BLOCK`].
+/// offsets beside instead, at 8 bytes each, and marks its steps `WIDE_BLOCK`.
 ///
 /// Invariants: `bases` has one entry per started block; a block's steps are all
-/// [`WIDE_BLOCK`] exactly when its number is in `wide_blocks` (sorted), whose position there
+/// `WIDE_BLOCK` exactly when its number is in `wide_blocks` (sorted), whose position there
 /// times 64 is where its offsets start in `wide`; `last` is the last offset pushed;
 /// `decreases_at` is the first position whose offset was below the one before (the column is
 /// then not a valid CSR, and [`EdgeOffsets::first_decrease`] says so).
@@ -298,7 +298,7 @@ impl U64Column {
         self.narrow.push(narrow);
     }
 
-    /// The narrow form of `value`, or [`BESIDE`].
+    /// The narrow form of `value`, or `BESIDE`.
     #[inline]
     fn narrow_of(&self, value: u64) -> u32 {
         match value.checked_sub(self.base) {

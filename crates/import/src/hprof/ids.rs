@@ -35,7 +35,7 @@ const SLOTS: u32 = u32::MAX;
 pub(super) struct Page {
     /// The node of the page's first object (bitmap pages).
     first_node: u32,
-    /// Where the page's bitmap starts in `bits` (in words), or [`SLOTS`].
+    /// Where the page's bitmap starts in `bits` (in words), or `SLOTS`.
     bits: u32,
     /// Where the page's slots start in `slots` (slot pages).
     slots: u32,
@@ -46,7 +46,7 @@ pub(super) enum IdIndex<'a> {
     /// With `granule = (id - min) >> shift`, `pages[directory[granule >> PAGE_BITS]]` is the
     /// page. A bitmap page has a bit set for each granule where an object starts, and
     /// `before[w]` counts the bits of the page's words before word `w`; a slot page holds the
-    /// node whose object starts in each granule, or [`EMPTY`]. `ids` tells whether the object
+    /// node whose object starts in each granule, or `EMPTY`. `ids` tells whether the object
     /// found starts at `id` itself.
     Paged {
         ids: &'a PackedU64,
