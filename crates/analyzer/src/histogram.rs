@@ -40,15 +40,61 @@ pub(crate) fn type_totals_where(
     totals
 }
 
-/// The children of every reachable node in the dominator tree, as a CSR, children in index
-/// order. Most nodes of a heap dominate nothing, so the offsets are kept only for the nodes
-/// that have children (`parents`, a bit per node with a running count per 64 nodes, says which
-/// and at what position): 4 bytes per child and per parent, not per node. Offsets are `u32`:
-/// a tree has fewer edges than the graph has nodes.
+/// The children of every reachable node in the dominator tree, children in index order.
+///
+/// Laid out for memory, as the per-type totals build it beside the whole analysis: most nodes
+/// of a heap dominate nothing, so list offsets are kept only for the nodes that have children
+/// (`parents`, a bit per node with a running count per 64 nodes, says which and at what
+/// position); and a node's dominator is nearly always an object written close to it, so each
+/// child is stored as its signed distance from its parent, zigzag-encoded in 7-bit groups
+/// (LEB128): one byte for most children, five at most. Offsets are `u32` unless the lists
+/// could pass 4 GiB.
 pub(crate) struct DominatorChildren {
     parents: ParentBits,
-    first: Vec<u32>,
-    child: Vec<u32>,
+    first: ListOffsets,
+    bytes: Vec<u8>,
+}
+
+/// Byte offsets of the children's lists, by parent rank.
+enum ListOffsets {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl ListOffsets {
+    #[inline]
+    fn get(&self, rank: usize) -> usize {
+        match self {
+            ListOffsets::Narrow(offsets) => offsets[rank] as usize,
+            ListOffsets::Wide(offsets) => offsets[rank] as usize,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, rank: usize, n: usize) {
+        match self {
+            ListOffsets::Narrow(offsets) => offsets[rank] += n as u32,
+            ListOffsets::Wide(offsets) => offsets[rank] += n as u64,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            ListOffsets::Narrow(offsets) => offsets.len(),
+            ListOffsets::Wide(offsets) => offsets.len(),
+        }
+    }
+
+    fn pop(&mut self) {
+        match self {
+            ListOffsets::Narrow(offsets) => {
+                offsets.pop();
+            }
+            ListOffsets::Wide(offsets) => {
+                offsets.pop();
+            }
+        }
+    }
 }
 
 /// Which nodes have children, with a rank: `words` holds a bit per node, `before[k]` the number
@@ -69,16 +115,31 @@ impl ParentBits {
     }
 }
 
+/// The zigzag form of `child - parent`.
+#[inline]
+fn zigzag(child: usize, parent: usize) -> u64 {
+    let difference = child as i64 - parent as i64;
+    ((difference << 1) ^ (difference >> 63)) as u64
+}
+
+/// Bytes of the LEB128 encoding of `value`.
+#[inline]
+fn encoded_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 impl DominatorChildren {
     pub(crate) fn build(graph: &HeapGraph, tree: &DominatorTree) -> Self {
         let n_nodes = graph.node_count();
         let root = graph.root().index();
         let has_parent = |node: usize| node != root && tree.reachable[node];
         let mut words = vec![0u64; n_nodes.div_ceil(64)];
+        let mut n_children = 0usize;
         for node in 0..n_nodes {
             if has_parent(node) {
                 let parent = tree.idom[node] as usize;
                 words[parent / 64] |= 1 << (parent % 64);
+                n_children += 1;
             }
         }
         let mut before = Vec::with_capacity(words.len());
@@ -88,44 +149,92 @@ impl DominatorChildren {
             running += bits.count_ones();
         }
         let parents = ParentBits { words, before };
-        // Counts at `first[rank + 2]`, so that after the prefix sums `first[rank + 1]` is
-        // where the parent's children start and can serve as the fill cursor; the fill leaves
-        // it where the children end.
-        let mut first = vec![0u32; running as usize + 2];
-        let rank_of_parent = |node: usize| {
+        // Byte counts at `first[rank + 2]`, so that after the prefix sums `first[rank + 1]` is
+        // where the parent's list starts and can serve as the fill cursor; the fill leaves it
+        // where the list ends. Five bytes at most per child bound the total.
+        let n_offsets = running as usize + 2;
+        let mut first = if u32::try_from(n_children.saturating_mul(5)).is_ok() {
+            ListOffsets::Narrow(vec![0; n_offsets])
+        } else {
+            ListOffsets::Wide(vec![0; n_offsets])
+        };
+        let rank_of = |node: usize| {
             parents
-                .rank(tree.idom[node] as usize)
+                .rank(node)
                 .expect("every dominator was marked as a parent")
         };
         for node in 0..n_nodes {
             if has_parent(node) {
-                first[rank_of_parent(node) + 2] += 1;
+                let parent = tree.idom[node] as usize;
+                first.add(rank_of(parent) + 2, encoded_len(zigzag(node, parent)));
             }
         }
         for i in 2..first.len() {
-            first[i] += first[i - 1];
+            let previous = first.get(i - 1);
+            first.add(i, previous);
         }
-        let mut child = vec![0u32; first[first.len() - 1] as usize];
+        let mut bytes = vec![0u8; first.get(first.len() - 1)];
         for node in 0..n_nodes {
             if has_parent(node) {
-                let slot = &mut first[rank_of_parent(node) + 1];
-                child[*slot as usize] = node as u32;
-                *slot += 1;
+                let parent = tree.idom[node] as usize;
+                let rank = rank_of(parent);
+                let mut at = first.get(rank + 1);
+                let mut value = zigzag(node, parent);
+                let n = encoded_len(value);
+                for _ in 1..n {
+                    bytes[at] = (value as u8 & 0x7f) | 0x80;
+                    value >>= 7;
+                    at += 1;
+                }
+                bytes[at] = value as u8;
+                first.add(rank + 1, n);
             }
         }
         first.pop();
         DominatorChildren {
             parents,
             first,
-            child,
+            bytes,
         }
     }
 
-    pub(crate) fn of(&self, node: usize) -> &[u32] {
+    /// Where the list of `node`'s children starts and ends in the byte stream (equal for none).
+    #[inline]
+    pub(crate) fn range(&self, node: usize) -> (usize, usize) {
         match self.parents.rank(node) {
-            Some(rank) => &self.child[self.first[rank] as usize..self.first[rank + 1] as usize],
-            None => &[],
+            Some(rank) => (self.first.get(rank), self.first.get(rank + 1)),
+            None => (0, 0),
         }
+    }
+
+    /// The child of `parent` encoded at byte `at` of its list, and where the next one starts.
+    #[inline]
+    pub(crate) fn decode(&self, parent: usize, mut at: usize) -> (u32, usize) {
+        let mut value = 0u64;
+        let mut shift = 0;
+        loop {
+            let byte = self.bytes[at];
+            at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let difference = (value >> 1) as i64 ^ -((value & 1) as i64);
+        ((parent as i64 + difference) as u32, at)
+    }
+
+    /// The children of `node`, in index order.
+    pub(crate) fn of(&self, node: usize) -> impl Iterator<Item = u32> + '_ {
+        let (mut at, end) = self.range(node);
+        std::iter::from_fn(move || {
+            (at < end).then(|| {
+                let (child, next) = self.decode(node, at);
+                at = next;
+                child
+            })
+        })
     }
 }
 
@@ -230,16 +339,18 @@ fn add_retained(
     let root = graph.root().index();
     let root_type = types.of(root);
     enter(tree, root_type, root, &mut open, totals);
-    let mut stack: Vec<(u32, u32, u32)> = vec![(root as u32, 0, root_type)];
+    // Each entry: the node, where its next child is in the children's byte stream, its type.
+    let mut stack: Vec<(u32, u64, u32)> =
+        vec![(root as u32, children.range(root).0 as u64, root_type)];
     while let Some(top) = stack.last_mut() {
-        let (node, next_child, dense) = (top.0 as usize, top.1 as usize, top.2);
-        let kids = children.of(node);
-        if next_child < kids.len() {
-            top.1 += 1;
-            let child = kids[next_child] as usize;
+        let (node, at, dense) = (top.0 as usize, top.1 as usize, top.2);
+        if at < children.range(node).1 {
+            let (child, next) = children.decode(node, at);
+            top.1 = next as u64;
+            let child = child as usize;
             let child_type = types.of(child);
             enter(tree, child_type, child, &mut open, totals);
-            stack.push((child as u32, 0, child_type));
+            stack.push((child as u32, children.range(child).0 as u64, child_type));
         } else {
             stack.pop();
             if dense != u32::MAX {

@@ -235,7 +235,7 @@ fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Ve
     let mut stack = vec![root as u32];
     while let Some(node) = stack.pop() {
         preorder.push(node);
-        stack.extend_from_slice(children.of(node as usize));
+        stack.extend(children.of(node as usize));
     }
     let n_reachable = tree.reachable.count_set();
     if preorder.len() != n_reachable {

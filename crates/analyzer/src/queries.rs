@@ -251,7 +251,7 @@ pub fn dominator_tree(
     let mut stack: Vec<(u32, u32)> = vec![(root.to_raw(), 0)];
     while let Some((node, depth)) = stack.pop() {
         let node_index = node as usize;
-        let mut kids: Vec<u32> = children.of(node_index).to_vec();
+        let mut kids: Vec<u32> = children.of(node_index).collect();
         kids.sort_unstable_by_key(|&kid| (Reverse(tree.retained_size.get(kid as usize)), kid));
         let shown: Vec<u32> = if depth < max_depth {
             kids.iter()

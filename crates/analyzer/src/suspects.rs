@@ -121,8 +121,6 @@ fn accumulation_point(
         let retained = tree.retained_size.get(node) as f64;
         let largest = children
             .of(node)
-            .iter()
-            .copied()
             .max_by_key(|&child| (tree.retained_size.get(child as usize), Reverse(child)));
         match largest {
             Some(child)
@@ -151,12 +149,13 @@ fn accumulated_types(
     let mut open: FxHashMap<u32, u32> = FxHashMap::default();
     let type_of = |node: u32| graph.parts().node_type.get(node as usize).to_raw();
     // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
-    let mut stack: Vec<(u32, u32)> = vec![(point.to_raw(), 0)];
+    let start = |node: u32| children.range(node as usize).0 as u64;
+    let mut stack: Vec<(u32, u64)> = vec![(point.to_raw(), start(point.to_raw()))];
     while let Some(top) = stack.last_mut() {
-        let (node, next) = (top.0, top.1 as usize);
-        let kids = children.of(node as usize);
-        if let Some(&child) = kids.get(next) {
-            top.1 += 1;
+        let (node, at) = (top.0, top.1 as usize);
+        if at < children.range(node as usize).1 {
+            let (child, next) = children.decode(node as usize, at);
+            top.1 = next as u64;
             let type_id = type_of(child);
             let entry = by_type.entry(type_id).or_default();
             entry.0 += 1;
@@ -165,7 +164,7 @@ fn accumulated_types(
                 entry.1 += tree.retained_size.get(child as usize);
             }
             *open_count += 1;
-            stack.push((child, 0));
+            stack.push((child, start(child)));
         } else {
             stack.pop();
             if node != point.to_raw()
