@@ -38,7 +38,9 @@ fn assert_self_contained(html: &str) {
 /// The headline, the first thing on the page.
 fn headline(html: &str) -> &str {
     let start = html.find("<div class=\"headline\">").expect("a headline");
-    let end = html[start..].find("</div></div>").map_or(html.len(), |end| start + end);
+    let end = html[start..]
+        .find("</div></div>")
+        .map_or(html.len(), |end| start + end);
     &html[start..end]
 }
 
@@ -62,7 +64,10 @@ fn the_first_screen_names_the_culprit_in_a_developers_words() {
     );
     // One dump: the object where the bytes accumulate, and the chain to it.
     let java = report(
-        &[path_str(&fixture("java/default.hprof.gz")), "--no-timestamp"],
+        &[
+            path_str(&fixture("java/default.hprof.gz")),
+            "--no-timestamp",
+        ],
         "java-headline.html",
     );
     let text = headline(&java);
@@ -82,7 +87,8 @@ fn the_first_screen_names_the_culprit_in_a_developers_words() {
     let text = headline(&gpu);
     assert!(
         text.contains("Out of memory: a request for 256.0 MiB failed")
-            && text.contains("allocated at <code>/srv/trainer/make_fixtures.py:59 (forward)</code>"),
+            && text
+                .contains("allocated at <code>/srv/trainer/make_fixtures.py:59 (forward)</code>"),
         "{text}"
     );
     // Two tracemalloc dumps: the line whose allocations grew most.

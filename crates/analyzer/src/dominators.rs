@@ -224,6 +224,8 @@ fn dominators_with<O: Offset>(
     match method {
         IdomMethod::SemiNca => {
             drop(number);
+            let mut preds = preds;
+            preds.pack_long_lists();
             let parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
             let semi = semi_nca(preds, parent);
             let mut finish = Finish::new(graph, rule, semi, n_reachable);
@@ -351,8 +353,10 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
     let Preds {
         mut first,
         mut from,
+        packed,
     } = preds_of;
     let mut compression_stack: Vec<u32> = Vec::new();
+    let mut unpacked: Vec<u32> = Vec::new();
     for w in (2..len).rev() {
         // The lists are read from the end: hand the part already read back as `best`'s pages
         // fill (shrinking a large allocation unmaps its tail, without a copy).
@@ -360,7 +364,13 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
             from.truncate(first[w + 1].get());
             from.shrink_to_fit();
         }
-        let preds = &from[first[w].get()..first[w + 1].get()];
+        let words = &from[first[w].get()..first[w + 1].get()];
+        let preds = if packed.as_ref().is_some_and(|packed| packed.contains(w)) {
+            unpack(words, &mut unpacked);
+            &unpacked[..]
+        } else {
+            words
+        };
         // An empty list stands for the DFS parent alone (`Lists::WithoutSinglePredecessors`);
         // `w` is not linked yet, so its forest link is still that parent.
         let mut w_semi = if preds.is_empty() {
@@ -397,9 +407,45 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
     semi
 }
 
-/// How many predecessor entries [`semi_nca`] reads past before it gives their memory back:
-/// 16 MiB of them.
-const SHRINK_EVERY: usize = 1 << 22;
+/// How many predecessor words [`semi_nca`] reads past before it gives their memory back:
+/// 4 MiB of them.
+const SHRINK_EVERY: usize = 1 << 20;
+
+/// Lists of at least this many predecessors are packed by [`Preds::pack_long_lists`].
+const PACK_AT_LEAST: usize = 16;
+
+/// Appends the LEB128 encoding of `value` to `out`.
+#[inline]
+fn put_varint(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Decodes a list packed by [`Preds::pack_long_lists`] (`words`: its count, then its bytes
+/// four to a word, little-endian) into `out`: the predecessors in ascending order.
+fn unpack(words: &[u32], out: &mut Vec<u32>) {
+    out.clear();
+    let Some((&count, bytes)) = words.split_first() else {
+        return;
+    };
+    let mut bytes = bytes.iter().flat_map(|word| word.to_le_bytes());
+    let mut previous = 0u32;
+    for _ in 0..count {
+        let (mut value, mut shift) = (0u32, 0);
+        for byte in bytes.by_ref() {
+            value |= u32::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        previous = previous.wrapping_add(value);
+        out.push(previous);
+    }
+}
 
 /// The root's DFS number: it is always searched first.
 const ROOT: u32 = 1;
@@ -750,10 +796,12 @@ fn finish_by_vertex(
 }
 
 /// The retaining predecessors of each vertex, as DFS numbers, grouped by DFS number: those
-/// of `w` are `from[first[w]..first[w + 1]]`.
+/// of `w` are `from[first[w]..first[w + 1]]`, as they are, or packed where `packed` says so
+/// (see [`Preds::pack_long_lists`]).
 struct Preds<O> {
     first: Vec<O>,
     from: Vec<u32>,
+    packed: Option<NodeBits>,
 }
 
 /// Which predecessor lists [`Preds::build`] keeps.
@@ -832,7 +880,55 @@ impl<O: Offset> Preds<O> {
         );
         first.copy_within(0..len, 1);
         first[0] = O::ZERO;
-        Preds { first, from }
+        Preds {
+            first,
+            from,
+            packed: None,
+        }
+    }
+
+    /// Packs each list of [`PACK_AT_LEAST`] predecessors or more, where that is shorter: sorted,
+    /// then as the LEB128 of the first and of each step to the next, after a word with their
+    /// count. A class object's list holds its instances, numbered close together, so most of
+    /// its entries take a byte. The lists move down over the space saved, which is given back.
+    fn pack_long_lists(&mut self) {
+        let len = self.first.len() - 1;
+        let mut packed = NodeBits::new(len);
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut write = 0usize;
+        for w in 0..len {
+            let (start, end) = (self.first[w].get(), self.first[w + 1].get());
+            self.first[w] = O::new(write);
+            let list = &mut self.from[start..end];
+            if list.len() >= PACK_AT_LEAST {
+                list.sort_unstable();
+                bytes.clear();
+                let mut previous = 0u32;
+                for &v in list.iter() {
+                    put_varint(&mut bytes, v - previous);
+                    previous = v;
+                }
+                let n_words = 1 + bytes.len().div_ceil(4);
+                if n_words < list.len() {
+                    let count = list.len() as u32;
+                    self.from[write] = count;
+                    for (k, chunk) in bytes.chunks(4).enumerate() {
+                        let mut word = [0u8; 4];
+                        word[..chunk.len()].copy_from_slice(chunk);
+                        self.from[write + 1 + k] = u32::from_le_bytes(word);
+                    }
+                    packed.insert(w);
+                    write += n_words;
+                    continue;
+                }
+            }
+            self.from.copy_within(start..end, write);
+            write += end - start;
+        }
+        self.first[len] = O::new(write);
+        self.from.truncate(write);
+        self.from.shrink_to_fit();
+        self.packed = Some(packed);
     }
 
     /// The predecessors of DFS number `w` (at least 1), as DFS numbers.

@@ -75,39 +75,64 @@ fn all_chain_lengths(graph: &HeapGraph, target: NodeId) -> Vec<usize> {
     lengths
 }
 
+/// The dominator tree, retained sizes and distances against petgraph's `simple_fast`, brute
+/// force and breadth-first search.
+fn check_dominators(graph: &HeapGraph) -> Result<(), TestCaseError> {
+    let analysis = analyze(graph, &options());
+    let tree = &analysis.dominators;
+    let strong = EdgeFiltered::from_fn(graph, |edge: heapgraph_model::EdgeView| {
+        edge.kind() != EdgeKind::Weak
+    });
+    let oracle = simple_fast(&strong, graph.root());
+    for node in graph.nodes() {
+        let oracle_reachable = oracle.immediate_dominator(node).is_some() || node == graph.root();
+        prop_assert_eq!(
+            tree.reachable[node.index()],
+            oracle_reachable,
+            "reachability of {:?}",
+            node
+        );
+        if oracle_reachable {
+            prop_assert_eq!(
+                tree.immediate_dominator(graph, node),
+                oracle.immediate_dominator(node)
+            );
+        }
+    }
+    // Retained size: the shallow sizes of everything a node dominates, by brute force.
+    for node in graph.nodes().filter(|n| tree.reachable[n.index()]) {
+        let mut expected = 0;
+        for other in graph.nodes().filter(|n| tree.reachable[n.index()]) {
+            if oracle
+                .dominators(other)
+                .is_some_and(|mut chain| chain.any(|d| d == node))
+            {
+                expected += graph.shallow_size(other);
+            }
+        }
+        prop_assert_eq!(tree.retained_size.get(node.index()), expected);
+    }
+    let reachable_size: u64 = graph
+        .nodes()
+        .filter(|n| tree.reachable[n.index()])
+        .map(|n| graph.shallow_size(n))
+        .sum();
+    prop_assert_eq!(tree.retained_size.get(graph.root().index()), reachable_size);
+    let expected_distance = oracle_distances(graph);
+    for node in graph.nodes() {
+        let got = (analysis.distances(graph)[node.index()] != heapgraph_analyzer::NO_DISTANCE)
+            .then_some(analysis.distances(graph)[node.index()]);
+        prop_assert_eq!(got, expected_distance[node.index()]);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
     #[test]
     fn dominators_match_petgraph(graph in random_graph()) {
-        let analysis = analyze(&graph, &options());
-        let tree = &analysis.dominators;
-        let strong = EdgeFiltered::from_fn(&graph, |edge: heapgraph_model::EdgeView| edge.kind() != EdgeKind::Weak);
-        let oracle = simple_fast(&strong, graph.root());
-        for node in graph.nodes() {
-            let oracle_reachable = oracle.immediate_dominator(node).is_some() || node == graph.root();
-            prop_assert_eq!(tree.reachable[node.index()], oracle_reachable, "reachability of {:?}", node);
-            if oracle_reachable {
-                prop_assert_eq!(tree.immediate_dominator(&graph, node), oracle.immediate_dominator(node));
-            }
-        }
-        // Retained size: the shallow sizes of everything a node dominates, by brute force.
-        for node in graph.nodes().filter(|n| tree.reachable[n.index()]) {
-            let mut expected = 0;
-            for other in graph.nodes().filter(|n| tree.reachable[n.index()]) {
-                if oracle.dominators(other).is_some_and(|mut chain| chain.any(|d| d == node)) {
-                    expected += graph.shallow_size(other);
-                }
-            }
-            prop_assert_eq!(tree.retained_size.get(node.index()), expected);
-        }
-        let reachable_size: u64 = graph.nodes().filter(|n| tree.reachable[n.index()]).map(|n| graph.shallow_size(n)).sum();
-        prop_assert_eq!(tree.retained_size.get(graph.root().index()), reachable_size);
-        let expected_distance = oracle_distances(&graph);
-        for node in graph.nodes() {
-            let got = (analysis.distances(&graph)[node.index()] != heapgraph_analyzer::NO_DISTANCE).then_some(analysis.distances(&graph)[node.index()]);
-            prop_assert_eq!(got, expected_distance[node.index()]);
-        }
+        check_dominators(&graph)?;
     }
 
     #[test]
@@ -222,4 +247,15 @@ fn unreachable_objects_are_counted_apart() {
     assert!(holders.dominator_chain.is_empty());
     assert!(holders.paths.is_empty());
     assert_eq!(holders.target.distance, None);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Dense graphs, where many vertices have 16 predecessors or more: the dominator pass
+    /// stores those lists packed.
+    #[test]
+    fn dominators_match_petgraph_on_dense_graphs(graph in graphs_up_to(80, 24)) {
+        check_dominators(&graph)?;
+    }
 }
