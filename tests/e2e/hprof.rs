@@ -183,7 +183,10 @@ fn planted_retained_sizes_equal_an_independent_dominator_computation() {
                     _ => continue,
                 };
                 let node = static_target(&graph, class, field).index();
-                let retained = (tree.retained_size[node], tree.retained_count[node]);
+                let retained = (
+                    tree.retained_size.get(node),
+                    u64::from(tree.retained_count[node]),
+                );
                 let oracle = (
                     fact["retained_bytes"].as_u64().expect("bytes"),
                     fact["retained_objects"].as_u64().expect("objects"),
@@ -267,7 +270,7 @@ fn a_thread_local_hangs_under_its_thread_and_frame() {
     assert_eq!(graph.type_name(thread), "java.lang.Thread");
     assert_eq!(graph.name(thread), "worker-3");
     assert_eq!(
-        analysis.dominators.retained_size[state.index()],
+        analysis.dominators.retained_size.get(state.index()),
         expected()["variants"]["default"]["dominators"]["referent_excluded"]["the WorkerState"]
             ["retained_bytes"]
             .as_u64()

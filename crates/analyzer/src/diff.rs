@@ -199,11 +199,11 @@ pub(crate) fn signatures(graph: &HeapGraph, analysis: &Analysis) -> Signatures {
         if sig == 0 || graph.is_synthetic(node) {
             continue;
         }
-        let retained = tree.retained_size[node.index()];
+        let retained = tree.retained_size.get(node.index());
         let entry = totals.entry(sig).or_insert((0, 0, node.to_raw()));
         entry.0 += 1;
         entry.1 += retained;
-        if retained > tree.retained_size[entry.2 as usize] {
+        if retained > tree.retained_size.get(entry.2 as usize) {
             entry.2 = node.to_raw();
         }
     }
@@ -439,7 +439,7 @@ fn totals_of(graph: &HeapGraph, analysis: &Analysis) -> DumpTotals {
     DumpTotals {
         objects: totals.count.iter().sum(),
         shallow: totals.shallow.iter().sum(),
-        reachable: analysis.dominators.retained_size[graph.root().index()],
+        reachable: analysis.dominators.retained_size.get(graph.root().index()),
     }
 }
 

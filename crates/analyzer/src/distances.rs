@@ -87,8 +87,7 @@ fn bfs(
         let node = queue[head];
         head += 1;
         let next = distance[node as usize] + 1;
-        let range =
-            parts.first_edge[node as usize] as usize..parts.first_edge[node as usize + 1] as usize;
+        let range = parts.first_edge.range(node as usize);
         for edge in range {
             let to = parts.edge_to[edge];
             if distance[to as usize] == NO_DISTANCE && follows(node, edge, to) {

@@ -24,10 +24,8 @@
 //! never fires on Node.js snapshots and that `decisions.md` leaves out.
 
 use crate::edge_rule::EdgeRule;
-use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId};
-use rayon::prelude::*;
-use std::ops::Range;
-use std::sync::atomic::{AtomicU32, Ordering};
+use crate::tree_columns::{NodeCounts, NodeFlags};
+use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -41,12 +39,14 @@ pub struct DominatorTree {
     /// (the root or another unreachable node) under [`EdgeRule::orphans_under_root`], and
     /// [`NO_NODE`] otherwise.
     pub idom: Vec<u32>,
-    /// Retained size per node. The root's counts reachable nodes only.
-    pub retained_size: Vec<u64>,
-    /// Nodes in their dominator subtree, the node itself included.
-    pub retained_count: Vec<u64>,
-    /// Whether the root reaches the node through retaining edges.
-    pub reachable: Vec<bool>,
+    /// Retained size per node (4 bytes each below 4 GiB). The root's counts reachable nodes
+    /// only.
+    pub retained_size: U64Column,
+    /// Nodes in their dominator subtree, the node itself included (a byte per node below
+    /// 255; a graph has fewer than 2³² nodes).
+    pub retained_count: NodeCounts,
+    /// Whether the root reaches the node through retaining edges (a bit per node).
+    pub reachable: NodeFlags,
 }
 
 impl DominatorTree {
@@ -62,11 +62,22 @@ impl DominatorTree {
 /// Computes the dominator tree of `graph` from its root over the edges `rule` keeps.
 ///
 /// The search numbers the nodes 1, 2, … in DFS order (0 is "none", as in memlab), and steps 4
-/// and 5 run on arrays indexed by that number, so that they walk memory in order. The
-/// retaining predecessors are gathered on another rayon worker while step 1 runs, then
-/// translated to DFS numbers in place, in parallel (they stay grouped by node index, so only
-/// one copy of them is ever held). The forest reads of step 4 and the visited checks
-/// of step 1 go to addresses known a few steps ahead, which are prefetched.
+/// and 5 run on arrays indexed by that number, so that they walk memory in order. The pass is
+/// laid out for peak memory, which on large dumps is the binding constraint:
+/// - the first search keeps each node's number and each number's DFS parent, nothing else;
+/// - the retaining predecessors are then gathered by DFS number (so the semidominator loop
+///   reads them front to back and needs no number-to-node map), and the node numbers are
+///   dropped;
+/// - the semidominator loop holds only the predecessor lists and a forest of two `u32` per
+///   vertex, whose parent links are the DFS parents' array itself; the semidominators take
+///   the place of list offsets the loop has passed;
+/// - a second search, identical to the first, walks the same tree again to turn
+///   semidominators into immediate dominators (each one is an ancestor on its stack) and to
+///   sum retained sizes in post-order, writing the per-node results directly.
+///
+/// Where step 3 attached nodes without a search, the numbering is not a depth-first one and
+/// Lengauer–Tarjan's buckets give the dominators; the results then go back to node order
+/// through an array from number to node.
 ///
 /// # Arguments
 /// `graph`: any heap graph; `rule`: which edges retain.
@@ -77,11 +88,13 @@ impl DominatorTree {
 /// # Complexity
 /// O((V + E) log V) time for the semidominators (path compression without balancing), plus,
 /// under semi-NCA, walks up the dominators found so far that are O(V²) in theory and short on
-/// every heap graph we have measured; near-linear in practice. O(V + E') auxiliary space where
-/// E' is the number of retaining edges (their predecessor lists, E' `u32` and V + 1 offsets,
-/// `u32` when E < 2³²), plus a link-eval
-/// forest of two (semi-NCA) or four `u32` per vertex, six more `u32` arrays of V + 1 entries
-/// and a DFS stack of at most V entries.
+/// every heap graph we have measured; near-linear in practice. Auxiliary space, at its peak
+/// (the predecessor lists' fill, then the semidominator loop): the predecessor lists (E' `u32`
+/// for the E' retaining edges, less those into the root's own targets, and V + 2 offsets,
+/// `u32` when E < 2³²) beside two `u32` arrays of V entries (the node numbers and DFS
+/// parents, then the forest); then one `u32` array of V entries beside the results, a bit per
+/// node and a DFS stack of at most V entries. Lengauer–Tarjan's forest takes four `u32` per
+/// vertex, its buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
         dominators_with::<u32>(graph, rule, true)
@@ -96,6 +109,8 @@ trait Offset: Copy + Send + Sync {
     /// `value`, which the caller knows to fit.
     fn new(value: usize) -> Self;
     fn get(self) -> usize;
+    /// The values, each known to fit a `u32`, as `u32`s (in place where the types allow).
+    fn into_u32s(values: Vec<Self>) -> Vec<u32>;
 }
 
 impl Offset for u32 {
@@ -107,6 +122,9 @@ impl Offset for u32 {
     #[inline]
     fn get(self) -> usize {
         self as usize
+    }
+    fn into_u32s(values: Vec<Self>) -> Vec<u32> {
+        values
     }
 }
 
@@ -120,6 +138,9 @@ impl Offset for u64 {
     fn get(self) -> usize {
         self as usize
     }
+    fn into_u32s(values: Vec<Self>) -> Vec<u32> {
+        values.into_iter().map(|value| value as u32).collect()
+    }
 }
 
 /// [`dominators`] with predecessor offsets of type `O`, which must hold the edge count;
@@ -132,40 +153,34 @@ fn dominators_with<O: Offset>(
     let parts = graph.parts();
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
-    let mut search = Search::new(parts, rule, root_ordinal);
 
-    // Step 1, while another worker gathers the predecessors.
-    let (_, (first_pred, pred_from, non_weak_referrers)) = rayon::join(
-        || search.run(root_ordinal, 0),
-        || retaining_predecessors::<O>(parts, rule, root_ordinal),
+    // Step 1, while another worker marks the nodes step 2 must not start from.
+    let (mut search, has_referrer) = rayon::join(
+        || {
+            let mut search = Search::new(parts, rule, root_ordinal);
+            search.run(root_ordinal, 0);
+            search
+        },
+        || rule.orphans_under_root.then(|| non_weak_referrers(parts)),
     );
     let n_reachable = search.n_numbered;
 
     // Step 2: nodes with only weak or shortcut referrers, and their unvisited descendants.
-    if rule.orphans_under_root && (search.n_numbered as usize) < n_nodes {
+    // The starts are kept so that the second search can repeat the numbering.
+    let mut orphan_starts: Vec<u32> = Vec::new();
+    if let Some(has_referrer) = &has_referrer
+        && (search.n_numbered as usize) < n_nodes
+    {
         for ordinal in 0..n_nodes {
-            if search.number[ordinal] != 0 {
-                continue;
-            }
-            let only_weak_referrers = match &non_weak_referrers {
-                Some(counts) => counts[ordinal] == 0,
-                // Under the plain rule, an edge into a node the root does not reach retains
-                // exactly when it is neither weak nor a shortcut and not a self edge (an edge
-                // from the root would have reached it), so the retaining predecessors and the
-                // node's own edges tell.
-                None => {
-                    first_pred[ordinal].get() == first_pred[ordinal + 1].get()
-                        && !has_strong_self_edge(parts, ordinal)
-                }
-            };
-            if only_weak_referrers {
+            if search.number[ordinal] == 0 && !has_referrer.contains(ordinal) {
+                orphan_starts.push(ordinal as u32);
                 search.run(ordinal as u32, ROOT);
             }
         }
     }
+    drop(has_referrer);
     let Search {
-        number,
-        vertex,
+        mut number,
         mut parent,
         n_numbered: mut n,
         stack,
@@ -173,19 +188,18 @@ fn dominators_with<O: Offset>(
     } = search;
     drop(stack);
     let n_searched = n;
-    let mut number = number;
-    let mut vertex = vertex;
     // Step 3: whatever is left hangs under the root.
     if rule.orphans_under_root && (n as usize) < n_nodes {
-        for (ordinal, slot) in number.iter_mut().enumerate() {
+        for slot in &mut number {
             if *slot == 0 {
                 n += 1;
                 *slot = n;
-                vertex[n as usize] = ordinal as u32;
                 parent[n as usize] = ROOT;
             }
         }
     }
+    let len = n as usize + 1;
+    parent.truncate(len);
     // Without step 3, the numbering is a true depth-first numbering (of the graph with an
     // edge from the root to each node of step 2), and the immediate dominators follow from
     // the semidominators by semi-NCA, which needs no buckets and half the `eval` calls.
@@ -196,78 +210,48 @@ fn dominators_with<O: Offset>(
     } else {
         IdomMethod::LengauerTarjan
     };
-
-    // Predecessor sources translated to DFS numbers in place; unnumbered ones (left out by the
-    // rule) become 0.
-    let len = n as usize + 1;
-    let mut pred_from = pred_from;
-    to_numbers(&mut pred_from, &number);
-    let preds = Preds {
-        first: &first_pred,
-        from: &pred_from,
-        vertex: &vertex[..len],
+    let lists = match method {
+        IdomMethod::SemiNca => Lists::WithoutSinglePredecessors,
+        IdomMethod::LengauerTarjan => Lists::All,
     };
-    parent.truncate(len);
-    // Steps 4 and 5.
-    let dom = match method {
-        IdomMethod::LengauerTarjan => lengauer_tarjan(&preds, &parent),
-        IdomMethod::SemiNca => semi_nca(&preds, &parent),
-    };
-    drop(first_pred);
-    drop(pred_from);
-    drop(parent);
-    // Retained sizes, summed up the tree in reverse DFS order, by DFS number.
-    let mut size_by_number: Vec<u64> = vertex[..len]
-        .par_iter()
-        .enumerate()
-        .map(|(w, &ordinal)| {
-            if w == 0 {
-                0
-            } else {
-                parts.node_shallow_size[ordinal as usize]
-            }
-        })
-        .collect();
-    let mut count_by_number = vec![1u32; len];
-    for w in (2..len).rev() {
-        let dominator = dom[w] as usize;
-        if dominator == ROOT as usize && w > n_reachable as usize {
-            continue;
-        }
-        size_by_number[dominator] += size_by_number[w];
-        count_by_number[dominator] += count_by_number[w];
+    if method == IdomMethod::SemiNca {
+        // Found again after the lists, so that the parents are never held beside the node
+        // numbers and the lists, the pass's largest moment.
+        drop(parent);
+        parent = Vec::new();
     }
-    // Back to node indices, gathered by DFS number in parallel; vertex[0] = NO_NODE maps "no
-    // dominator" through.
-    vertex[0] = NO_NODE;
-    let mut idom = vec![NO_NODE; n_nodes];
-    let mut reachable = vec![false; n_nodes];
-    let mut retained_size = vec![0u64; n_nodes];
-    let mut retained_count = vec![1u64; n_nodes];
-    idom.par_chunks_mut(NODES_PER_JOB)
-        .zip(reachable.par_chunks_mut(NODES_PER_JOB))
-        .zip(retained_size.par_chunks_mut(NODES_PER_JOB))
-        .zip(retained_count.par_chunks_mut(NODES_PER_JOB))
-        .zip(number.par_chunks(NODES_PER_JOB))
-        .zip(parts.node_shallow_size.par_chunks(NODES_PER_JOB))
-        .for_each(|(((((idom, reachable), size), count), number), shallow)| {
-            for i in 0..idom.len() {
-                let w = number[i] as usize;
-                if w == 0 {
-                    size[i] = shallow[i];
-                    continue;
-                }
-                idom[i] = vertex[dom[w] as usize];
-                reachable[i] = w <= n_reachable as usize;
-                size[i] = size_by_number[w];
-                count[i] = u64::from(count_by_number[w]);
+    let preds = Preds::<O>::build(parts, rule, root_ordinal, &number, len, lists);
+    match method {
+        IdomMethod::SemiNca => {
+            drop(number);
+            let mut preds = preds;
+            preds.pack_long_lists();
+            let parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
+            let semi = semi_nca(preds, parent);
+            let mut finish = Finish::new(graph, rule, semi, n_reachable);
+            finish.run(root_ordinal, 0);
+            for &start in &orphan_starts {
+                finish.run(start, ROOT);
             }
-        });
-    DominatorTree {
-        idom,
-        retained_size,
-        retained_count,
-        reachable,
+            debug_assert_eq!(
+                finish.n_numbered, n,
+                "the second search numbers as the first"
+            );
+            finish.into_tree()
+        }
+        IdomMethod::LengauerTarjan => {
+            let mut vertex = vec![NO_NODE; len];
+            for (ordinal, &w) in number.iter().enumerate() {
+                if w != 0 {
+                    vertex[w as usize] = ordinal as u32;
+                }
+            }
+            drop(number);
+            let dom = lengauer_tarjan(&preds, &parent);
+            drop(preds);
+            drop(parent);
+            finish_by_vertex(parts, &dom, &vertex, n_reachable)
+        }
     }
 }
 
@@ -284,7 +268,7 @@ enum IdomMethod {
 /// Steps 4 and 5 as memlab runs them, over DFS numbers 1..=n (`parent.len() == n + 1`):
 /// semidominators with path-compressed `eval`/`link`, buckets, then a pass in DFS order.
 /// Returns the immediate dominator of every DFS number (the root's own, and the root for 0).
-fn lengauer_tarjan<O: Offset>(preds_of: &Preds<'_, O>, parent: &[u32]) -> Vec<u32> {
+fn lengauer_tarjan<O: Offset>(preds_of: &Preds<O>, parent: &[u32]) -> Vec<u32> {
     let len = parent.len();
     // Initially every vertex is its own label and semidominator (numbers are DFS numbers).
     let mut forest: Vec<Link> = (0..len as u32)
@@ -308,13 +292,12 @@ fn lengauer_tarjan<O: Offset>(preds_of: &Preds<'_, O>, parent: &[u32]) -> Vec<u3
             semi = ROOT;
         }
         for &v in preds {
-            // 0: an unreachable referrer, left out of the tree by the rule. A vertex below `w`
-            // is not processed yet, hence not linked: `eval` would return its own number, so
-            // it is taken without touching the forest.
-            let v_semi = match v {
-                0 => continue,
-                v if (v as usize) < w => v,
-                v => evaluate(v, &mut forest, &mut compression_stack).1,
+            // A vertex below `w` is not processed yet, hence not linked: `eval` would return
+            // its own number, so it is taken without touching the forest.
+            let v_semi = if (v as usize) < w {
+                v
+            } else {
+                evaluate(v, &mut forest, &mut compression_stack).1
             };
             semi = semi.min(v_semi);
         }
@@ -349,57 +332,119 @@ fn lengauer_tarjan<O: Offset>(preds_of: &Preds<'_, O>, parent: &[u32]) -> Vec<u3
     dom
 }
 
-/// Steps 4 and 5 by semi-NCA (Georgiadis), which [`lengauer_tarjan`] equals wherever the
-/// numbering is a true depth-first numbering: the same semidominators, from a forest of 8
-/// bytes per vertex (only the least semidominator on a path matters here, not its vertex),
-/// then each immediate dominator as the nearest ancestor of the DFS parent, among the
-/// dominators found so far, that is not below the semidominator.
-fn semi_nca<O: Offset>(preds_of: &Preds<'_, O>, parent: &[u32]) -> Vec<u32> {
+/// Step 4 by semi-NCA (Georgiadis), which [`lengauer_tarjan`] equals wherever the numbering
+/// is a true depth-first numbering: the same semidominators, from a forest of two `u32` per
+/// vertex (only the least semidominator on a path matters here, not its vertex). Returns the
+/// semidominator of every DFS number; [`Finish`] turns them into immediate dominators.
+///
+/// Nothing here is allocated beside its input but the forest's `best` half, whose pages
+/// become resident as the loop reaches them:
+/// - the forest's parent links are `parent` itself (consumed): a vertex counts as linked once
+///   the loop has passed it (at `w`, exactly the vertices above `w` are linked), so the DFS
+///   parents are the links, and no "unlinked" marker is needed;
+/// - the semidominators go into the list offsets: the loop reads `first[w]` and `first[w + 1]`
+///   at `w` and never again reads `first[w + 1]`, so `w`'s semidominator goes there, and the
+///   offsets, shifted down by one, become the result.
+fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
     let len = parent.len();
-    // `best` is the least semidominator on the vertex's compressed path; own number at first.
-    let mut forest: Vec<CompactLink> = (0..len as u32)
-        .map(|k| CompactLink {
-            ancestor: 0,
-            best: k,
-        })
-        .collect();
-    let mut semi: Vec<u32> = (0..len as u32).collect();
+    let mut ancestor = parent;
+    // The least semidominator on the vertex's compressed path, set when the vertex is linked.
+    let mut best = vec![0u32; len];
+    let Preds {
+        mut first,
+        mut from,
+        packed,
+    } = preds_of;
     let mut compression_stack: Vec<u32> = Vec::new();
+    let mut unpacked: Vec<u32> = Vec::new();
     for w in (2..len).rev() {
-        let preds = preds_of.of(w);
-        // memlab: an orphan is retained by the root.
-        let mut w_semi = if preds.is_empty() { ROOT } else { w as u32 };
+        // The lists are read from the end: hand the part already read back as `best`'s pages
+        // fill (shrinking a large allocation unmaps its tail, without a copy).
+        if from.len() - first[w + 1].get() >= SHRINK_EVERY {
+            from.truncate(first[w + 1].get());
+            from.shrink_to_fit();
+        }
+        let words = &from[first[w].get()..first[w + 1].get()];
+        let preds = if packed.as_ref().is_some_and(|packed| packed.contains(w)) {
+            unpack(words, &mut unpacked);
+            &unpacked[..]
+        } else {
+            words
+        };
+        // An empty list stands for the DFS parent alone (`Lists::WithoutSinglePredecessors`);
+        // `w` is not linked yet, so its forest link is still that parent.
+        let mut w_semi = if preds.is_empty() {
+            ancestor[w]
+        } else {
+            w as u32
+        };
         for (i, &v) in preds.iter().enumerate() {
             if let Some(&ahead) = preds.get(i + PREFETCH_DISTANCE) {
-                prefetch(&forest, ahead as usize);
+                prefetch(&ancestor, ahead as usize);
+                prefetch(&best, ahead as usize);
             }
-            // As in `lengauer_tarjan`: 0 is left out, a vertex below `w` is its own answer.
-            let v_semi = match v {
-                0 => continue,
-                v if (v as usize) < w => v,
-                v => evaluate_compact(v, &mut forest, &mut compression_stack),
+            // As in `lengauer_tarjan`, a vertex below `w` is its own answer.
+            let v_semi = if (v as usize) < w {
+                v
+            } else {
+                evaluate_compact(v, w, &mut ancestor, &mut best, &mut compression_stack)
             };
             w_semi = w_semi.min(v_semi);
         }
-        semi[w] = w_semi;
-        forest[w] = CompactLink {
-            ancestor: parent[w],
-            best: w_semi,
-        };
+        first[w + 1] = O::new(w_semi as usize);
+        best[w] = w_semi;
     }
-    drop(forest);
-    let mut dom = semi;
-    dom[0] = ROOT;
-    dom[ROOT as usize] = ROOT;
-    for w in 2..len {
-        let w_semi = dom[w];
-        let mut candidate = parent[w];
-        while candidate > w_semi {
-            candidate = dom[candidate as usize];
+    drop(ancestor);
+    drop(best);
+    drop(from);
+    let mut semi = O::into_u32s(first);
+    semi.remove(0);
+    semi.truncate(len);
+    semi[0] = 0;
+    if len > ROOT as usize {
+        semi[ROOT as usize] = ROOT;
+    }
+    semi
+}
+
+/// How many predecessor words [`semi_nca`] reads past before it gives their memory back:
+/// 4 MiB of them.
+const SHRINK_EVERY: usize = 1 << 20;
+
+/// Lists of at least this many predecessors are packed by [`Preds::pack_long_lists`].
+const PACK_AT_LEAST: usize = 16;
+
+/// Appends the LEB128 encoding of `value` to `out`.
+#[inline]
+fn put_varint(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Decodes a list packed by [`Preds::pack_long_lists`] (`words`: its count, then its bytes
+/// four to a word, little-endian) into `out`: the predecessors in ascending order.
+fn unpack(words: &[u32], out: &mut Vec<u32>) {
+    out.clear();
+    let Some((&count, bytes)) = words.split_first() else {
+        return;
+    };
+    let mut bytes = bytes.iter().flat_map(|word| word.to_le_bytes());
+    let mut previous = 0u32;
+    for _ in 0..count {
+        let (mut value, mut shift) = (0u32, 0);
+        for byte in bytes.by_ref() {
+            value |= u32::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
         }
-        dom[w] = candidate;
+        previous = previous.wrapping_add(value);
+        out.push(previous);
     }
-    dom
 }
 
 /// The root's DFS number: it is always searched first.
@@ -412,21 +457,40 @@ fn retains(rule: &EdgeRule, from: u32, from_is_root: bool, kind: EdgeKind, to: u
     from != to && rule.kind_retains(kind, from_is_root)
 }
 
+/// One bit per node.
+struct NodeBits(Vec<u64>);
+
+impl NodeBits {
+    fn new(n_nodes: usize) -> Self {
+        NodeBits(vec![0; n_nodes.div_ceil(64)])
+    }
+
+    #[inline]
+    fn insert(&mut self, node: usize) {
+        self.0[node / 64] |= 1 << (node % 64);
+    }
+
+    #[inline]
+    fn contains(&self, node: usize) -> bool {
+        self.0[node / 64] & (1 << (node % 64)) != 0
+    }
+}
+
 /// The iterative depth-first search of steps 1 and 2, numbering nodes in visiting order.
 ///
-/// Invariants: `number[o]` is the DFS number of node `o` (0 while unvisited);
-/// `vertex[number[o]] == o`; `parent[k]` is the DFS number of node `k`'s tree parent (0 for
-/// the root); `n_numbered` nodes carry numbers 1..=n_numbered.
+/// Invariants: `number[o]` is the DFS number of node `o` (0 while unvisited); `parent[k]` is
+/// the DFS number of the tree parent of the node numbered `k` (0 for the root);
+/// `n_numbered` nodes carry numbers 1..=n_numbered.
 struct Search<'a> {
     parts: &'a HeapGraphParts,
     rule: &'a EdgeRule,
     root_ordinal: u32,
     number: Vec<u32>,
-    vertex: Vec<u32>,
     parent: Vec<u32>,
     n_numbered: u32,
-    /// Per open node: its index, its DFS number, the next edge to look at and its edge end.
-    stack: Vec<(u32, u32, u64, u64)>,
+    /// Per open node: its index, its DFS number and the next edge to look at (its edges end
+    /// where `first_edge` says: 16 bytes an entry, since the stack can hold millions).
+    stack: Vec<(u32, u32, u64)>,
 }
 
 impl<'a> Search<'a> {
@@ -437,7 +501,6 @@ impl<'a> Search<'a> {
             rule,
             root_ordinal,
             number: vec![0; n_nodes],
-            vertex: vec![0; n_nodes + 1],
             parent: vec![0; n_nodes + 1],
             n_numbered: 0,
             stack: Vec::new(),
@@ -451,21 +514,15 @@ impl<'a> Search<'a> {
         let edge_to = &self.parts.edge_to;
         let edge_kind = &self.parts.edge_kind;
         let number = &mut self.number;
-        let vertex = &mut self.vertex;
         let parent = &mut self.parent;
         let stack = &mut self.stack;
         let mut n = self.n_numbered + 1;
         number[start as usize] = n;
-        vertex[n as usize] = start;
         parent[n as usize] = start_parent;
-        stack.push((
-            start,
-            n,
-            first_edge[start as usize],
-            first_edge[start as usize + 1],
-        ));
+        stack.push((start, n, first_edge.get(start as usize)));
         while let Some(top) = stack.last_mut() {
-            let (v, v_number, mut edge, end) = *top;
+            let (v, v_number, mut edge) = *top;
+            let end = first_edge.get(v as usize + 1);
             let from_is_root = v == self.root_ordinal;
             let mut next = None;
             while edge < end {
@@ -486,9 +543,8 @@ impl<'a> Search<'a> {
                 Some(w) => {
                     n += 1;
                     number[w as usize] = n;
-                    vertex[n as usize] = w;
                     parent[n as usize] = v_number;
-                    stack.push((w, n, first_edge[w as usize], first_edge[w as usize + 1]));
+                    stack.push((w, n, first_edge.get(w as usize)));
                 }
                 None => {
                     stack.pop();
@@ -499,34 +555,425 @@ impl<'a> Search<'a> {
     }
 }
 
-/// Nodes per parallel job when translating predecessors: large enough to amortise a job.
-const NODES_PER_JOB: usize = 1 << 16;
-
-/// Replaces each source node index in `from` by its DFS `number` (0 for nodes left
-/// unnumbered), in place and in parallel: the lists keep their node-index grouping, so that no
-/// second copy of them is ever held.
-fn to_numbers(from: &mut [u32], number: &[u32]) {
-    from.par_chunks_mut(NODES_PER_JOB * 4).for_each(|sources| {
-        for source in sources {
-            *source = number[*source as usize];
+/// The DFS parents by number, found by repeating the traversal of [`Search`] (from the root,
+/// then from each of step 2's `orphan_starts`) with a bit per node for "visited" instead of
+/// the numbers: `len` numbers (the root's is 1, its parent 0).
+fn search_parents(
+    parts: &HeapGraphParts,
+    rule: &EdgeRule,
+    root_ordinal: u32,
+    orphan_starts: &[u32],
+    len: usize,
+) -> Vec<u32> {
+    let n_nodes = parts.node_kind.len();
+    let mut visited = NodeBits::new(n_nodes);
+    let mut parent = vec![0u32; len];
+    let mut n = 0u32;
+    // Per open node: its index, its number and the next edge to look at.
+    let mut stack: Vec<(u32, u32, u64)> = Vec::new();
+    let starts = std::iter::once((root_ordinal, 0)).chain(orphan_starts.iter().map(|&s| (s, ROOT)));
+    for (start, start_parent) in starts {
+        n += 1;
+        visited.insert(start as usize);
+        parent[n as usize] = start_parent;
+        stack.push((start, n, parts.first_edge.get(start as usize)));
+        while let Some(top) = stack.last_mut() {
+            let (v, v_number, mut edge) = *top;
+            let end = parts.first_edge.get(v as usize + 1);
+            let from_is_root = v == root_ordinal;
+            let mut next = None;
+            while edge < end {
+                let w = parts.edge_to[edge as usize];
+                let kind = parts.edge_kind[edge as usize];
+                edge += 1;
+                if retains(rule, v, from_is_root, kind, w) && !visited.contains(w as usize) {
+                    next = Some(w);
+                    break;
+                }
+            }
+            top.2 = edge;
+            match next {
+                Some(w) => {
+                    n += 1;
+                    visited.insert(w as usize);
+                    parent[n as usize] = v_number;
+                    stack.push((w, n, parts.first_edge.get(w as usize)));
+                }
+                None => {
+                    stack.pop();
+                }
+            }
         }
-    });
+    }
+    debug_assert_eq!(
+        n as usize + 1,
+        len,
+        "the parents' search numbers as the first"
+    );
+    parent
 }
 
-/// The retaining predecessors, by DFS number, of each vertex: lists grouped by node index
-/// (`first`, `from`, sources already DFS numbers), found through `vertex`.
-struct Preds<'a, O> {
-    first: &'a [O],
-    from: &'a [u32],
-    vertex: &'a [u32],
+/// The second search of the semi-NCA path: the same traversal as [`Search`] (so the same
+/// numbers, found again without storing them), which finishes step 5 and the retained sizes.
+///
+/// On entering the node numbered `w`, its immediate dominator is the nearest ancestor of its
+/// DFS parent, among the dominators found so far, that is not below its semidominator; that
+/// dominator is an ancestor in the DFS tree, hence on the stack, where a binary search by
+/// number finds its node. On leaving `w`, every node it dominates (all of them below it in the
+/// DFS tree) has left already and added its size to `w`, so `w`'s retained size is complete
+/// and goes to its dominator. Results are written by node index as they are found.
+struct Finish<'a> {
+    parts: &'a HeapGraphParts,
+    rule: &'a EdgeRule,
+    root_ordinal: u32,
+    /// Semidominators by DFS number, overwritten by immediate dominators as the search
+    /// enters each number.
+    dom: Vec<u32>,
+    n_reachable: u32,
+    visited: NodeBits,
+    n_numbered: u32,
+    stack: Vec<FinishEntry>,
+    idom: Vec<u32>,
+    reachable: NodeFlags,
+    retained_size: U64Column,
+    retained_count: NodeCounts,
 }
 
-impl<O: Offset> Preds<'_, O> {
+/// An open node of [`Finish`]'s search.
+#[derive(Clone, Copy)]
+struct FinishEntry {
+    node: u32,
+    number: u32,
+    /// The node its retained size and count go to when it is left ([`NO_NODE`]: none).
+    into: u32,
+    /// The next edge to look at (the node's edges end where `first_edge` says).
+    next_edge: u64,
+}
+
+impl<'a> Finish<'a> {
+    fn new(graph: &'a HeapGraph, rule: &'a EdgeRule, semi: Vec<u32>, n_reachable: u32) -> Self {
+        let parts = graph.parts();
+        let n_nodes = graph.node_count();
+        Finish {
+            parts,
+            rule,
+            root_ordinal: graph.root().to_raw(),
+            dom: semi,
+            n_reachable,
+            visited: NodeBits::new(n_nodes),
+            n_numbered: 0,
+            stack: Vec::new(),
+            idom: vec![NO_NODE; n_nodes],
+            reachable: NodeFlags::new(n_nodes),
+            retained_size: parts.node_shallow_size.iter().collect(),
+            retained_count: NodeCounts::ones(n_nodes),
+        }
+    }
+
+    /// Enters `node` as the next number, a child of DFS number `parent_number`.
+    fn enter(&mut self, node: u32, parent_number: u32) {
+        self.n_numbered += 1;
+        let w = self.n_numbered;
+        self.visited.insert(node as usize);
+        let dominator = if w == ROOT {
+            ROOT
+        } else {
+            let semi = self.dom[w as usize];
+            let mut candidate = parent_number;
+            while candidate > semi {
+                candidate = self.dom[candidate as usize];
+            }
+            self.dom[w as usize] = candidate;
+            candidate
+        };
+        let dominator_node = if dominator == ROOT {
+            self.root_ordinal
+        } else {
+            let at = self.stack.partition_point(|entry| entry.number < dominator);
+            self.stack[at].node
+        };
+        self.idom[node as usize] = dominator_node;
+        self.reachable.set(node as usize, w <= self.n_reachable);
+        // memlab: the root does not count nodes it reaches only as hung-up orphans.
+        let into = if w == ROOT || (dominator == ROOT && w > self.n_reachable) {
+            NO_NODE
+        } else {
+            dominator_node
+        };
+        let first_edge = &self.parts.first_edge;
+        self.stack.push(FinishEntry {
+            node,
+            number: w,
+            into,
+            next_edge: first_edge.get(node as usize),
+        });
+    }
+
+    /// Searches from `start` as [`Search::run`] did.
+    fn run(&mut self, start: u32, start_parent: u32) {
+        self.enter(start, start_parent);
+        let parts = self.parts;
+        let (edge_to, edge_kind) = (&parts.edge_to, &parts.edge_kind);
+        while let Some(&top) = self.stack.last() {
+            let from_is_root = top.node == self.root_ordinal;
+            let mut edge = top.next_edge;
+            let end = parts.first_edge.get(top.node as usize + 1);
+            let mut next = None;
+            while edge < end {
+                let w = edge_to[edge as usize];
+                let kind = edge_kind[edge as usize];
+                edge += 1;
+                if retains(self.rule, top.node, from_is_root, kind, w)
+                    && !self.visited.contains(w as usize)
+                {
+                    next = Some(w);
+                    break;
+                }
+            }
+            let at = self.stack.len() - 1;
+            self.stack[at].next_edge = edge;
+            match next {
+                Some(w) => self.enter(w, top.number),
+                None => {
+                    self.stack.pop();
+                    if top.into != NO_NODE {
+                        let (node, into) = (top.node as usize, top.into as usize);
+                        let size = &mut self.retained_size;
+                        size.set(into, size.get(into) + size.get(node));
+                        let count = self.retained_count[node];
+                        self.retained_count.add(into, count);
+                    }
+                }
+            }
+        }
+    }
+
+    fn into_tree(self) -> DominatorTree {
+        DominatorTree {
+            idom: self.idom,
+            retained_size: self.retained_size,
+            retained_count: self.retained_count,
+            reachable: self.reachable,
+        }
+    }
+}
+
+/// Step 5's results in node order from the dominators `dom` by DFS number, through `vertex`
+/// (number to node), with retained sizes summed in reverse DFS order (Lengauer–Tarjan's path:
+/// there a dominator is below its vertex's number but not always its DFS ancestor).
+fn finish_by_vertex(
+    parts: &HeapGraphParts,
+    dom: &[u32],
+    vertex: &[u32],
+    n_reachable: u32,
+) -> DominatorTree {
+    let n_nodes = parts.node_shallow_size.len();
+    let mut idom = vec![NO_NODE; n_nodes];
+    let mut reachable = NodeFlags::new(n_nodes);
+    let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
+    let mut retained_count = NodeCounts::ones(n_nodes);
+    for w in 1..vertex.len() {
+        let node = vertex[w] as usize;
+        idom[node] = vertex[dom[w] as usize];
+        reachable.set(node, w <= n_reachable as usize);
+    }
+    for w in (2..vertex.len()).rev() {
+        let dominator = dom[w] as usize;
+        if dominator == ROOT as usize && w > n_reachable as usize {
+            continue;
+        }
+        let (node, into) = (vertex[w] as usize, vertex[dominator] as usize);
+        retained_size.set(into, retained_size.get(into) + retained_size.get(node));
+        let count = retained_count[node];
+        retained_count.add(into, count);
+    }
+    DominatorTree {
+        idom,
+        retained_size,
+        retained_count,
+        reachable,
+    }
+}
+
+/// The retaining predecessors of each vertex, as DFS numbers, grouped by DFS number: those
+/// of `w` are `from[first[w]..first[w + 1]]`, as they are, or packed where `packed` says so
+/// (see [`Preds::pack_long_lists`]).
+struct Preds<O> {
+    first: Vec<O>,
+    from: Vec<u32>,
+    packed: Option<NodeBits>,
+}
+
+/// Which predecessor lists [`Preds::build`] keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lists {
+    /// Every list (Lengauer–Tarjan's path; an empty list means an orphan of the root).
+    All,
+    /// All but the lists of one predecessor, which are left empty: in a depth-first numbering
+    /// the DFS parent is a predecessor, so a lone predecessor is the parent, and the
+    /// semidominator; an empty list then means "the DFS parent" (for a node of step 2 that is
+    /// the root, memlab's answer for an orphan).
+    WithoutSinglePredecessors,
+}
+
+impl<O: Offset> Preds<O> {
+    /// Gathers the retaining edges between numbered nodes (`number` by node index, `len` =
+    /// the highest number + 1), in two passes over the edges: count, then fill; `lists` says
+    /// which lists are kept.
+    ///
+    /// The targets of the root's own retaining edges keep only those edges: the root, the
+    /// least number, is then their semidominator whatever else refers to them, and on Java
+    /// dumps that leaves out every reference to a system class from its instances. (Their
+    /// lists are kept even with one entry: such a target's DFS parent need not be the root.)
+    fn build(
+        parts: &HeapGraphParts,
+        rule: &EdgeRule,
+        root_ordinal: u32,
+        number: &[u32],
+        len: usize,
+        lists: Lists,
+    ) -> Self {
+        let n_nodes = number.len();
+        let mut root_target = NodeBits::new(n_nodes);
+        // The same, by DFS number.
+        let mut root_target_number = NodeBits::new(len);
+        for edge in parts.first_edge.range(root_ordinal as usize) {
+            let to = parts.edge_to[edge];
+            if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
+                root_target.insert(to as usize);
+                root_target_number.insert(number[to as usize] as usize);
+            }
+        }
+        // Counts at `first[w + 1]`; after the prefix sums `first[w]` is where `w`'s list
+        // starts and serves as its fill cursor, which leaves it where the list ends.
+        let mut first = vec![O::ZERO; len + 1];
+        for_each_pred(parts, rule, root_ordinal, number, &root_target, |to, _| {
+            first[to + 1] = O::new(first[to + 1].get() + 1);
+        });
+        let mut left_out = NodeBits::new(len);
+        if lists == Lists::WithoutSinglePredecessors {
+            for w in 2..len {
+                if first[w + 1].get() == 1 && !root_target_number.contains(w) {
+                    left_out.insert(w);
+                    first[w + 1] = O::ZERO;
+                }
+            }
+        }
+        for k in 1..first.len() {
+            first[k] = O::new(first[k].get() + first[k - 1].get());
+        }
+        let mut from = vec![0u32; first[len].get()];
+        for_each_pred(
+            parts,
+            rule,
+            root_ordinal,
+            number,
+            &root_target,
+            |to, source| {
+                if left_out.contains(to) {
+                    return;
+                }
+                let slot = &mut first[to];
+                from[slot.get()] = source;
+                *slot = O::new(slot.get() + 1);
+            },
+        );
+        first.copy_within(0..len, 1);
+        first[0] = O::ZERO;
+        Preds {
+            first,
+            from,
+            packed: None,
+        }
+    }
+
+    /// Packs each list of [`PACK_AT_LEAST`] predecessors or more, where that is shorter: sorted,
+    /// then as the LEB128 of the first and of each step to the next, after a word with their
+    /// count. A class object's list holds its instances, numbered close together, so most of
+    /// its entries take a byte. The lists move down over the space saved, which is given back.
+    fn pack_long_lists(&mut self) {
+        let len = self.first.len() - 1;
+        let mut packed = NodeBits::new(len);
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut write = 0usize;
+        for w in 0..len {
+            let (start, end) = (self.first[w].get(), self.first[w + 1].get());
+            self.first[w] = O::new(write);
+            let list = &mut self.from[start..end];
+            if list.len() >= PACK_AT_LEAST {
+                list.sort_unstable();
+                bytes.clear();
+                let mut previous = 0u32;
+                for &v in list.iter() {
+                    put_varint(&mut bytes, v - previous);
+                    previous = v;
+                }
+                let n_words = 1 + bytes.len().div_ceil(4);
+                if n_words < list.len() {
+                    let count = list.len() as u32;
+                    self.from[write] = count;
+                    for (k, chunk) in bytes.chunks(4).enumerate() {
+                        let mut word = [0u8; 4];
+                        word[..chunk.len()].copy_from_slice(chunk);
+                        self.from[write + 1 + k] = u32::from_le_bytes(word);
+                    }
+                    packed.insert(w);
+                    write += n_words;
+                    continue;
+                }
+            }
+            self.from.copy_within(start..end, write);
+            write += end - start;
+        }
+        self.first[len] = O::new(write);
+        self.from.truncate(write);
+        self.from.shrink_to_fit();
+        self.packed = Some(packed);
+    }
+
     /// The predecessors of DFS number `w` (at least 1), as DFS numbers.
     #[inline]
     fn of(&self, w: usize) -> &[u32] {
-        let node = self.vertex[w] as usize;
-        &self.from[self.first[node].get()..self.first[node + 1].get()]
+        &self.from[self.first[w].get()..self.first[w + 1].get()]
+    }
+}
+
+/// Calls `visit(target number, source number)` for every retaining edge between numbered
+/// nodes, in edge order, but for edges into `root_target` nodes that do not leave the root.
+fn for_each_pred(
+    parts: &HeapGraphParts,
+    rule: &EdgeRule,
+    root_ordinal: u32,
+    number: &[u32],
+    root_target: &NodeBits,
+    mut visit: impl FnMut(usize, u32),
+) {
+    let edge_to = &parts.edge_to;
+    for from in 0..number.len() {
+        let source = number[from];
+        if source == 0 {
+            continue;
+        }
+        let from_is_root = from as u32 == root_ordinal;
+        let range = parts.first_edge.range(from);
+        let end = range.end;
+        for edge in range {
+            if let Some(&ahead) = edge_to.get(edge + PREFETCH_DISTANCE)
+                && edge + PREFETCH_DISTANCE < end
+            {
+                prefetch(number, ahead as usize);
+            }
+            let to = edge_to[edge];
+            if !retains(rule, from as u32, from_is_root, parts.edge_kind[edge], to)
+                || (!from_is_root && root_target.contains(to as usize))
+            {
+                continue;
+            }
+            let target = number[to as usize];
+            if target != 0 {
+                visit(target as usize, source);
+            }
+        }
     }
 }
 
@@ -571,36 +1018,29 @@ fn evaluate(v: u32, forest: &mut [Link], stack: &mut Vec<u32>) -> (u32, u32) {
     (link.label, link.label_semi)
 }
 
-/// One vertex of semi-NCA's link-eval forest, by DFS number: 8 bytes, so that twice as many
-/// fit in cache as [`Link`]s.
-#[derive(Clone, Copy)]
-struct CompactLink {
-    /// Forest parent; 0 while the vertex is not linked.
-    ancestor: u32,
-    /// The least semidominator on the compressed path (final once the vertex is linked).
-    best: u32,
-}
-
-/// [`evaluate`] over a [`CompactLink`] forest: the least semidominator on the path from `v`.
+/// [`evaluate`] over semi-NCA's forest (`ancestor`, `best`, by DFS number) at step `w`, where
+/// the linked vertices are exactly those above `w`: the least semidominator on the path from
+/// `v` (linked), with iterative path compression.
 #[inline]
-fn evaluate_compact(v: u32, forest: &mut [CompactLink], stack: &mut Vec<u32>) -> u32 {
-    let link = forest[v as usize];
-    if link.ancestor == 0 {
-        return link.best;
-    }
+fn evaluate_compact(
+    v: u32,
+    w: usize,
+    ancestor: &mut [u32],
+    best: &mut [u32],
+    stack: &mut Vec<u32>,
+) -> u32 {
     let mut node = v;
     stack.clear();
-    while forest[forest[node as usize].ancestor as usize].ancestor != 0 {
+    while ancestor[node as usize] as usize > w {
         stack.push(node);
-        node = forest[node as usize].ancestor;
+        node = ancestor[node as usize];
     }
-    while let Some(w) = stack.pop() {
-        let above = forest[forest[w as usize].ancestor as usize];
-        let link = &mut forest[w as usize];
-        link.best = link.best.min(above.best);
-        link.ancestor = above.ancestor;
+    while let Some(x) = stack.pop() {
+        let above = ancestor[x as usize] as usize;
+        best[x as usize] = best[x as usize].min(best[above]);
+        ancestor[x as usize] = ancestor[above];
     }
-    forest[v as usize].best
+    best[v as usize]
 }
 
 /// How many predecessors ahead [`semi_nca`] asks for a forest entry: the forest is far larger
@@ -622,151 +1062,16 @@ fn prefetch<T>(slice: &[T], index: usize) {
     let _ = (slice, index);
 }
 
-/// The sources of retaining edges into each node, as a CSR (`first`, `from`) over node
-/// indices, sources in index order; and, where step 2 cannot tell it from them (under
-/// [`EdgeRule::orphans_under_root`] with weak or non-root shortcut edges retaining), per node
-/// how many referrers reach it by an edge that is neither weak nor a shortcut (memlab's
-/// `hasOnlyWeakReferrers` is "none").
-///
-/// The sources are split in two halves of about equal edge counts, each counted and filled by
-/// its own rayon job into disjoint slots (the low half's first), so the output is the same
-/// whichever worker runs which job.
-fn retaining_predecessors<O: Offset>(
-    parts: &HeapGraphParts,
-    rule: &EdgeRule,
-    root_ordinal: u32,
-) -> (Vec<O>, Vec<u32>, Option<Vec<u32>>) {
-    let n_nodes = parts.first_edge.len() - 1;
-    let n_edges = parts.edge_to.len() as u64;
-    let mid = parts
-        .first_edge
-        .partition_point(|&first| first < n_edges / 2)
-        .min(n_nodes) as u32;
-    let low = 0..mid;
-    let high = mid..n_nodes as u32;
-    let ((mut cursor_low, mut cursor_high), non_weak) = rayon::join(
-        || {
-            rayon::join(
-                || count_retaining::<O>(parts, rule, root_ordinal, low.clone()),
-                || count_retaining::<O>(parts, rule, root_ordinal, high.clone()),
-            )
-        },
-        || {
-            (rule.orphans_under_root && (rule.include_weak || rule.include_non_root_shortcuts))
-                .then(|| count_non_weak_referrers(parts))
-        },
-    );
-    // Counts become cursors: the low half's sources go first in each list.
-    let mut first = vec![O::ZERO; n_nodes + 1];
-    let mut running = 0;
-    for to in 0..n_nodes {
-        first[to] = O::new(running);
-        let (count_low, count_high) = (cursor_low[to].get(), cursor_high[to].get());
-        cursor_low[to] = O::new(running);
-        cursor_high[to] = O::new(running + count_low);
-        running += count_low + count_high;
-    }
-    first[n_nodes] = O::new(running);
-    let from_column: Vec<AtomicU32> = (0..running).map(|_| AtomicU32::new(0)).collect();
-    rayon::join(
-        || {
-            fill_retaining(
-                parts,
-                rule,
-                root_ordinal,
-                low,
-                &mut cursor_low,
-                &from_column,
-            )
-        },
-        || {
-            fill_retaining(
-                parts,
-                rule,
-                root_ordinal,
-                high,
-                &mut cursor_high,
-                &from_column,
-            )
-        },
-    );
-    drop(cursor_low);
-    drop(cursor_high);
-    let from_column = from_column.into_iter().map(AtomicU32::into_inner).collect();
-    (first, from_column, non_weak)
-}
-
-/// Per node, how many retaining edges from the sources `sources` reach it.
-fn count_retaining<O: Offset>(
-    parts: &HeapGraphParts,
-    rule: &EdgeRule,
-    root_ordinal: u32,
-    sources: Range<u32>,
-) -> Vec<O> {
-    let mut counts = vec![O::ZERO; parts.first_edge.len() - 1];
-    for from in sources {
-        let range =
-            parts.first_edge[from as usize] as usize..parts.first_edge[from as usize + 1] as usize;
-        let from_is_root = from == root_ordinal;
-        for (&to, &kind) in parts.edge_to[range.clone()]
-            .iter()
-            .zip(&parts.edge_kind[range])
-        {
-            if retains(rule, from, from_is_root, kind, to) {
-                counts[to as usize] = O::new(counts[to as usize].get() + 1);
-            }
-        }
-    }
-    counts
-}
-
-/// Writes the sources `sources` of retaining edges at `cursor[to]` in `from_column`, advancing
-/// the cursors; the slots are this job's alone.
-fn fill_retaining<O: Offset>(
-    parts: &HeapGraphParts,
-    rule: &EdgeRule,
-    root_ordinal: u32,
-    sources: Range<u32>,
-    cursor: &mut [O],
-    from_column: &[AtomicU32],
-) {
-    for from in sources {
-        let range =
-            parts.first_edge[from as usize] as usize..parts.first_edge[from as usize + 1] as usize;
-        let from_is_root = from == root_ordinal;
-        for (&to, &kind) in parts.edge_to[range.clone()]
-            .iter()
-            .zip(&parts.edge_kind[range])
-        {
-            if retains(rule, from, from_is_root, kind, to) {
-                let slot = &mut cursor[to as usize];
-                from_column[slot.get()].store(from, Ordering::Relaxed);
-                *slot = O::new(slot.get() + 1);
-            }
-        }
-    }
-}
-
-/// Whether `node` has an edge to itself that is neither weak nor a shortcut.
-fn has_strong_self_edge(parts: &HeapGraphParts, node: usize) -> bool {
-    let range = parts.first_edge[node] as usize..parts.first_edge[node + 1] as usize;
-    parts.edge_to[range.clone()]
-        .iter()
-        .zip(&parts.edge_kind[range])
-        .any(|(&to, &kind)| {
-            to as usize == node && !matches!(kind, EdgeKind::Weak | EdgeKind::Shortcut)
-        })
-}
-
-/// Per node, how many referrers reach it by an edge that is neither weak nor a shortcut.
-fn count_non_weak_referrers(parts: &HeapGraphParts) -> Vec<u32> {
-    let mut counts = vec![0u32; parts.first_edge.len() - 1];
-    for (&to, &kind) in parts.edge_to.iter().zip(&parts.edge_kind) {
+/// The nodes with a referrer whose edge is neither weak nor a shortcut (self edges included):
+/// memlab's `hasOnlyWeakReferrers` is "not among them", which step 2 starts from.
+fn non_weak_referrers(parts: &HeapGraphParts) -> NodeBits {
+    let mut bits = NodeBits::new(parts.first_edge.len() - 1);
+    for (&to, kind) in parts.edge_to.iter().zip(parts.edge_kind.iter()) {
         if !matches!(kind, EdgeKind::Weak | EdgeKind::Shortcut) {
-            counts[to as usize] = counts[to as usize].saturating_add(1);
+            bits.insert(to as usize);
         }
     }
-    counts
+    bits
 }
 
 #[cfg(test)]
@@ -813,17 +1118,21 @@ mod tests {
                 let wide = dominators_with::<u64>(&graph, &rule, true);
                 let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false);
                 if runtime == Runtime::V8 {
-                    // Step 2's test without a count of non-weak referrers.
+                    // Step 2's test: no edge into the node that is neither weak nor a
+                    // shortcut, from any node, itself included.
                     let parts = graph.parts();
-                    let (first, _, counted) =
-                        retaining_predecessors::<u32>(parts, &rule, graph.root().to_raw());
-                    assert!(counted.is_none());
-                    let counts = count_non_weak_referrers(parts);
-                    for node in (0..graph.node_count()).filter(|&node| !narrow.reachable[node]) {
-                        assert_eq!(
-                            counts[node] == 0,
-                            first[node] == first[node + 1] && !has_strong_self_edge(parts, node)
-                        );
+                    let marked = non_weak_referrers(parts);
+                    for node in 0..graph.node_count() {
+                        let referred = (0..graph.node_count()).any(|from| {
+                            parts.first_edge.range(from).any(|edge| {
+                                parts.edge_to[edge] as usize == node
+                                    && !matches!(
+                                        parts.edge_kind[edge],
+                                        EdgeKind::Weak | EdgeKind::Shortcut
+                                    )
+                            })
+                        });
+                        assert_eq!(marked.contains(node), referred);
                     }
                 }
                 for other in [&wide, &lengauer_tarjan] {

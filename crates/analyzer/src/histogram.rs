@@ -32,19 +32,100 @@ pub(crate) fn type_totals_where(
     tree: &DominatorTree,
     keep: &(dyn Fn(usize) -> bool + Sync),
 ) -> TypeTotals {
-    let (children, (node_type, mut totals)) = rayon::join(
+    let (children, (types, mut totals)) = rayon::join(
         || DominatorChildren::build(graph, tree),
         || type_counts(graph, keep),
     );
-    add_retained(graph, tree, &children, &node_type, &mut totals);
+    add_retained(graph, tree, &children, &types, &mut totals);
     totals
 }
 
-/// The children of every reachable node in the dominator tree, as a CSR over node indices,
-/// children in index order. Offsets are `u32`: a tree has fewer edges than the graph has nodes.
+/// The children of every reachable node in the dominator tree, children in index order.
+///
+/// Laid out for memory, as the per-type totals build it beside the whole analysis: most nodes
+/// of a heap dominate nothing, so list offsets are kept only for the nodes that have children
+/// (`parents`, a bit per node with a running count per 64 nodes, says which and at what
+/// position); and a node's dominator is nearly always an object written close to it, so each
+/// child is stored as its signed distance from its parent, zigzag-encoded in 7-bit groups
+/// (LEB128): one byte for most children, five at most. Offsets are `u32` unless the lists
+/// could pass 4 GiB.
 pub(crate) struct DominatorChildren {
-    pub(crate) first: Vec<u32>,
-    pub(crate) child: Vec<u32>,
+    parents: ParentBits,
+    first: ListOffsets,
+    bytes: Vec<u8>,
+}
+
+/// Byte offsets of the children's lists, by parent rank.
+enum ListOffsets {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl ListOffsets {
+    #[inline]
+    fn get(&self, rank: usize) -> usize {
+        match self {
+            ListOffsets::Narrow(offsets) => offsets[rank] as usize,
+            ListOffsets::Wide(offsets) => offsets[rank] as usize,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, rank: usize, n: usize) {
+        match self {
+            ListOffsets::Narrow(offsets) => offsets[rank] += n as u32,
+            ListOffsets::Wide(offsets) => offsets[rank] += n as u64,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            ListOffsets::Narrow(offsets) => offsets.len(),
+            ListOffsets::Wide(offsets) => offsets.len(),
+        }
+    }
+
+    fn pop(&mut self) {
+        match self {
+            ListOffsets::Narrow(offsets) => {
+                offsets.pop();
+            }
+            ListOffsets::Wide(offsets) => {
+                offsets.pop();
+            }
+        }
+    }
+}
+
+/// Which nodes have children, with a rank: `words` holds a bit per node, `before[k]` the number
+/// of bits set in `words[..k]`.
+struct ParentBits {
+    words: Vec<u64>,
+    before: Vec<u32>,
+}
+
+impl ParentBits {
+    /// The position of `node` among the parents, if it is one.
+    #[inline]
+    fn rank(&self, node: usize) -> Option<usize> {
+        let (word, bit) = (node / 64, node % 64);
+        let bits = self.words[word];
+        (bits & (1 << bit) != 0)
+            .then(|| self.before[word] as usize + (bits & ((1 << bit) - 1)).count_ones() as usize)
+    }
+}
+
+/// The zigzag form of `child - parent`.
+#[inline]
+fn zigzag(child: usize, parent: usize) -> u64 {
+    let difference = child as i64 - parent as i64;
+    ((difference << 1) ^ (difference >> 63)) as u64
+}
+
+/// Bytes of the LEB128 encoding of `value`.
+#[inline]
+fn encoded_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 impl DominatorChildren {
@@ -52,74 +133,191 @@ impl DominatorChildren {
         let n_nodes = graph.node_count();
         let root = graph.root().index();
         let has_parent = |node: usize| node != root && tree.reachable[node];
-        // Counts at `first[parent + 2]`, so that after the prefix sums `first[parent + 1]` is
-        // where the parent's children start and can serve as the fill cursor; the fill leaves
-        // it where the children end.
-        let mut first = vec![0u32; n_nodes + 2];
+        let mut words = vec![0u64; n_nodes.div_ceil(64)];
+        let mut n_children = 0usize;
         for node in 0..n_nodes {
             if has_parent(node) {
-                first[tree.idom[node] as usize + 2] += 1;
+                let parent = tree.idom[node] as usize;
+                words[parent / 64] |= 1 << (parent % 64);
+                n_children += 1;
+            }
+        }
+        let mut before = Vec::with_capacity(words.len());
+        let mut running = 0u32;
+        for &bits in &words {
+            before.push(running);
+            running += bits.count_ones();
+        }
+        let parents = ParentBits { words, before };
+        // Byte counts at `first[rank + 2]`, so that after the prefix sums `first[rank + 1]` is
+        // where the parent's list starts and can serve as the fill cursor; the fill leaves it
+        // where the list ends. Five bytes at most per child bound the total.
+        let n_offsets = running as usize + 2;
+        let mut first = if u32::try_from(n_children.saturating_mul(5)).is_ok() {
+            ListOffsets::Narrow(vec![0; n_offsets])
+        } else {
+            ListOffsets::Wide(vec![0; n_offsets])
+        };
+        let rank_of = |node: usize| {
+            parents
+                .rank(node)
+                .expect("every dominator was marked as a parent")
+        };
+        for node in 0..n_nodes {
+            if has_parent(node) {
+                let parent = tree.idom[node] as usize;
+                first.add(rank_of(parent) + 2, encoded_len(zigzag(node, parent)));
             }
         }
         for i in 2..first.len() {
-            first[i] += first[i - 1];
+            let previous = first.get(i - 1);
+            first.add(i, previous);
         }
-        let mut child = vec![0u32; first[n_nodes + 1] as usize];
+        let mut bytes = vec![0u8; first.get(first.len() - 1)];
         for node in 0..n_nodes {
             if has_parent(node) {
-                let slot = &mut first[tree.idom[node] as usize + 1];
-                child[*slot as usize] = node as u32;
-                *slot += 1;
+                let parent = tree.idom[node] as usize;
+                let rank = rank_of(parent);
+                let mut at = first.get(rank + 1);
+                let mut value = zigzag(node, parent);
+                let n = encoded_len(value);
+                for _ in 1..n {
+                    bytes[at] = (value as u8 & 0x7f) | 0x80;
+                    value >>= 7;
+                    at += 1;
+                }
+                bytes[at] = value as u8;
+                first.add(rank + 1, n);
             }
         }
         first.pop();
-        DominatorChildren { first, child }
+        DominatorChildren {
+            parents,
+            first,
+            bytes,
+        }
     }
 
-    pub(crate) fn of(&self, node: usize) -> &[u32] {
-        &self.child[self.first[node] as usize..self.first[node + 1] as usize]
+    /// Where the list of `node`'s children starts and ends in the byte stream (equal for none).
+    #[inline]
+    pub(crate) fn range(&self, node: usize) -> (usize, usize) {
+        match self.parents.rank(node) {
+            Some(rank) => (self.first.get(rank), self.first.get(rank + 1)),
+            None => (0, 0),
+        }
+    }
+
+    /// The child of `parent` encoded at byte `at` of its list, and where the next one starts.
+    #[inline]
+    pub(crate) fn decode(&self, parent: usize, mut at: usize) -> (u32, usize) {
+        let mut value = 0u64;
+        let mut shift = 0;
+        loop {
+            let byte = self.bytes[at];
+            at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let difference = (value >> 1) as i64 ^ -((value & 1) as i64);
+        ((parent as i64 + difference) as u32, at)
+    }
+
+    /// The children of `node`, in index order.
+    pub(crate) fn of(&self, node: usize) -> impl Iterator<Item = u32> + '_ {
+        let (mut at, end) = self.range(node);
+        std::iter::from_fn(move || {
+            (at < end).then(|| {
+                let (child, next) = self.decode(node, at);
+                at = next;
+                child
+            })
+        })
     }
 }
 
-/// Counts and shallow sizes per type over real (non-synthetic) objects, and each node's dense
-/// type index (`u32::MAX` for synthetic nodes); retained sizes follow in [`add_retained`].
+/// Each node's dense type index: types get dense indices so that the per-type counters of the
+/// tree walk stay in cache. Found through the string table rather than stored per node, so
+/// that the walk needs no per-node array beside the dominator tree.
+struct DenseTypes<'a> {
+    graph: &'a HeapGraph,
+    keep: &'a (dyn Fn(usize) -> bool + Sync),
+    /// Per key (the position of a node's type in the graph's table of distinct types, or the
+    /// type's string index where the graph keeps no table), the dense index of the type, or
+    /// `u32::MAX`.
+    dense_of_key: Vec<u32>,
+}
+
+impl DenseTypes<'_> {
+    /// The key of `node`'s type (see `dense_of_key`).
+    #[inline]
+    fn key(graph: &HeapGraph, node: usize) -> usize {
+        let types = &graph.parts().node_type;
+        types.slot(node).unwrap_or_else(|| types.get(node).index())
+    }
+
+    /// The dense type of `node`; `u32::MAX` for synthetic nodes and those not kept.
+    #[inline]
+    fn of(&self, node: usize) -> u32 {
+        let graph = self.graph;
+        let Some(id) = graph.node(node) else {
+            return u32::MAX;
+        };
+        if graph.is_synthetic(id) || !(self.keep)(node) {
+            return u32::MAX;
+        }
+        self.dense_of_key[Self::key(graph, node)]
+    }
+}
+
+/// Counts and shallow sizes per type over real (non-synthetic) objects, with the dense type
+/// indices; retained sizes follow in [`add_retained`].
 ///
-/// Types get dense indices so that the per-type counters of the tree walk stay in cache.
-/// Complexity: O(V) time, O(V + S) space for S strings.
-fn type_counts(graph: &HeapGraph, keep: &dyn Fn(usize) -> bool) -> (Vec<u32>, TypeTotals) {
+/// Complexity: O(V) time, O(T) space for the T distinct types of the graph's table (O(S) for
+/// S strings where it keeps none).
+fn type_counts<'a>(
+    graph: &'a HeapGraph,
+    keep: &'a (dyn Fn(usize) -> bool + Sync),
+) -> (DenseTypes<'a>, TypeTotals) {
     let parts = graph.parts();
-    let mut dense_of_string = vec![u32::MAX; graph.strings().len()];
+    let n_keys = parts
+        .node_type
+        .distinct()
+        .map_or(graph.strings().len(), <[StringId]>::len);
+    let mut dense_of_key = vec![u32::MAX; n_keys];
     let mut types: Vec<StringId> = Vec::new();
-    let node_type: Vec<u32> = graph
-        .nodes()
-        .map(|node| {
-            if graph.is_synthetic(node) || !keep(node.index()) {
-                return u32::MAX;
-            }
-            let type_id = parts.node_type[node.index()];
-            let slot = &mut dense_of_string[type_id.index()];
-            if *slot == u32::MAX {
-                *slot = types.len() as u32;
-                types.push(type_id);
-            }
-            *slot
-        })
-        .collect();
-    drop(dense_of_string);
+    let mut count: Vec<u64> = Vec::new();
+    let mut shallow: Vec<u64> = Vec::new();
+    for node in graph.nodes() {
+        if graph.is_synthetic(node) || !keep(node.index()) {
+            continue;
+        }
+        let slot = &mut dense_of_key[DenseTypes::key(graph, node.index())];
+        if *slot == u32::MAX {
+            *slot = types.len() as u32;
+            types.push(parts.node_type.get(node.index()));
+            count.push(0);
+            shallow.push(0);
+        }
+        let dense = *slot as usize;
+        count[dense] += 1;
+        shallow[dense] += parts.node_shallow_size.get(node.index());
+    }
     let n_types = types.len();
-    let mut totals = TypeTotals {
+    let totals = TypeTotals {
         types,
-        count: vec![0; n_types],
-        shallow: vec![0; n_types],
+        count,
+        shallow,
         retained: vec![0; n_types],
     };
-    for (node, &dense) in node_type.iter().enumerate() {
-        if dense != u32::MAX {
-            totals.count[dense as usize] += 1;
-            totals.shallow[dense as usize] += parts.node_shallow_size[node];
-        }
-    }
-    (node_type, totals)
+    let dense = DenseTypes {
+        graph,
+        keep,
+        dense_of_key,
+    };
+    (dense, totals)
 }
 
 /// Adds each type's retained size: the sum of the retained sizes of its reachable instances
@@ -131,27 +329,32 @@ fn add_retained(
     graph: &HeapGraph,
     tree: &DominatorTree,
     children: &DominatorChildren,
-    node_type: &[u32],
+    types: &DenseTypes<'_>,
     totals: &mut TypeTotals,
 ) {
     let n_types = totals.types.len();
-    // Depth-first over the dominator tree, with the number of open instances per type.
+    // Depth-first over the dominator tree, with the number of open instances per type; each
+    // entry holds its node, the next child to enter and the node's dense type.
     let mut open = vec![0u32; n_types];
     let root = graph.root().index();
-    let mut stack: Vec<(u32, u32)> = vec![(root as u32, 0)];
-    enter(tree, node_type[root], root, &mut open, totals);
+    let root_type = types.of(root);
+    enter(tree, root_type, root, &mut open, totals);
+    // Each entry: the node, where its next child is in the children's byte stream, its type.
+    let mut stack: Vec<(u32, u64, u32)> =
+        vec![(root as u32, children.range(root).0 as u64, root_type)];
     while let Some(top) = stack.last_mut() {
-        let (node, next_child) = (top.0 as usize, top.1 as usize);
-        let kids = children.of(node);
-        if next_child < kids.len() {
-            top.1 += 1;
-            let child = kids[next_child] as usize;
-            enter(tree, node_type[child], child, &mut open, totals);
-            stack.push((child as u32, 0));
+        let (node, at, dense) = (top.0 as usize, top.1 as usize, top.2);
+        if at < children.range(node).1 {
+            let (child, next) = children.decode(node, at);
+            top.1 = next as u64;
+            let child = child as usize;
+            let child_type = types.of(child);
+            enter(tree, child_type, child, &mut open, totals);
+            stack.push((child as u32, children.range(child).0 as u64, child_type));
         } else {
             stack.pop();
-            if node_type[node] != u32::MAX {
-                open[node_type[node] as usize] -= 1;
+            if dense != u32::MAX {
+                open[dense as usize] -= 1;
             }
         }
     }
@@ -163,7 +366,7 @@ fn enter(tree: &DominatorTree, dense: u32, node: usize, open: &mut [u32], totals
     }
     let dense = dense as usize;
     if open[dense] == 0 {
-        totals.retained[dense] += tree.retained_size[node];
+        totals.retained[dense] += tree.retained_size.get(node);
     }
     open[dense] += 1;
 }

@@ -78,12 +78,11 @@ pub fn leaks(
     analysis: &Analysis,
     n: usize,
 ) -> LeaksView {
-    let baseline_ids: FxHashSet<u64> = baseline.parts().node_object_id.iter().copied().collect();
+    let baseline_ids: FxHashSet<u64> = baseline.parts().node_object_id.iter().collect();
     let new_in_target: FxHashSet<u64> = target
         .parts()
         .node_object_id
         .iter()
-        .copied()
         .filter(|id| !baseline_ids.contains(id))
         .collect();
     drop(baseline_ids);
@@ -101,7 +100,7 @@ pub fn leaks(
             .entry((final_.name(node).to_owned(), final_.kind(node).name.clone()))
             .or_default();
         entry.0 += 1;
-        entry.1 += retained[node.index()];
+        entry.1 += retained.get(node.index());
     }
     let mut kinds: Vec<LeakKind> = kinds
         .into_iter()
@@ -125,11 +124,11 @@ pub fn leaks(
         if hash == 0 || !debuggable(final_, node) || final_.is_synthetic(node) {
             continue;
         }
-        let size = retained[node.index()];
+        let size = retained.get(node.index());
         let entry = clusters.entry(hash).or_insert((0, 0, node));
         entry.0 += 1;
         entry.1 += size;
-        if size > retained[entry.2.index()] {
+        if size > retained.get(entry.2.index()) {
             entry.2 = node;
         }
     }

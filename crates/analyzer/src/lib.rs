@@ -30,6 +30,7 @@ mod queries;
 pub mod sites;
 mod suspects;
 pub mod timeline;
+mod tree_columns;
 pub mod view;
 
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
@@ -40,6 +41,7 @@ pub use queries::{
     dominator_tree, find_largest_of_type, object_view, summary, summary_of_kind, top, who_holds,
 };
 pub use suspects::{ACCUMULATION_SHARE, strings, suspects};
+pub use tree_columns::{NodeCounts, NodeFlags};
 pub use view::{
     AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HoldersView,
     ObjectView, PathStep, RankBy, StringsView, SummaryView, Suspect, SuspectRule, SuspectsView,
@@ -166,18 +168,19 @@ impl Analysis {
                 idom[node]
             ));
         }
-        let reachable: Vec<bool> = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
+        let reachable: NodeFlags = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
         let mut tree = DominatorTree {
             idom,
-            retained_size,
-            retained_count: Vec::new(),
+            retained_size: retained_size.into(),
+            retained_count: NodeCounts::default(),
             reachable,
         };
         tree.retained_count = if retained_count.is_empty() {
             rebuilt_retained_counts(graph, &tree)?
         } else {
             checked_retained_counts(graph, &tree, retained_count)?
-        };
+        }
+        .into();
         let type_totals = match type_totals {
             Some(totals) => {
                 check_type_totals(graph, &totals)?;
@@ -212,16 +215,10 @@ impl Analysis {
                 }
             })
             .collect();
-        // A subtree holds at most every node, and node counts fit a u32.
-        let retained_count = tree
-            .retained_count
-            .iter()
-            .map(|&count| count as u32)
-            .collect();
         StoredColumns {
             idom,
-            retained_size: tree.retained_size.clone(),
-            retained_count,
+            retained_size: tree.retained_size.to_vec(),
+            retained_count: tree.retained_count.to_vec(),
             distance,
             type_totals,
         }
@@ -230,7 +227,7 @@ impl Analysis {
 
 /// Retained counts summed up the dominator tree in reverse pre-order, which also proves that
 /// every reachable node hangs under the root.
-fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Vec<u64>, String> {
+fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Vec<u32>, String> {
     let n_nodes = graph.node_count();
     let root = graph.root().index();
     let children = histogram::DominatorChildren::build(graph, tree);
@@ -238,13 +235,13 @@ fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Ve
     let mut stack = vec![root as u32];
     while let Some(node) = stack.pop() {
         preorder.push(node);
-        stack.extend_from_slice(children.of(node as usize));
+        stack.extend(children.of(node as usize));
     }
-    let n_reachable = tree.reachable.iter().filter(|&&r| r).count();
+    let n_reachable = tree.reachable.count_set();
     if preorder.len() != n_reachable {
         return Err("the stored dominators do not form a tree under the root".to_owned());
     }
-    let mut counts = vec![1u64; n_nodes];
+    let mut counts = vec![1u32; n_nodes];
     for &node in preorder.iter().rev().filter(|&&node| node as usize != root) {
         let dominator = tree.idom[node as usize] as usize;
         counts[dominator] += counts[node as usize];
@@ -259,9 +256,9 @@ fn checked_retained_counts(
     graph: &HeapGraph,
     tree: &DominatorTree,
     stored: Vec<u32>,
-) -> Result<Vec<u64>, String> {
+) -> Result<Vec<u32>, String> {
     let root = graph.root().index();
-    let n_reachable = tree.reachable.iter().filter(|&&r| r).count() as u64;
+    let n_reachable = tree.reachable.count_set() as u64;
     let mut children_sum = vec![0u64; graph.node_count()];
     for (node, &count) in stored.iter().enumerate() {
         if node != root && tree.reachable[node] {
@@ -271,12 +268,12 @@ fn checked_retained_counts(
     let consistent = stored
         .iter()
         .zip(&children_sum)
-        .zip(&tree.reachable)
-        .all(|((&count, &below), &reachable)| !reachable || u64::from(count) == below + 1);
+        .zip(tree.reachable.iter())
+        .all(|((&count, &below), reachable)| !reachable || u64::from(count) == below + 1);
     if !consistent || u64::from(stored[root]) != n_reachable {
         return Err("the stored retained counts do not fit the stored dominators".to_owned());
     }
-    Ok(stored.into_iter().map(u64::from).collect())
+    Ok(stored)
 }
 
 /// Refuses stored type totals that do not add up to the graph's real objects.
@@ -298,7 +295,7 @@ fn check_type_totals(graph: &HeapGraph, totals: &TypeTotals) -> Result<(), Strin
         .fold((0u64, 0u64), |(objects, shallow), node| {
             (
                 objects + 1,
-                shallow + graph.parts().node_shallow_size[node.index()],
+                shallow + graph.parts().node_shallow_size.get(node.index()),
             )
         });
     if totals.count.iter().sum::<u64>() != objects || totals.shallow.iter().sum::<u64>() != shallow

@@ -24,14 +24,14 @@ pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Obje
         type_name: graph.type_name(node).to_owned(),
         name: graph.name(node).to_owned(),
         shallow_size: graph.shallow_size(node),
-        retained_size: reachable.then(|| tree.retained_size[node.index()]),
+        retained_size: reachable.then(|| tree.retained_size.get(node.index())),
         distance: if reachable {
             edges_from_root(analysis.distances(graph)[node.index()])
         } else {
             None
         },
         retained_count: if reachable {
-            tree.retained_count[node.index()]
+            u64::from(tree.retained_count[node.index()])
         } else {
             0
         },
@@ -74,7 +74,7 @@ fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> Summa
         if graph.is_synthetic(node) {
             continue;
         }
-        let size = parts.node_shallow_size[node.index()];
+        let size = parts.node_shallow_size.get(node.index());
         if tree.reachable[node.index()] {
             view.heap_size += size;
         }
@@ -128,9 +128,9 @@ pub fn top(graph: &HeapGraph, analysis: &Analysis, by: RankBy, n: usize) -> Vec<
     let tree = &analysis.dominators;
     let key = |node: usize| -> u64 {
         match by {
-            RankBy::Shallow => graph.parts().node_shallow_size[node],
-            RankBy::Retained if tree.reachable[node] => tree.retained_size[node],
-            RankBy::Count if tree.reachable[node] => tree.retained_count[node],
+            RankBy::Shallow => graph.parts().node_shallow_size.get(node),
+            RankBy::Retained if tree.reachable[node] => tree.retained_size.get(node),
+            RankBy::Count if tree.reachable[node] => u64::from(tree.retained_count[node]),
             RankBy::Retained | RankBy::Count => 0,
         }
     };
@@ -167,7 +167,7 @@ pub fn find_largest_of_type(
         }
         matches += 1;
         let retained = if tree.reachable[node.index()] {
-            tree.retained_size[node.index()]
+            tree.retained_size.get(node.index())
         } else {
             0
         };
@@ -238,12 +238,12 @@ pub fn dominator_tree(
     let tree = &analysis.dominators;
     let children = DominatorChildren::build(graph, tree);
     let root = graph.root();
-    let total = tree.retained_size[root.index()];
+    let total = tree.retained_size.get(root.index());
     let share_of = |node: usize| {
         if total == 0 {
             0.0
         } else {
-            tree.retained_size[node] as f64 / total as f64
+            tree.retained_size.get(node) as f64 / total as f64
         }
     };
     let mut nodes = Vec::new();
@@ -251,8 +251,8 @@ pub fn dominator_tree(
     let mut stack: Vec<(u32, u32)> = vec![(root.to_raw(), 0)];
     while let Some((node, depth)) = stack.pop() {
         let node_index = node as usize;
-        let mut kids: Vec<u32> = children.of(node_index).to_vec();
-        kids.sort_unstable_by_key(|&kid| (Reverse(tree.retained_size[kid as usize]), kid));
+        let mut kids: Vec<u32> = children.of(node_index).collect();
+        kids.sort_unstable_by_key(|&kid| (Reverse(tree.retained_size.get(kid as usize)), kid));
         let shown: Vec<u32> = if depth < max_depth {
             kids.iter()
                 .copied()

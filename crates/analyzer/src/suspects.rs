@@ -29,10 +29,10 @@ const ACCUMULATED_TYPES: usize = 10;
 pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> SuspectsView {
     let tree = &analysis.dominators;
     let root = graph.root();
-    let total = tree.retained_size[root.index()];
+    let total = tree.retained_size.get(root.index());
     let limit = (threshold * total as f64).ceil().max(1.0) as u64;
     let big = |node: usize| {
-        tree.reachable[node] && tree.retained_size[node] >= limit && node != root.index()
+        tree.reachable[node] && tree.retained_size.get(node) >= limit && node != root.index()
     };
     let children = DominatorChildren::build(graph, tree);
     let mut found = Vec::new();
@@ -50,11 +50,11 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
         let (accumulated, representative) = accumulated_types(graph, tree, &children, point);
         found.push(Suspect {
             rule: SuspectRule::SingleObject,
-            share: share(tree.retained_size[index], total),
+            share: share(tree.retained_size.get(index), total),
             object: Some(object_view(graph, analysis, node)),
             type_name: graph.type_name(node).to_owned(),
             count: 1,
-            retained_size: tree.retained_size[index],
+            retained_size: tree.retained_size.get(index),
             accumulation_point: Some(object_view(graph, analysis, point)),
             accumulated,
             path: chain_to(graph, analysis, point),
@@ -71,13 +71,13 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
         if graph.is_synthetic(node) || !tree.reachable[index] || !top_level(graph, tree, node) {
             continue;
         }
-        let retained = tree.retained_size[index];
+        let retained = tree.retained_size.get(index);
         let group = groups
             .entry(graph.type_id(node).to_raw())
             .or_insert((0, 0, node));
         group.0 += 1;
         group.1 += retained;
-        if retained > tree.retained_size[group.2.index()] {
+        if retained > tree.retained_size.get(group.2.index()) {
             group.2 = node;
         }
     }
@@ -123,15 +123,14 @@ fn accumulation_point(
 ) -> NodeId {
     let mut node = start.index();
     loop {
-        let retained = tree.retained_size[node] as f64;
+        let retained = tree.retained_size.get(node) as f64;
         let largest = children
             .of(node)
-            .iter()
-            .copied()
-            .max_by_key(|&child| (tree.retained_size[child as usize], Reverse(child)));
+            .max_by_key(|&child| (tree.retained_size.get(child as usize), Reverse(child)));
         match largest {
             Some(child)
-                if tree.retained_size[child as usize] as f64 >= ACCUMULATION_SHARE * retained =>
+                if tree.retained_size.get(child as usize) as f64
+                    >= ACCUMULATION_SHARE * retained =>
             {
                 node = child as usize;
             }
@@ -155,27 +154,28 @@ fn accumulated_types(
     // Per type: count, retained of the topmost instances, and the largest topmost instance.
     let mut by_type: FxHashMap<u32, (u64, u64, u32)> = FxHashMap::default();
     let mut open: FxHashMap<u32, u32> = FxHashMap::default();
-    let type_of = |node: u32| graph.parts().node_type[node as usize].to_raw();
+    let type_of = |node: u32| graph.parts().node_type.get(node as usize).to_raw();
     // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
-    let mut stack: Vec<(u32, u32)> = vec![(point.to_raw(), 0)];
+    let start = |node: u32| children.range(node as usize).0 as u64;
+    let mut stack: Vec<(u32, u64)> = vec![(point.to_raw(), start(point.to_raw()))];
     while let Some(top) = stack.last_mut() {
-        let (node, next) = (top.0, top.1 as usize);
-        let kids = children.of(node as usize);
-        if let Some(&child) = kids.get(next) {
-            top.1 += 1;
+        let (node, at) = (top.0, top.1 as usize);
+        if at < children.range(node as usize).1 {
+            let (child, next) = children.decode(node as usize, at);
+            top.1 = next as u64;
             let type_id = type_of(child);
             let entry = by_type.entry(type_id).or_insert((0, 0, child));
             entry.0 += 1;
             let open_count = open.entry(type_id).or_default();
             if *open_count == 0 {
-                let retained = tree.retained_size[child as usize];
+                let retained = tree.retained_size.get(child as usize);
                 entry.1 += retained;
-                if retained > tree.retained_size[entry.2 as usize] {
+                if retained > tree.retained_size.get(entry.2 as usize) {
                     entry.2 = child;
                 }
             }
             *open_count += 1;
-            stack.push((child, 0));
+            stack.push((child, start(child)));
         } else {
             stack.pop();
             if node != point.to_raw()

@@ -189,9 +189,23 @@ impl Loaded {
             }
         }
         let spinner = spinner("computing dominators and retained sizes");
+        release_freed_memory();
         let analysis = heapgraph_analyzer::analyze(&self.graph, &Options { edge_rule });
         spinner.finish_and_clear();
         Ok(analysis)
+    }
+}
+
+/// Hands the allocator's free memory back to the kernel before the analysis, the peak of a
+/// run: importing frees many mid-sized buffers (per-segment indexes, per-batch strings) that
+/// glibc keeps in its heaps between live allocations, where they count in the resident set
+/// (about 150 MiB on a 2.5 GB HPROF dump). Elsewhere a no-op.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` takes no pointers and only returns free pages of the allocator's
+    // own heaps to the kernel; no live allocation moves or changes.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

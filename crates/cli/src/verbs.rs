@@ -155,7 +155,7 @@ fn resolve_type(
     name: &str,
     file: &std::path::Path,
 ) -> anyhow::Result<String> {
-    let mut types: Vec<heapgraph_model::StringId> = graph.parts().node_type.clone();
+    let mut types: Vec<heapgraph_model::StringId> = graph.parts().node_type.to_vec();
     types.sort_unstable();
     types.dedup();
     let strings = graph.strings();

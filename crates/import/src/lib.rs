@@ -49,6 +49,10 @@ pub struct Options<'a> {
 
 /// What a dump holds.
 #[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a dump is made once per file and unpacked at once: moving a graph's few hundred bytes of column headers costs nothing, and boxing would change every match on it"
+)]
 pub enum Dump {
     /// Objects and references.
     HeapGraph(HeapGraph),

@@ -20,7 +20,8 @@ use heapgraph_format::{
     TypeTotalsColumns, Writer, decode_column,
 };
 use heapgraph_model::{
-    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
+    EdgeKind, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
+    NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
@@ -607,33 +608,47 @@ fn write_in_chunks<W: Write>(
 
     let mut type_name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
     let mut name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut object_id: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut shallow_size: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut node_kind: Vec<u8> = Vec::with_capacity(chunk_rows.min(n_nodes));
     let mut edge_count: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    // The compact columns are read in order, a chunk at a time.
+    let mut names = parts.node_name.iter();
+    let mut object_ids = parts.node_object_id.iter();
+    let mut shallow_sizes = parts.node_shallow_size.iter();
+    let mut offsets = parts.first_edge.iter();
+    let mut offset = offsets.next().unwrap_or(0);
     for start in (0..n_nodes).step_by(chunk_rows) {
         let rows = start..(start + chunk_rows).min(n_nodes);
         type_name.clear();
-        type_name.extend(parts.node_type[rows.clone()].iter().map(|id| id.to_raw()));
+        type_name.extend(rows.clone().map(|node| parts.node_type.get(node).to_raw()));
         name.clear();
-        name.extend(parts.node_name[rows.clone()].iter().map(|id| id.to_raw()));
+        name.extend(names.by_ref().take(rows.len()).map(|id| id.to_raw()));
+        object_id.clear();
+        object_id.extend(object_ids.by_ref().take(rows.len()));
+        shallow_size.clear();
+        shallow_size.extend(shallow_sizes.by_ref().take(rows.len()));
+        node_kind.clear();
+        node_kind.extend(parts.node_kind.range(rows.clone()));
         edge_count.clear();
-        for (offset, bounds) in parts.first_edge[rows.start..=rows.end]
-            .windows(2)
-            .enumerate()
-        {
-            let count = u32::try_from(bounds[1] - bounds[0]).map_err(|_| {
+        for node in rows.clone() {
+            let end = offsets.next().unwrap_or(offset);
+            let count = u32::try_from(end - offset).map_err(|_| {
                 io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!("node {} has 2^32 edges or more", rows.start + offset),
+                    format!("node {node} has 2^32 edges or more"),
                 )
             })?;
+            offset = end;
             edge_count.push(count);
         }
         writer
             .write_nodes(&NodeColumns {
-                object_id: &parts.node_object_id[rows.clone()],
-                kind: &parts.node_kind[rows.clone()],
+                object_id: &object_id,
+                kind: &node_kind,
                 type_name: &type_name,
                 name: &name,
-                shallow_size: &parts.node_shallow_size[rows],
+                shallow_size: &shallow_size,
                 edge_count: &edge_count,
             })
             .map_err(write_error)?;
@@ -641,15 +656,19 @@ fn write_in_chunks<W: Write>(
 
     let n_edges = graph.edge_count();
     let mut edge_kind: Vec<u8> = Vec::with_capacity(chunk_rows.min(n_edges));
+    let mut edge_name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_edges));
+    let mut edge_names = parts.edge_name.iter();
     for start in (0..n_edges).step_by(chunk_rows) {
         let rows = start..(start + chunk_rows).min(n_edges);
         edge_kind.clear();
-        edge_kind.extend(parts.edge_kind[rows.clone()].iter().map(|&kind| kind as u8));
+        edge_kind.extend(parts.edge_kind.range(rows.clone()).map(|kind| kind as u8));
+        edge_name.clear();
+        edge_name.extend(edge_names.by_ref().take(rows.len()));
         writer
             .write_edges(&EdgeColumns {
                 to: &parts.edge_to[rows.clone()],
                 kind: &edge_kind,
-                name: &parts.edge_name[rows],
+                name: &edge_name,
             })
             .map_err(write_error)?;
     }
@@ -1103,16 +1122,24 @@ impl Columns {
         let analysis =
             self.stored_analysis(n_nodes, graph_whole, type_total_names, &mut meta.notes);
 
+        // Into the graph's compact columns, one at a time so that only one is held twice.
+        let node_object_id = PackedU64::compact(&self.object_id);
+        drop(std::mem::take(&mut self.object_id));
+        let node_shallow_size = PackedU64::from(std::mem::take(&mut self.shallow_size));
+        let first_edge = EdgeOffsets::from(first_edge);
+        let node_name = NodeNames::from(node_name);
+        let edge_name = EdgeNames::from(std::mem::take(&mut self.edge_name));
+        let node_type = NodeTypes::from(node_type);
         let parts = HeapGraphParts {
-            node_object_id: self.object_id,
-            node_kind: self.node_kind,
+            node_object_id,
+            node_kind: std::mem::take(&mut self.node_kind).into(),
             node_type,
             node_name,
-            node_shallow_size: self.shallow_size,
+            node_shallow_size,
             first_edge,
             edge_to: self.edge_to,
-            edge_kind: self.edge_kind,
-            edge_name: self.edge_name,
+            edge_kind: self.edge_kind.into(),
+            edge_name,
             node_kinds: self.node_kinds,
             root,
         };
@@ -1438,12 +1465,12 @@ mod tests {
                 .map(|text| strings.intern(text));
         let empty = StringId::EMPTY;
         let parts = HeapGraphParts {
-            node_object_id: vec![1, 3, 5, 7, 9, 1 << 53],
-            node_kind: vec![0, 1, 1, 2, 1, 1],
-            node_type: vec![root, object, array, object, size, crab],
-            node_name: vec![root, next, empty, items, empty, crab],
-            node_shallow_size: vec![0, 16, 32, 48, 64, u64::from(u32::MAX) + 1],
-            first_edge: vec![0, 2, 4, 6, 7, 7, 8],
+            node_object_id: vec![1, 3, 5, 7, 9, 1 << 53].into(),
+            node_kind: vec![0, 1, 1, 2, 1, 1].into(),
+            node_type: vec![root, object, array, object, size, crab].into(),
+            node_name: vec![root, next, empty, items, empty, crab].into(),
+            node_shallow_size: vec![0, 16, 32, 48, 64, u64::from(u32::MAX) + 1].into(),
+            first_edge: vec![0, 2, 4, 6, 7, 7, 8].into(),
             edge_to: vec![1, 2, 3, 4, 5, 1, 2, 0],
             edge_kind: vec![
                 EdgeKind::Shortcut,
@@ -1454,7 +1481,8 @@ mod tests {
                 EdgeKind::Hidden,
                 EdgeKind::Context,
                 EdgeKind::Internal,
-            ],
+            ]
+            .into(),
             edge_name: vec![
                 next.to_raw(),
                 items.to_raw(),
@@ -1464,7 +1492,8 @@ mod tests {
                 77,
                 size.to_raw(),
                 object.to_raw(),
-            ],
+            ]
+            .into(),
             node_kinds: vec![
                 NodeKindInfo {
                     name: "synthetic".to_owned(),
@@ -1636,8 +1665,12 @@ mod tests {
                     );
                     let parts = back.parts();
                     let n = back.node_count();
-                    assert!(full.node_object_id.starts_with(&parts.node_object_id));
-                    assert_eq!(parts.node_type[..], full.node_type[..n]);
+                    assert!(
+                        full.node_object_id
+                            .to_vec()
+                            .starts_with(&parts.node_object_id.to_vec())
+                    );
+                    assert_eq!(parts.node_type.to_vec()[..], full.node_type.to_vec()[..n]);
                     assert!(full.edge_to.starts_with(&parts.edge_to) || n < 6);
                     if n == 6 && back.edge_count() == 8 {
                         whole_graphs += 1;
@@ -1676,7 +1709,7 @@ mod tests {
             }
         }
         let (len, back) = cut.expect("a cut with 4 edges");
-        assert_eq!(back.parts().first_edge, [0, 2, 4, 4, 4, 4, 4]);
+        assert_eq!(back.parts().first_edge.to_vec(), [0, 2, 4, 4, 4, 4, 4]);
         let note = back.meta().notes.last().cloned().unwrap_or_default();
         assert!(
             note.ends_with(": 6 of 6 nodes and 4 of 8 edges were read"),
@@ -1766,7 +1799,7 @@ mod tests {
 
         let (graph, _) = read(&file[..cut]).expect("read");
         let parts = graph.parts();
-        assert_eq!(parts.first_edge, [0, 1, 2]);
+        assert_eq!(parts.first_edge.to_vec(), [0, 1, 2]);
         assert_eq!(parts.edge_to, [1, 0]);
         assert_eq!(graph.type_name(graph.node(1).expect("node 1")), "");
         assert_eq!(graph.edge_name(1).to_string(), "[9]");

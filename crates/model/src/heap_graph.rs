@@ -1,5 +1,8 @@
 //! The heap graph: objects as columns, references as a CSR, one root for the analyses.
 
+use crate::columns::{
+    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64,
+};
 use crate::reverse::ReverseEdges;
 use crate::strings::{StringId, StringTable};
 use std::fmt;
@@ -165,26 +168,32 @@ pub struct NodeKindInfo {
 /// Edges of node `i` are `first_edge[i]..first_edge[i + 1]`. An edge's `edge_name` is a
 /// [`StringId`] in `strings` unless its kind [`is_indexed`](EdgeKind::is_indexed), when it is
 /// a plain number.
+///
+/// The 64-bit columns, the types, the labels and the edge names are compact columns
+/// (`columns.rs`): 4 bytes per offset, about 2 per object id or size (a step from the first of
+/// its block of 256), 2 per type or edge name, labels only for the nodes that have one, each
+/// with an exact fallback for the values that do not fit (more than 2³² edges, a large object
+/// among small ones, a jump in the addresses, more than 65,534 types, names past 16 bits).
 #[derive(Clone, Debug, Default)]
 pub struct HeapGraphParts {
     /// Runtime object id (V8 node id, HPROF address, Python `id()`), per node.
-    pub node_object_id: Vec<u64>,
+    pub node_object_id: PackedU64,
     /// Index into `node_kinds`, per node.
-    pub node_kind: Vec<u8>,
+    pub node_kind: NodeKinds,
     /// Type name to group by, per node.
-    pub node_type: Vec<StringId>,
+    pub node_type: NodeTypes,
     /// The object's own label, per node.
-    pub node_name: Vec<StringId>,
+    pub node_name: NodeNames,
     /// Shallow size in bytes, per node.
-    pub node_shallow_size: Vec<u64>,
+    pub node_shallow_size: PackedU64,
     /// CSR offsets, `node_count + 1` long, starting at 0, monotone.
-    pub first_edge: Vec<u64>,
+    pub first_edge: EdgeOffsets,
     /// Target node index, per edge.
     pub edge_to: Vec<u32>,
-    /// Kind, per edge.
-    pub edge_kind: Vec<EdgeKind>,
+    /// Kind, per edge (two to a byte).
+    pub edge_kind: EdgeKinds,
     /// Name (a [`StringId`]'s raw value) or index, per edge.
-    pub edge_name: Vec<u32>,
+    pub edge_name: EdgeNames,
     /// The node kinds that `node_kind` indexes.
     pub node_kinds: Vec<NodeKindInfo>,
     /// The root of the analyses (V8's node 0, or a synthetic super-root).
@@ -245,14 +254,14 @@ impl HeapGraph {
         strings: StringTable,
         parts: HeapGraphParts,
     ) -> Result<HeapGraph, InvalidGraph> {
-        let n_nodes = parts.node_object_id.len();
+        let n_nodes = parts.node_kind.len();
         let n_edges = parts.edge_to.len();
         let bad = |what: String| Err(InvalidGraph(what));
         if u32::try_from(n_nodes).is_err() {
             return bad(format!("{n_nodes} nodes is more than 2^32"));
         }
         for (name, len) in [
-            ("node_kind", parts.node_kind.len()),
+            ("node_object_id", parts.node_object_id.len()),
             ("node_type", parts.node_type.len()),
             ("node_name", parts.node_name.len()),
             ("node_shallow_size", parts.node_shallow_size.len()),
@@ -275,11 +284,11 @@ impl HeapGraph {
                 parts.first_edge.len()
             ));
         }
-        if parts.first_edge[0] != 0 || parts.first_edge[n_nodes] != n_edges as u64 {
-            return bad("first_edge does not run from 0 to the edge count".to_owned());
+        if let Some(pos) = parts.first_edge.first_decrease() {
+            return bad(format!("first_edge decreases at node {}", pos - 1));
         }
-        if let Some(pos) = parts.first_edge.windows(2).position(|w| w[0] > w[1]) {
-            return bad(format!("first_edge decreases at node {pos}"));
+        if parts.first_edge.get(0) != 0 || parts.first_edge.get(n_nodes) != n_edges as u64 {
+            return bad("first_edge does not run from 0 to the edge count".to_owned());
         }
         if let Some(pos) = parts.edge_to.iter().position(|&to| to as usize >= n_nodes) {
             return bad(format!(
@@ -289,19 +298,23 @@ impl HeapGraph {
         }
         let n_strings = strings.len();
         let string_ok = |id: &StringId| id.index() < n_strings;
-        if !parts.node_type.iter().all(string_ok) || !parts.node_name.iter().all(string_ok) {
+        let types_ok = match parts.node_type.distinct() {
+            Some(distinct) => distinct.iter().all(string_ok),
+            None => parts.node_type.iter().all(|id| string_ok(&id)),
+        };
+        if !types_ok || !parts.node_name.named().all(|(_, name)| string_ok(&name)) {
             return bad("a node names a string outside the table".to_owned());
         }
         let named_edge_out_of_range = parts
             .edge_kind
             .iter()
-            .zip(&parts.edge_name)
-            .position(|(kind, &name)| !kind.is_indexed() && name as usize >= n_strings);
+            .zip(parts.edge_name.iter())
+            .position(|(kind, name)| !kind.is_indexed() && name as usize >= n_strings);
         if let Some(pos) = named_edge_out_of_range {
             return bad(format!("edge {pos} names a string outside the table"));
         }
         let n_kinds = parts.node_kinds.len();
-        if parts.node_kind.iter().any(|&kind| kind as usize >= n_kinds) {
+        if parts.node_kind.iter().any(|kind| kind as usize >= n_kinds) {
             return bad(format!("a node has a kind outside the {n_kinds} kinds"));
         }
         if parts.root as usize >= n_nodes {
@@ -330,8 +343,8 @@ impl HeapGraph {
     /// classes). Edge indices out of range are ignored.
     pub fn weaken_edges(&mut self, edges: &[usize]) {
         for &edge in edges {
-            if let Some(kind) = self.parts.edge_kind.get_mut(edge) {
-                *kind = EdgeKind::Weak;
+            if edge < self.parts.edge_kind.len() {
+                self.parts.edge_kind.set(edge, EdgeKind::Weak);
             }
         }
     }
@@ -348,7 +361,7 @@ impl HeapGraph {
 
     /// The number of nodes, synthetic ones included.
     pub fn node_count(&self) -> usize {
-        self.parts.node_object_id.len()
+        self.parts.node_kind.len()
     }
 
     /// The number of edges.
@@ -376,13 +389,13 @@ impl HeapGraph {
         self.parts
             .node_object_id
             .iter()
-            .position(|&id| id == object_id)
+            .position(|id| id == object_id)
             .map(|pos| NodeId(pos as u32))
     }
 
     /// The runtime's id of `node`.
     pub fn object_id(&self, node: NodeId) -> u64 {
-        self.parts.node_object_id[node.index()]
+        self.parts.node_object_id.get(node.index())
     }
 
     /// The kind of `node`.
@@ -397,7 +410,7 @@ impl HeapGraph {
 
     /// The type name of `node`.
     pub fn type_id(&self, node: NodeId) -> StringId {
-        self.parts.node_type[node.index()]
+        self.parts.node_type.get(node.index())
     }
 
     /// The type name of `node`, as text.
@@ -407,19 +420,17 @@ impl HeapGraph {
 
     /// The label of `node`, as text.
     pub fn name(&self, node: NodeId) -> &str {
-        self.strings.get(self.parts.node_name[node.index()])
+        self.strings.get(self.parts.node_name.get(node.index()))
     }
 
     /// The shallow size of `node` in bytes.
     pub fn shallow_size(&self, node: NodeId) -> u64 {
-        self.parts.node_shallow_size[node.index()]
+        self.parts.node_shallow_size.get(node.index())
     }
 
     /// The edge indices of `node`'s references.
     pub fn edge_range(&self, node: NodeId) -> std::ops::Range<usize> {
-        let first = self.parts.first_edge[node.index()] as usize;
-        let end = self.parts.first_edge[node.index() + 1] as usize;
-        first..end
+        self.parts.first_edge.range(node.index())
     }
 
     /// The target of edge `edge`.
@@ -434,7 +445,7 @@ impl HeapGraph {
 
     /// The name of edge `edge`.
     pub fn edge_name(&self, edge: usize) -> EdgeName<'_> {
-        let raw = self.parts.edge_name[edge];
+        let raw = self.parts.edge_name.get(edge);
         if self.parts.edge_kind[edge].is_indexed() {
             EdgeName::Index(raw)
         } else {
@@ -445,10 +456,7 @@ impl HeapGraph {
     /// The node that edge `edge` leaves (a binary search over the CSR offsets).
     pub fn edge_source(&self, edge: usize) -> NodeId {
         let edge = edge as u64;
-        let after = self
-            .parts
-            .first_edge
-            .partition_point(|&first| first <= edge);
+        let after = self.parts.first_edge.partition_point(|first| first <= edge);
         NodeId((after - 1) as u32)
     }
 
@@ -460,7 +468,7 @@ impl HeapGraph {
 
     /// Total shallow size of all nodes.
     pub fn total_shallow_size(&self) -> u64 {
-        self.parts.node_shallow_size.iter().sum()
+        self.parts.node_shallow_size.sum()
     }
 }
 
@@ -476,7 +484,11 @@ impl fmt::Debug for HeapGraph {
             self.parts.root
         )?;
         if self.edge_count() <= MAX_EDGES_SHOWN {
-            write!(f, ", sizes: {:?}, edges: [", self.parts.node_shallow_size)?;
+            write!(
+                f,
+                ", sizes: {:?}, edges: [",
+                self.parts.node_shallow_size.to_vec()
+            )?;
             for node in self.nodes() {
                 for edge in self.edge_range(node) {
                     let kind = self.edge_kind(edge).name();

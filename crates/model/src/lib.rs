@@ -11,15 +11,15 @@
 //! let object = strings.intern("Object");
 //! let field = strings.intern("field");
 //! let parts = HeapGraphParts {
-//!     node_object_id: vec![1, 3],
-//!     node_kind: vec![0, 0],
-//!     node_type: vec![object, object],
-//!     node_name: vec![object, object],
-//!     node_shallow_size: vec![0, 16],
-//!     first_edge: vec![0, 1, 1],
+//!     node_object_id: vec![1, 3].into(),
+//!     node_kind: vec![0, 0].into(),
+//!     node_type: vec![object, object].into(),
+//!     node_name: vec![object, object].into(),
+//!     node_shallow_size: vec![0, 16].into(),
+//!     first_edge: vec![0, 1, 1].into(),
 //!     edge_to: vec![1],
-//!     edge_kind: vec![EdgeKind::Property],
-//!     edge_name: vec![field.to_raw()],
+//!     edge_kind: vec![EdgeKind::Property].into(),
+//!     edge_name: vec![field.to_raw()].into(),
 //!     node_kinds: vec![NodeKindInfo { name: "object".into(), synthetic: false }],
 //!     root: 0,
 //! };
@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 mod alloc;
+mod columns;
 mod heap_graph;
 mod reverse;
 mod strings;
@@ -42,6 +43,9 @@ mod visit;
 pub use alloc::{
     AllocMeta, AllocSnapshot, AllocSource, Block, BlockState, CudaState, Frame, FrameId, LiveSite,
     Segment, StackId, Stacks, TraceAction, TraceEvent,
+};
+pub use columns::{
+    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
 };
 pub use heap_graph::{
     EdgeKind, EdgeName, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId, NodeKindInfo,

@@ -26,7 +26,7 @@ impl ReverseEdges {
     /// Complexity: O(V + E · R) time where R is the number of target ranges (a few per thread,
     /// each a sequential scan of the edge targets), O(V + E) space.
     pub fn build(parts: &HeapGraphParts) -> ReverseEdges {
-        let n_nodes = parts.node_object_id.len();
+        let n_nodes = parts.node_kind.len();
         let n_edges = parts.edge_to.len();
         let in_degree: Vec<AtomicU32> = (0..n_nodes).map(|_| AtomicU32::new(0)).collect();
         parts.edge_to.par_chunks(1 << 16).for_each(|chunk| {
@@ -73,8 +73,8 @@ impl ReverseEdges {
                 let base = first_retainer[lo];
                 let mut cursor: Vec<u32> = vec![0; hi - lo];
                 for source in 0..n_nodes {
-                    let first = parts.first_edge[source] as usize;
-                    let end = parts.first_edge[source + 1] as usize;
+                    let first = parts.first_edge.get(source) as usize;
+                    let end = parts.first_edge.get(source + 1) as usize;
                     for (edge, &to) in parts.edge_to[first..end].iter().enumerate() {
                         let to = to as usize;
                         if to < lo || to >= hi {

@@ -1,5 +1,6 @@
 //! The string table: every name, type and label of a dump, stored once in one arena.
 
+use crate::columns::EdgeOffsets;
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
@@ -37,7 +38,8 @@ impl StringId {
 #[derive(Clone)]
 pub struct StringTable {
     data: String,
-    ends: Vec<u64>,
+    /// End of each string in `data`: 4 bytes per string below 4 GiB of text.
+    ends: EdgeOffsets,
     /// The ids of the findable strings, hashed by text.
     lookup: HashTable<u32>,
 }
@@ -59,7 +61,7 @@ impl StringTable {
     pub fn new() -> Self {
         let mut table = StringTable {
             data: String::new(),
-            ends: Vec::new(),
+            ends: EdgeOffsets::new(),
             lookup: HashTable::new(),
         };
         table.intern("");
@@ -71,7 +73,7 @@ impl StringTable {
     pub fn with_capacity(n_strings: usize, n_bytes: usize) -> Self {
         let mut table = StringTable {
             data: String::with_capacity(n_bytes),
-            ends: Vec::with_capacity(n_strings.saturating_add(1)),
+            ends: EdgeOffsets::with_capacity(n_strings.saturating_add(1)),
             lookup: HashTable::new(),
         };
         table.intern("");
@@ -97,11 +99,11 @@ impl StringTable {
     ///
     /// Panics if `id` came from another table and is out of range here.
     pub fn get(&self, id: StringId) -> &str {
-        let end = self.ends[id.index()] as usize;
+        let end = self.ends.get(id.index()) as usize;
         let start = if id.0 == 0 {
             0
         } else {
-            self.ends[id.index() - 1] as usize
+            self.ends.get(id.index() - 1) as usize
         };
         &self.data[start..end]
     }
@@ -205,8 +207,12 @@ impl StringTable {
         let ends = &self.ends;
         self.lookup.insert_unique(hash, id.0, |&idx| {
             let idx = idx as usize;
-            let end = ends[idx] as usize;
-            let start = if idx == 0 { 0 } else { ends[idx - 1] as usize };
+            let end = ends.get(idx) as usize;
+            let start = if idx == 0 {
+                0
+            } else {
+                ends.get(idx - 1) as usize
+            };
             hash_str(&data[start..end])
         });
     }

@@ -86,9 +86,9 @@ pub fn graph_for(runtime: Runtime, notation: &str) -> HeapGraph {
     let mut parts = HeapGraphParts {
         node_object_id: (1..=n_nodes as u64).collect(),
         node_kind: (0..n_nodes).map(|i| u8::from(i != 0)).collect(),
-        node_type: type_ids,
-        node_name: name_ids.clone(),
-        node_shallow_size: sizes,
+        node_type: type_ids.into(),
+        node_name: name_ids.clone().into(),
+        node_shallow_size: sizes.into(),
         node_kinds: root_and_object_kinds(),
         root: 0,
         ..HeapGraphParts::default()
@@ -112,8 +112,11 @@ pub fn graph_from_edges(sizes: &[u64], edges: &[(u32, u32, EdgeKind)]) -> HeapGr
         node_object_id: (1..=n_nodes as u64).collect(),
         node_kind: (0..n_nodes).map(|i| u8::from(i != 0)).collect(),
         node_type: (0..n_nodes).map(|i| type_ids[i % 4]).collect(),
-        node_name: (0..n_nodes).map(|i| type_ids[i % 4]).collect(),
-        node_shallow_size: sizes.to_vec(),
+        node_name: (0..n_nodes)
+            .map(|i| type_ids[i % 4])
+            .collect::<Vec<_>>()
+            .into(),
+        node_shallow_size: sizes.to_vec().into(),
         node_kinds: root_and_object_kinds(),
         root: 0,
         ..HeapGraphParts::default()
@@ -137,7 +140,7 @@ pub fn graph_from_edges(sizes: &[u64], edges: &[(u32, u32, EdgeKind)]) -> HeapGr
             k = 0;
         }
         if !kind.is_indexed() {
-            parts.edge_name[edge] = field_names[k];
+            parts.edge_name.set(edge, field_names[k]);
         }
         k += 1;
     }
@@ -182,5 +185,5 @@ fn fill_edges(
     for i in 0..n_nodes {
         first_edge[i + 1] += first_edge[i];
     }
-    parts.first_edge = first_edge;
+    parts.first_edge = first_edge.into();
 }

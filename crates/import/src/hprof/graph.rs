@@ -8,7 +8,8 @@ use super::ids::IdIndex;
 use super::scan::{self, Root, RootKind, SegmentIndex, Stop, TopLevel, basic, sub};
 use crate::ImportError;
 use heapgraph_model::{
-    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
+    EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
+    NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -43,7 +44,7 @@ fn node_kinds() -> Vec<NodeKindInfo> {
 }
 
 /// Names of the edges the dump does not name, interned once.
-struct EdgeNames {
+struct LinkNames {
     class: StringId,
     super_class: StringId,
     /// Class loader, signers, protection domain.
@@ -58,7 +59,7 @@ struct Context<'a> {
     classes: &'a [ClassInfo],
     class_by_id: &'a FxHashMap<u64, u32>,
     ids: &'a IdIndex<'a>,
-    names: &'a EdgeNames,
+    names: &'a LinkNames,
     class_type: StringId,
     /// Instance size of `java.lang.Class`, the base of a class object's size.
     class_object_size: u64,
@@ -72,18 +73,19 @@ struct Context<'a> {
     thread_edges: &'a FxHashMap<u32, Vec<(u32, StringId)>>,
 }
 
-/// Pass 2's output for a run of consecutive segments.
+/// Pass 2's output for a run of consecutive segments, in the graph's compact columns.
 #[derive(Default)]
 struct Part {
-    node_kind: Vec<u8>,
-    node_type: Vec<StringId>,
-    node_name: Vec<StringId>,
-    shallow: Vec<u64>,
+    node_kind: NodeKinds,
+    node_type: NodeTypes,
+    /// The part's labelled nodes (class objects): index in the part, label.
+    names: Vec<(u32, StringId)>,
+    shallow: PackedU64,
     /// Edges of the part after each node.
-    edge_end: Vec<u64>,
+    edge_end: EdgeOffsets,
     edge_to: Vec<u32>,
-    edge_kind: Vec<EdgeKind>,
-    edge_name: Vec<u32>,
+    edge_kind: EdgeKinds,
+    edge_name: EdgeNames,
     /// `java.lang.String` instances: node, its `value` array's node, its coder (if any).
     strings: Vec<(u32, u32, Option<u8>)>,
     /// `byte[]` and `char[]` arrays: node, where their data starts, length, element type.
@@ -99,14 +101,14 @@ struct Part {
 impl Part {
     fn with_capacity(n_nodes: usize, max_edges: usize) -> Part {
         Part {
-            node_kind: Vec::with_capacity(n_nodes),
-            node_type: Vec::with_capacity(n_nodes),
-            node_name: Vec::with_capacity(n_nodes),
-            shallow: Vec::with_capacity(n_nodes),
-            edge_end: Vec::with_capacity(n_nodes),
+            node_kind: NodeKinds::with_capacity(n_nodes),
+            node_type: NodeTypes::with_capacity(n_nodes),
+            shallow: PackedU64::with_capacity(n_nodes),
+            edge_end: EdgeOffsets::with_capacity(n_nodes),
             edge_to: Vec::with_capacity(max_edges),
-            edge_kind: Vec::with_capacity(max_edges),
-            edge_name: Vec::with_capacity(max_edges),
+            edge_kind: EdgeKinds::with_capacity(max_edges),
+            // Which names are wide depends on the run (its arrays); the joined column decides.
+            edge_name: EdgeNames::kept_narrow(max_edges),
             ..Part::default()
         }
     }
@@ -129,9 +131,11 @@ impl Part {
     }
 
     fn node(&mut self, kind: u8, type_name: StringId, name: StringId, shallow: u64) {
+        if name != StringId::EMPTY {
+            self.names.push((self.node_kind.len() as u32, name));
+        }
         self.node_kind.push(kind);
         self.node_type.push(type_name);
-        self.node_name.push(name);
         self.shallow.push(shallow);
     }
 
@@ -199,19 +203,30 @@ pub(super) fn build(
             format!("the dump holds {n_objects} objects; heapgraph handles fewer than 2^31"),
         ));
     }
-    let mut all_ids = Vec::with_capacity(n_objects);
-    for index in &indexes {
-        all_ids.extend_from_slice(&index.object_ids);
+    let objects_per_segment: Vec<usize> =
+        indexes.iter().map(|index| index.object_ids.len()).collect();
+    // Ids are addresses in allocation order: about 2 bytes each as steps from the first of
+    // their block, gathered segment by segment so that they are never held at 8 bytes each.
+    let alignment = PackedU64::alignment(
+        indexes
+            .iter()
+            .flat_map(|index| index.object_ids.iter().copied()),
+    );
+    let mut object_ids = PackedU64::with_shift(n_objects, alignment);
+    for index in &mut indexes {
+        for &id in &index.object_ids {
+            object_ids.push(id);
+        }
+        index.object_ids = Vec::new();
     }
     // The smallest object takes 16 bytes on a 64-bit JVM (8-byte ids), 8 on a 32-bit one.
     let granule_shift = if id_size == 8 { 4 } else { 3 };
-    let (ids, duplicate_ids) = IdIndex::new(&all_ids, 0, granule_shift);
+    let (ids, duplicate_ids) = IdIndex::new(&object_ids, 0, granule_shift);
     let roots: Vec<Root> = indexes
         .iter_mut()
         .flat_map(|index| std::mem::take(&mut index.roots))
         .collect();
-    let objects_per_segment: Vec<usize> =
-        indexes.iter().map(|index| index.object_ids.len()).collect();
+
     drop(indexes);
 
     let plan = RootPlan::new(
@@ -224,7 +239,7 @@ pub(super) fn build(
         n_objects,
     );
     drop(roots);
-    let names = EdgeNames {
+    let names = LinkNames {
         class: strings.intern("<class>"),
         super_class: strings.intern("<super>"),
         class_references: [
@@ -324,7 +339,7 @@ pub(super) fn build(
         release,
         parts,
         &plan,
-        all_ids,
+        object_ids,
         &mut strings,
         &mut meta,
     );
@@ -755,7 +770,7 @@ fn assemble(
     release: &(dyn Fn(Range<usize>) + Sync),
     parts: Vec<Part>,
     plan: &RootPlan,
-    object_ids: Vec<u64>,
+    object_ids: PackedU64,
     strings: &mut StringTable,
     meta: &mut GraphMeta,
 ) -> HeapGraphParts {
@@ -772,9 +787,10 @@ fn assemble(
     let (mut dangling, mut unknown_class, mut layout_mismatch) = (0, 0, 0);
     let mut string_refs = Vec::new();
     let mut text_arrays = Vec::new();
+    let mut names: Vec<(u32, StringId)> = Vec::new();
     let mut graph = HeapGraphParts {
         node_object_id: object_ids,
-        first_edge: Vec::with_capacity(n_nodes + 1),
+        first_edge: EdgeOffsets::with_capacity(n_nodes + 1),
         root: (n_nodes - 1) as u32,
         ..HeapGraphParts::default()
     };
@@ -784,12 +800,14 @@ fn assemble(
         let mut first = first;
         graph.node_kind = std::mem::take(&mut first.node_kind);
         graph.node_type = std::mem::take(&mut first.node_type);
-        graph.node_name = std::mem::take(&mut first.node_name);
         graph.node_shallow_size = std::mem::take(&mut first.shallow);
         graph.edge_to = std::mem::take(&mut first.edge_to);
         graph.edge_kind = std::mem::take(&mut first.edge_kind);
         graph.edge_name = std::mem::take(&mut first.edge_name);
-        graph.first_edge.extend_from_slice(&first.edge_end);
+        for end in first.edge_end.iter() {
+            graph.first_edge.push(end);
+        }
+        names = std::mem::take(&mut first.names);
         string_refs = std::mem::take(&mut first.strings);
         text_arrays = std::mem::take(&mut first.text_arrays);
         dangling += first.dangling;
@@ -803,9 +821,6 @@ fn assemble(
         .node_type
         .reserve_exact(n_nodes - graph.node_type.len());
     graph
-        .node_name
-        .reserve_exact(n_nodes - graph.node_name.len());
-    graph
         .node_shallow_size
         .reserve_exact(n_nodes - graph.node_shallow_size.len());
     graph.edge_to.reserve_exact(n_edges - graph.edge_to.len());
@@ -817,29 +832,35 @@ fn assemble(
         .reserve_exact(n_edges - graph.edge_name.len());
     for part in parts {
         let base = graph.edge_to.len() as u64;
-        graph.node_kind.extend_from_slice(&part.node_kind);
-        graph.node_type.extend_from_slice(&part.node_type);
-        graph.node_name.extend_from_slice(&part.node_name);
-        graph.node_shallow_size.extend_from_slice(&part.shallow);
-        graph
-            .first_edge
-            .extend(part.edge_end.iter().map(|&end| base + end));
+        let node_base = graph.node_kind.len() as u32;
+        graph.node_kind.extend_from(&part.node_kind);
+        graph.node_type.extend_from(&part.node_type);
+        graph.node_shallow_size.extend_from(&part.shallow);
+        for end in part.edge_end.iter() {
+            graph.first_edge.push(base + end);
+        }
         graph.edge_to.extend_from_slice(&part.edge_to);
-        graph.edge_kind.extend_from_slice(&part.edge_kind);
-        graph.edge_name.extend_from_slice(&part.edge_name);
+        graph.edge_kind.extend_from(&part.edge_kind);
+        graph.edge_name.extend_from(&part.edge_name);
+        names.extend(
+            part.names
+                .iter()
+                .map(|&(node, name)| (node_base + node, name)),
+        );
         string_refs.extend_from_slice(&part.strings);
         text_arrays.extend_from_slice(&part.text_arrays);
         dangling += part.dangling;
         unknown_class += part.unknown_class;
         layout_mismatch += part.layout_mismatch;
     }
-    let push_node = |graph: &mut HeapGraphParts, kind, type_name, name| {
-        graph.node_object_id.push(0);
-        graph.node_kind.push(kind);
-        graph.node_type.push(type_name);
-        graph.node_name.push(name);
-        graph.node_shallow_size.push(0);
-    };
+    let push_node =
+        |graph: &mut HeapGraphParts, names: &mut Vec<(u32, StringId)>, kind, type_name, name| {
+            names.push((graph.node_kind.len() as u32, name));
+            graph.node_object_id.push(0);
+            graph.node_kind.push(kind);
+            graph.node_type.push(type_name);
+            graph.node_shallow_size.push(0);
+        };
     let push_edges = |graph: &mut HeapGraphParts, edges: &[(u32, StringId)]| {
         for &(to, name) in edges {
             graph.edge_to.push(to);
@@ -849,19 +870,27 @@ fn assemble(
         graph.first_edge.push(graph.edge_to.len() as u64);
     };
     for (label, locals) in &plan.frames {
-        push_node(&mut graph, KIND_FRAME, plan.type_frame, *label);
+        push_node(&mut graph, &mut names, KIND_FRAME, plan.type_frame, *label);
         push_edges(&mut graph, locals);
     }
-    push_node(&mut graph, KIND_ROOT, plan.type_root, plan.type_root);
-    push_edges(&mut graph, &plan.root_edges);
-    name_strings(
+    push_node(
         &mut graph,
+        &mut names,
+        KIND_ROOT,
+        plan.type_root,
+        plan.type_root,
+    );
+    push_edges(&mut graph, &plan.root_edges);
+    graph.edge_name.settle();
+    name_strings(
+        &mut names,
         bytes,
         release,
         string_refs,
         &text_arrays,
         strings,
     );
+    graph.node_name = NodeNames::from_pairs(n_nodes, names);
     name_threads(&mut graph, plan, strings);
     if dangling > 0 {
         meta.notes.push(format!(
@@ -895,7 +924,7 @@ const STRINGS_PER_BATCH: usize = 1 << 16;
 /// The strings go in the order of their value arrays, which is file order, so the dump's pages
 /// are read once, front to back, and handed back (`release`) behind the reading.
 fn name_strings(
-    graph: &mut HeapGraphParts,
+    names: &mut Vec<(u32, StringId)>,
     bytes: &[u8],
     release: &(dyn Fn(Range<usize>) + Sync),
     mut string_refs: Vec<(u32, u32, Option<u8>)>,
@@ -919,7 +948,7 @@ fn name_strings(
         let mut read_to = released_to;
         for (&(node, _, _), text) in batch.iter().zip(texts) {
             if let Some((data, text)) = text {
-                graph.node_name[node as usize] = strings.push(&text);
+                names.push((node, strings.push(&text)));
                 read_to = read_to.max(data);
             }
         }
@@ -973,16 +1002,20 @@ fn name_threads(graph: &mut HeapGraphParts, plan: &RootPlan, strings: &StringTab
     let Some(name_field) = strings.find("name") else {
         return;
     };
+    let mut thread_names = Vec::new();
     for &thread in &plan.thread_nodes {
-        let thread = thread as usize;
-        let edges = graph.first_edge[thread] as usize..graph.first_edge[thread + 1] as usize;
-        let field = edges.into_iter().find(|&edge| {
+        let field = graph.first_edge.range(thread as usize).find(|&edge| {
             graph.edge_kind[edge] == EdgeKind::Property
-                && graph.edge_name[edge] == name_field.to_raw()
+                && graph.edge_name.get(edge) == name_field.to_raw()
         });
         if let Some(edge) = field {
-            graph.node_name[thread] = graph.node_name[graph.edge_to[edge] as usize];
+            thread_names.push((thread, graph.node_name.get(graph.edge_to[edge] as usize)));
         }
+    }
+    if !thread_names.is_empty() {
+        let n_nodes = graph.node_name.len();
+        let names = graph.node_name.named().chain(thread_names).collect();
+        graph.node_name = NodeNames::from_pairs(n_nodes, names);
     }
 }
 

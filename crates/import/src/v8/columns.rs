@@ -5,7 +5,8 @@ use super::header::Layout;
 use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
-    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
+    EdgeKind, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, PackedU64, Runtime,
+    StringId, StringTable,
 };
 
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
@@ -14,12 +15,55 @@ const MIN_GROWTH: usize = 1 << 10;
 /// Records handed to the columns at a time when decoding a flat array.
 const FLAT_RECORDS_PER_PUSH: usize = 1 << 14;
 
+/// A column that grows: a vector, or one of the model's compact columns.
+trait Growing {
+    fn len(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn reserve_exact(&mut self, additional: usize);
+}
+
+impl<T> Growing for Vec<T> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn capacity(&self) -> usize {
+        Vec::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        Vec::reserve_exact(self, additional);
+    }
+}
+
+impl Growing for PackedU64 {
+    fn len(&self) -> usize {
+        PackedU64::len(self)
+    }
+    fn capacity(&self) -> usize {
+        PackedU64::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        PackedU64::reserve_exact(self, additional);
+    }
+}
+
+impl Growing for EdgeOffsets {
+    fn len(&self) -> usize {
+        EdgeOffsets::len(self)
+    }
+    fn capacity(&self) -> usize {
+        EdgeOffsets::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        EdgeOffsets::reserve_exact(self, additional);
+    }
+}
+
 /// Makes room for `additional` more entries in `column`.
 ///
 /// The column doubles, which the data already read justifies (it holds `len` entries), but
 /// never grows past `claimed` (the header's count) while the data stays within it, so a
 /// well-formed file ends with exactly-sized columns and a lying header sizes nothing.
-fn reserve_toward<T>(column: &mut Vec<T>, additional: usize, claimed: u64) {
+fn reserve_toward(column: &mut impl Growing, additional: usize, claimed: u64) {
     let needed = column.len().saturating_add(additional);
     if needed <= column.capacity() {
         return;
@@ -46,11 +90,11 @@ pub(super) struct NodeColumns {
     /// V8 string index of the name (mapped to our ids at the end).
     name: Vec<u32>,
     /// V8 `id`.
-    object_id: Vec<u64>,
+    object_id: PackedU64,
     /// `self_size`.
-    shallow_size: Vec<u64>,
+    shallow_size: PackedU64,
     /// CSR offsets: prefix sums of `edge_count`.
-    first_edge: Vec<u64>,
+    first_edge: EdgeOffsets,
     /// The header's node count, a cap on growth (not trusted for sizing).
     claimed: u64,
     /// The largest string index of a name, plus one (0 when there are no nodes).
@@ -63,9 +107,9 @@ impl NodeColumns {
         NodeColumns {
             kind: Vec::new(),
             name: Vec::new(),
-            object_id: Vec::new(),
-            shallow_size: Vec::new(),
-            first_edge: vec![0],
+            object_id: PackedU64::new(),
+            shallow_size: PackedU64::new(),
+            first_edge: EdgeOffsets::from(vec![0]),
             claimed: layout.node_count,
             strings_named: 0,
         }
@@ -135,21 +179,18 @@ impl NodeColumns {
             .fold(self.strings_named, |most, &name| {
                 most.max(name.saturating_add(1))
             });
-        self.object_id.extend(
-            records
-                .clone()
-                .map(|record| u64::from(record[layout.node_id])),
-        );
-        self.shallow_size.extend(
-            records
-                .clone()
-                .map(|record| u64::from(record[layout.node_self_size])),
-        );
-        let mut edge_total = self.first_edge.last().copied().unwrap_or(0);
-        self.first_edge.extend(records.map(|record| {
+        for record in records.clone() {
+            self.object_id.push(u64::from(record[layout.node_id]));
+        }
+        for record in records.clone() {
+            self.shallow_size
+                .push(u64::from(record[layout.node_self_size]));
+        }
+        let mut edge_total = self.first_edge.last().unwrap_or(0);
+        for record in records {
             edge_total = edge_total.saturating_add(u64::from(record[layout.node_edge_count]));
-            edge_total
-        }));
+            self.first_edge.push(edge_total);
+        }
         Ok(())
     }
 }
@@ -357,7 +398,7 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
             layout.edge_count
         )));
     }
-    let edge_total = nodes.first_edge.last().copied().unwrap_or(0);
+    let edge_total = nodes.first_edge.last().unwrap_or(0);
     if edge_total != n_edges as u64 {
         return Err(inconsistent(format!(
             "the nodes' `edge_count` fields add up to {edge_total} but `edges` holds {n_edges} edges"
@@ -429,14 +470,14 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
         .collect();
     let parts = HeapGraphParts {
         node_object_id: nodes.object_id,
-        node_kind: nodes.kind,
-        node_type,
-        node_name,
+        node_kind: nodes.kind.into(),
+        node_type: node_type.into(),
+        node_name: node_name.into(),
         node_shallow_size: nodes.shallow_size,
         first_edge: nodes.first_edge,
         edge_to: edges.to,
-        edge_kind: edges.kind,
-        edge_name: edges.name,
+        edge_kind: edges.kind.into(),
+        edge_name: edges.name.into(),
         node_kinds,
         root,
     };

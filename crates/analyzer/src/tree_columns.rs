@@ -1,0 +1,242 @@
+//! The dominator tree's compact per-node columns: retained counts in a byte per node (most
+//! objects dominate nothing or little, so a count below 255 is a byte and the rest are kept
+//! beside) and reachability in a bit per node. Both index like slices.
+
+use rustc_hash::FxHashMap;
+use std::ops::Index;
+
+/// The byte that says "beside".
+const BESIDE: u8 = u8::MAX;
+
+/// The counts a byte holds, as `u32`s to index into (so that [`Index`] can return a reference).
+static SMALL: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = i as u32;
+        i += 1;
+    }
+    table
+};
+
+/// One count per node: `narrow[i]` when below 255, otherwise `beside[i]`.
+///
+/// Invariants: `beside` holds exactly the nodes whose `narrow` entry is `BESIDE`.
+#[derive(Clone, Debug, Default)]
+pub struct NodeCounts {
+    narrow: Vec<u8>,
+    beside: FxHashMap<u32, u32>,
+}
+
+impl NodeCounts {
+    /// `n` counts of 1 (every node retains itself).
+    pub fn ones(n: usize) -> Self {
+        NodeCounts {
+            narrow: vec![1; n],
+            beside: FxHashMap::default(),
+        }
+    }
+
+    /// The number of counts.
+    pub fn len(&self) -> usize {
+        self.narrow.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.narrow.is_empty()
+    }
+
+    /// The count of `node`.
+    ///
+    /// Panics if `node` is out of range.
+    #[inline]
+    pub fn get(&self, node: usize) -> u32 {
+        self[node]
+    }
+
+    /// Replaces the count of `node`.
+    ///
+    /// Panics if `node` is out of range.
+    #[inline]
+    pub fn set(&mut self, node: usize, count: u32) {
+        match u8::try_from(count) {
+            Ok(small) if small != BESIDE => {
+                if self.narrow[node] == BESIDE {
+                    self.beside.remove(&(node as u32));
+                }
+                self.narrow[node] = small;
+            }
+            _ => {
+                self.narrow[node] = BESIDE;
+                self.beside.insert(node as u32, count);
+            }
+        }
+    }
+
+    /// Adds `more` to the count of `node`.
+    #[inline]
+    pub fn add(&mut self, node: usize, more: u32) {
+        let count = self.get(node) + more;
+        self.set(node, count);
+    }
+
+    /// The counts in node order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        (0..self.len()).map(move |node| self[node])
+    }
+
+    /// The counts as a plain vector.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+}
+
+impl Index<usize> for NodeCounts {
+    type Output = u32;
+
+    #[inline]
+    fn index(&self, node: usize) -> &u32 {
+        match self.narrow[node] {
+            BESIDE => &self.beside[&(node as u32)],
+            small => &SMALL[usize::from(small)],
+        }
+    }
+}
+
+impl From<Vec<u32>> for NodeCounts {
+    fn from(counts: Vec<u32>) -> Self {
+        let mut column = NodeCounts {
+            narrow: vec![0; counts.len()],
+            beside: FxHashMap::default(),
+        };
+        for (node, count) in counts.into_iter().enumerate() {
+            column.set(node, count);
+        }
+        column
+    }
+}
+
+impl PartialEq for NodeCounts {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for NodeCounts {}
+
+/// One flag per node, a bit each.
+///
+/// Invariants: `words` holds `len.div_ceil(64)` words; bits past `len` are clear.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeFlags {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl NodeFlags {
+    /// `n` flags, all clear.
+    pub fn new(n: usize) -> Self {
+        NodeFlags {
+            words: vec![0; n.div_ceil(64)],
+            len: n,
+        }
+    }
+
+    /// The number of flags.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Sets the flag of `node` to `value`.
+    ///
+    /// Panics if `node` is out of range.
+    #[inline]
+    pub fn set(&mut self, node: usize, value: bool) {
+        assert!(node < self.len, "node {node} of {}", self.len);
+        let (word, bit) = (node / 64, 1u64 << (node % 64));
+        if value {
+            self.words[word] |= bit;
+        } else {
+            self.words[word] &= !bit;
+        }
+    }
+
+    /// The flags in node order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = bool> + '_ {
+        (0..self.len).map(move |node| self[node])
+    }
+
+    /// How many flags are set.
+    pub fn count_set(&self) -> usize {
+        self.words
+            .iter()
+            .map(|word| word.count_ones() as usize)
+            .sum()
+    }
+}
+
+impl Index<usize> for NodeFlags {
+    type Output = bool;
+
+    #[inline]
+    fn index(&self, node: usize) -> &bool {
+        assert!(node < self.len, "node {node} of {}", self.len);
+        if self.words[node / 64] & (1 << (node % 64)) != 0 {
+            &true
+        } else {
+            &false
+        }
+    }
+}
+
+impl FromIterator<bool> for NodeFlags {
+    fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
+        let mut flags = NodeFlags::default();
+        for value in iter {
+            if flags.len.is_multiple_of(64) {
+                flags.words.push(0);
+            }
+            flags.len += 1;
+            flags.set(flags.len - 1, value);
+        }
+        flags
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_cross_the_byte_both_ways() {
+        let mut counts = NodeCounts::ones(4);
+        counts.add(0, 253);
+        assert_eq!((counts[0], counts.beside.len()), (254, 0));
+        counts.add(0, 1);
+        assert_eq!((counts[0], counts.beside.len()), (255, 1));
+        counts.add(0, 1 << 30);
+        assert_eq!(counts.get(0), (1 << 30) + 255);
+        counts.set(0, 7);
+        assert_eq!((counts[0], counts.beside.len()), (7, 0));
+        let plain = vec![1, 300, 0, u32::MAX];
+        assert_eq!(NodeCounts::from(plain.clone()).to_vec(), plain);
+    }
+
+    #[test]
+    fn flags_read_back() {
+        let values: Vec<bool> = (0..200).map(|i| i % 3 == 0).collect();
+        let mut flags: NodeFlags = values.iter().copied().collect();
+        assert_eq!(flags.iter().collect::<Vec<_>>(), values);
+        assert_eq!(flags.count_set(), 67);
+        flags.set(0, false);
+        flags.set(1, true);
+        assert!(!flags[0] && flags[1] && flags[3]);
+        assert_eq!(NodeFlags::new(70).count_set(), 0);
+    }
+}
