@@ -75,24 +75,7 @@ pub(crate) fn import_mapped(
     options: &Options,
 ) -> Result<HeapGraph, ImportError> {
     let _ = options;
-    let release = |range: std::ops::Range<usize>| {
-        const PAGE: usize = 4096;
-        let start = range.start.next_multiple_of(PAGE);
-        let end = range.end / PAGE * PAGE;
-        if end > start {
-            #[cfg(unix)]
-            // SAFETY: the map is a read-only mapping of a file, so dropping its pages only makes
-            // the next read of them fault the same bytes back in from the file; no reference
-            // into the map sees anything change.
-            unsafe {
-                let _ = map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    start,
-                    end - start,
-                );
-            }
-        }
-    };
+    let release = |range: std::ops::Range<usize>| crate::mapped::release_range(map, range);
     graph::build(map, &release)
 }
 

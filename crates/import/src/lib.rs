@@ -17,6 +17,7 @@
 
 mod error;
 pub mod hprof;
+mod mapped;
 pub mod native;
 mod pickle;
 mod sniff;

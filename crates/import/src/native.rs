@@ -196,6 +196,19 @@ pub fn import_slice_with_analysis(
     bytes: &[u8],
     _options: &Options,
 ) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+    import_slice_releasing(bytes, &|_| {})
+}
+
+/// Hands a part of the input that has been decoded, and is not read again, back to the kernel
+/// (a memory-mapped file's pages), or does nothing.
+type Release<'r> = &'r (dyn Fn(&[u8]) + Sync);
+
+/// [`import_slice_with_analysis`], calling `release` with each bulk column and strings blob
+/// once it is decoded.
+fn import_slice_releasing(
+    bytes: &[u8],
+    release: Release<'_>,
+) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
     let mut reader = SliceReader::new(bytes).map_err(import_error)?;
     let header = reader.header().clone();
     if header.kind == KIND_TIMELINE {
@@ -244,8 +257,8 @@ pub fn import_slice_with_analysis(
         }
     }
     let (file_strings, bulk_columns) = rayon::join(
-        || file_strings_of(&string_chunks),
-        || BulkColumns::decode(&bulk),
+        || file_strings_of(&string_chunks, release),
+        || BulkColumns::decode(&bulk, release),
     );
     let (file_strings, bulk_columns) = match (file_strings, bulk_columns, framing_error) {
         (Ok(file_strings), Ok(bulk_columns), None) => (file_strings, bulk_columns),
@@ -264,7 +277,9 @@ pub fn import_slice_with_analysis(
 }
 
 /// Imports the uncompressed `.hgd` file at `path`, with its stored analysis, by mapping it into
-/// memory and calling [`import_slice_with_analysis`].
+/// memory and calling [`import_slice_with_analysis`]; each column's pages are handed back to
+/// the kernel once decoded, so that the file and the graph decoded from it are not resident at
+/// once.
 ///
 /// # Errors
 /// [`ImportError::Io`] when the file cannot be opened or mapped; otherwise as
@@ -277,8 +292,9 @@ pub fn import_path_with_analysis(
     // SAFETY: the map is only read, and dropped before this returns. Another process could
     // change the file meanwhile, as with any memory-mapped input; heapgraph's inputs are dumps
     // written once and then read, and every byte read is checked as if it were hostile.
-    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
-    import_slice_with_analysis(&map, options)
+    let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
+    let _ = options;
+    import_slice_releasing(&map, &|part| crate::mapped::release_slice(&map, part))
 }
 
 /// Where an error was found, to report the earliest of several; unplaced errors sort last.
@@ -305,6 +321,7 @@ impl<C> Located<C> {
 /// The string table of the file's strings chunks, in file order.
 fn file_strings_of(
     chunks: &[Located<format::StringsChunk<'_>>],
+    release: Release<'_>,
 ) -> Result<FileStrings, ImportError> {
     let mut n_strings = 0u64;
     let mut n_bytes = 0usize;
@@ -320,6 +337,8 @@ fn file_strings_of(
         for text in located.chunk.strings().map_err(|err| located.error(err))? {
             file_strings.push(text);
         }
+        release(located.chunk.data);
+        release(located.chunk.lengths);
     }
     Ok(file_strings)
 }
@@ -347,7 +366,10 @@ struct BulkColumns {
 
 impl BulkColumns {
     /// Decodes the columns of `chunks` (nodes, edges and analysis chunks, in file order).
-    fn decode(chunks: &[Located<Chunk<'_>>]) -> Result<BulkColumns, ImportError> {
+    fn decode(
+        chunks: &[Located<Chunk<'_>>],
+        release: Release<'_>,
+    ) -> Result<BulkColumns, ImportError> {
         let nodes = of_kind(chunks, |chunk| match chunk {
             Chunk::Nodes(chunk) => Some(chunk),
             _ => None,
@@ -395,7 +417,9 @@ impl BulkColumns {
                 ($chunks:expr, $out:expr, $field:ident) => {{
                     let chunks = &$chunks;
                     let out = $out;
-                    scope.spawn(move |_| report(concat_column(chunks, out, |chunk| chunk.$field)));
+                    scope.spawn(move |_| {
+                        report(concat_column(chunks, out, |chunk| chunk.$field, release))
+                    });
                 }};
             }
             spawn_column!(nodes, object_id, object_id);
@@ -415,9 +439,9 @@ impl BulkColumns {
                 .iter()
                 .any(|located| located.chunk.retained_count.is_empty());
             let nodes = &nodes;
-            scope.spawn(move |_| report(prefix_sums_of_edge_counts(nodes, first_edge)));
+            scope.spawn(move |_| report(prefix_sums_of_edge_counts(nodes, first_edge, release)));
             let edges = &edges;
-            scope.spawn(move |_| report(edge_kinds_of(edges, edge_kind)));
+            scope.spawn(move |_| report(edge_kinds_of(edges, edge_kind, release)));
         });
         // Report the error of the earliest record, as a sequential read would.
         errors
@@ -471,6 +495,7 @@ fn concat_column<'a, C: 'a, T: format::LeInt>(
     chunks: &[Located<&C>],
     out: &mut Vec<T>,
     blob: impl Fn(&C) -> &'a [u8],
+    release: Release<'_>,
 ) -> Result<(), ImportError> {
     let total: usize = chunks
         .iter()
@@ -479,6 +504,7 @@ fn concat_column<'a, C: 'a, T: format::LeInt>(
     out.reserve_exact(total);
     for located in chunks {
         decode_column(blob(located.chunk), out).map_err(|err| located.error(err))?;
+        release(blob(located.chunk));
     }
     Ok(())
 }
@@ -488,6 +514,7 @@ fn concat_column<'a, C: 'a, T: format::LeInt>(
 fn prefix_sums_of_edge_counts(
     chunks: &[Located<&format::NodesChunk<'_>>],
     out: &mut Vec<u64>,
+    release: Release<'_>,
 ) -> Result<(), ImportError> {
     let total: usize = chunks
         .iter()
@@ -502,6 +529,7 @@ fn prefix_sums_of_edge_counts(
             running += u64::from(u32::from_le_bytes(*count));
             running
         }));
+        release(located.chunk.edge_count);
     }
     Ok(())
 }
@@ -510,6 +538,7 @@ fn prefix_sums_of_edge_counts(
 fn edge_kinds_of(
     chunks: &[Located<&format::EdgesChunk<'_>>],
     out: &mut Vec<EdgeKind>,
+    release: Release<'_>,
 ) -> Result<(), ImportError> {
     let total: usize = chunks.iter().map(|located| located.chunk.kind.len()).sum();
     out.reserve_exact(total);
@@ -526,6 +555,7 @@ fn edge_kinds_of(
                 .iter()
                 .map(|&code| EdgeKind::from_u8(code).unwrap_or(EdgeKind::Weak)),
         );
+        release(codes);
     }
     Ok(())
 }
