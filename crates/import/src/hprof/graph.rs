@@ -976,10 +976,14 @@ fn decode_string(bytes: &[u8], data: usize, length: u32, element: u8, coder: Opt
         }
         (basic::BYTE, _) => {
             let kept = length.min(STRING_NAME_CHARS);
-            let text = bytes[data..data + kept]
-                .iter()
-                .map(|&b| char::from(b))
-                .collect();
+            let latin1 = &bytes[data..data + kept];
+            // Most values are ASCII, which is already UTF-8: one check and one copy instead
+            // of a char at a time.
+            let text = if latin1.is_ascii() {
+                String::from_utf8_lossy(latin1).into_owned()
+            } else {
+                latin1.iter().map(|&b| char::from(b)).collect()
+            };
             (length, text)
         }
         _ => {
