@@ -96,11 +96,41 @@ impl DominatorTree {
 /// node and a DFS stack of at most V entries. Lengauer–Tarjan's forest takes four `u32` per
 /// vertex, its buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
-    if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_with::<u32>(graph, rule, true)
+    let order = if memory_bound(graph) {
+        Order::Lean
     } else {
-        dominators_with::<u64>(graph, rule, true)
+        Order::Fast
+    };
+    if u32::try_from(graph.parts().edge_to.len()).is_ok() {
+        dominators_with::<u32>(graph, rule, true, order)
+    } else {
+        dominators_with::<u64>(graph, rule, true, order)
     }
+}
+
+/// The reference count from which [`memory_bound`] holds: 64Mi. The large Java benchmark dump
+/// has 92M references, the large V8 snapshot 28M (performance.md).
+pub const MEMORY_BOUND_REFERENCES: usize = 1 << 26;
+
+/// Whether `graph` is large enough that the analysis's peak memory, rather than its time,
+/// bounds the dumps a machine can open: from [`MEMORY_BOUND_REFERENCES`] references on.
+/// [`dominators`] then finds the DFS parents again instead of keeping them beside the
+/// predecessor lists, and packs the long lists; callers may hand freed memory back before the
+/// analysis. Below, each of these costs more time than the memory it saves is worth (on the
+/// large V8 snapshot, whose peak is elsewhere: 0.4 s of a 3 s run, for 10 MiB).
+pub fn memory_bound(graph: &HeapGraph) -> bool {
+    graph.edge_count() >= MEMORY_BOUND_REFERENCES
+}
+
+/// How the semi-NCA pass trades time for memory (see [`memory_bound`]); both give the same
+/// tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// The first search's DFS parents are kept, and the lists left as built.
+    Fast,
+    /// The parents are dropped before the lists are built and found again by a second search
+    /// after them, and the long lists are packed.
+    Lean,
 }
 
 /// An offset into the predecessor lists: `u32` halves the offsets when the edges allow it.
@@ -149,6 +179,7 @@ fn dominators_with<O: Offset>(
     graph: &HeapGraph,
     rule: &EdgeRule,
     allow_semi_nca: bool,
+    order: Order,
 ) -> DominatorTree {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
@@ -214,7 +245,7 @@ fn dominators_with<O: Offset>(
         IdomMethod::SemiNca => Lists::WithoutSinglePredecessors,
         IdomMethod::LengauerTarjan => Lists::All,
     };
-    if method == IdomMethod::SemiNca {
+    if method == IdomMethod::SemiNca && order == Order::Lean {
         // Found again after the lists, so that the parents are never held beside the node
         // numbers and the lists, the pass's largest moment.
         drop(parent);
@@ -225,8 +256,10 @@ fn dominators_with<O: Offset>(
         IdomMethod::SemiNca => {
             drop(number);
             let mut preds = preds;
-            preds.pack_long_lists();
-            let parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
+            if order == Order::Lean {
+                preds.pack_long_lists();
+                parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
+            }
             let semi = semi_nca(preds, parent);
             let mut finish = Finish::new(graph, rule, semi, n_reachable);
             finish.run(root_ordinal, 0);
@@ -1080,8 +1113,9 @@ mod tests {
     use heapgraph_model::Runtime;
     use heapgraph_test_support::graph_from_edges;
 
-    /// The `u64` offsets, used only past 2³² edges, give the same tree as the `u32` ones, and
-    /// semi-NCA gives the same tree as Lengauer–Tarjan's buckets wherever it is used.
+    /// The `u64` offsets, used only past 2³² edges, give the same tree as the `u32` ones, the
+    /// lean order as the fast one, and semi-NCA the same tree as Lengauer–Tarjan's buckets
+    /// wherever it is used.
     #[test]
     fn offsets_and_idom_methods_give_the_same_tree() {
         let kinds = [
@@ -1100,10 +1134,13 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             (state >> 33) % bound
         };
-        for _ in 0..5000 {
-            let n_nodes = 1 + next(40) as u32;
+        for round in 0..5000 {
+            // One graph in five is dense, so that many vertices have the 16 predecessors or
+            // more that the lean order packs.
+            let dense = round % 5 == 0;
+            let n_nodes = 1 + next(if dense { 80 } else { 40 }) as u32;
             let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + next(100)).collect();
-            let n_edges = next(u64::from(n_nodes) * 3);
+            let n_edges = next(u64::from(n_nodes) * if dense { 24 } else { 3 });
             let edges: Vec<(u32, u32, EdgeKind)> = (0..n_edges)
                 .map(|_| {
                     let from = next(u64::from(n_nodes)) as u32;
@@ -1114,9 +1151,10 @@ mod tests {
             let graph = graph_from_edges(&sizes, &edges);
             for runtime in [Runtime::V8, Runtime::Java] {
                 let rule = EdgeRule::for_runtime(runtime);
-                let narrow = dominators_with::<u32>(&graph, &rule, true);
-                let wide = dominators_with::<u64>(&graph, &rule, true);
-                let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false);
+                let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
+                let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean);
+                let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean);
+                let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false, Order::Fast);
                 if runtime == Runtime::V8 {
                     // Step 2's test: no edge into the node that is neither weak nor a
                     // shortcut, from any node, itself included.
@@ -1135,7 +1173,7 @@ mod tests {
                         assert_eq!(marked.contains(node), referred);
                     }
                 }
-                for other in [&wide, &lengauer_tarjan] {
+                for other in [&lean, &wide, &lengauer_tarjan] {
                     assert_eq!(narrow.idom, other.idom);
                     assert_eq!(narrow.retained_size, other.retained_size);
                     assert_eq!(narrow.retained_count, other.retained_count);

@@ -34,7 +34,7 @@ mod tree_columns;
 pub mod view;
 
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
-pub use dominators::{DominatorTree, NO_NODE, dominators};
+pub use dominators::{DominatorTree, MEMORY_BOUND_REFERENCES, NO_NODE, dominators, memory_bound};
 pub use edge_rule::EdgeRule;
 pub use histogram::TypeTotals;
 pub use queries::{
@@ -197,30 +197,45 @@ impl Analysis {
     }
 
     /// The analysis as plain columns for storing, with distances and type totals computed if
-    /// they were not yet.
-    pub fn to_stored(&self, graph: &HeapGraph) -> StoredColumns {
-        let distance = self.distances(graph).to_vec();
-        let type_totals = Some(self.type_totals(graph).clone());
-        let tree = &self.dominators;
-        let root = graph.root().index();
-        let idom = tree
-            .idom
-            .iter()
-            .enumerate()
-            .map(|(node, &dominator)| {
-                if node == root || !tree.reachable[node] {
-                    NO_NODE
-                } else {
-                    dominator
-                }
-            })
-            .collect();
-        StoredColumns {
-            idom,
-            retained_size: tree.retained_size.to_vec(),
-            retained_count: tree.retained_count.to_vec(),
+    /// they were not yet. The analysis is given up column by column as it is converted, so
+    /// that only one column is held twice at a time (`convert` holds the graph beside them).
+    pub fn into_stored(self, graph: &HeapGraph) -> StoredColumns {
+        let Analysis {
+            edge_rule,
+            dominators,
             distance,
             type_totals,
+        } = self;
+        let type_totals = type_totals
+            .into_inner()
+            .unwrap_or_else(|| histogram::type_totals(graph, &dominators));
+        let distance = distance
+            .into_inner()
+            .unwrap_or_else(|| bfs_distances(graph, &edge_rule));
+        let DominatorTree {
+            mut idom,
+            retained_size,
+            retained_count,
+            reachable,
+        } = dominators;
+        let root = graph.root().index();
+        for (node, dominator) in idom.iter_mut().enumerate() {
+            if node == root || !reachable[node] {
+                *dominator = NO_NODE;
+            }
+        }
+        drop(reachable);
+        let retained_size = {
+            let wide = retained_size.to_vec();
+            drop(retained_size);
+            wide
+        };
+        StoredColumns {
+            idom,
+            retained_size,
+            retained_count: retained_count.to_vec(),
+            distance,
+            type_totals: Some(type_totals),
         }
     }
 }
@@ -329,7 +344,7 @@ mod tests {
     fn a_stored_analysis_is_adopted_as_computed() {
         let graph = graph(NOTATION);
         let analysis = analysis_of(&graph);
-        let stored = analysis.to_stored(&graph);
+        let stored = analysis_of(&graph).into_stored(&graph);
         assert!(stored.type_totals.is_some());
         for counts_stored in [true, false] {
             let mut stored = stored.clone();
@@ -349,7 +364,7 @@ mod tests {
     #[test]
     fn stored_counts_that_do_not_fit_a_tree_are_refused() {
         let graph = graph(NOTATION);
-        let stored = analysis_of(&graph).to_stored(&graph);
+        let stored = analysis_of(&graph).into_stored(&graph);
         let node = |name: &str| {
             graph
                 .nodes()

@@ -252,8 +252,8 @@ fn unreachable_objects_are_counted_apart() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// Dense graphs, where many vertices have 16 predecessors or more: the dominator pass
-    /// stores those lists packed.
+    /// Dense graphs, where many vertices have 16 predecessors or more (which the lean order of
+    /// the dominator pass packs; the unit tests check that order against this one).
     #[test]
     fn dominators_match_petgraph_on_dense_graphs(graph in graphs_up_to(80, 24)) {
         check_dominators(&graph)?;

@@ -405,7 +405,7 @@ fn diff_and_check(
 pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let mut loaded = load(&args.file)?;
     let analysis = loaded.analyze(false)?;
-    let stored = stored_of(analysis.to_stored(&loaded.graph));
+    let stored = stored_of(analysis.into_stored(&loaded.graph));
     let spinner = spinner("writing");
     let context = || format!("cannot write {}", args.output.display());
     let file = std::fs::File::create(&args.output).with_context(context)?;
