@@ -1152,23 +1152,45 @@ impl Columns {
         let analysis =
             self.stored_analysis(n_nodes, graph_whole, type_total_names, &mut meta.notes);
 
-        // Into the graph's compact columns, one at a time so that only one is held twice.
-        let node_object_id = PackedU64::compact(&self.object_id);
-        drop(std::mem::take(&mut self.object_id));
-        let node_shallow_size = PackedU64::from(std::mem::take(&mut self.shallow_size));
-        let first_edge = EdgeOffsets::from(first_edge);
-        let node_name = NodeNames::from(node_name);
-        let edge_name = EdgeNames::from(std::mem::take(&mut self.edge_name));
-        let node_type = NodeTypes::from(node_type);
+        // Into the graph's compact columns, two at a time (one per core), each wide column
+        // dropped as soon as it is converted.
+        let object_id = std::mem::take(&mut self.object_id);
+        let shallow_size = std::mem::take(&mut self.shallow_size);
+        let edge_name = std::mem::take(&mut self.edge_name);
+        let node_kind = std::mem::take(&mut self.node_kind);
+        let edge_kind = std::mem::take(&mut self.edge_kind);
+        let (
+            (node_object_id, node_shallow_size, node_name, node_kind),
+            (first_edge, edge_name, node_type, edge_kind),
+        ) = rayon::join(
+            || {
+                let node_object_id = PackedU64::compact(&object_id);
+                drop(object_id);
+                (
+                    node_object_id,
+                    PackedU64::from(shallow_size),
+                    NodeNames::from(node_name),
+                    node_kind.into(),
+                )
+            },
+            || {
+                (
+                    EdgeOffsets::from(first_edge),
+                    EdgeNames::from(edge_name),
+                    NodeTypes::from(node_type),
+                    edge_kind.into(),
+                )
+            },
+        );
         let parts = HeapGraphParts {
             node_object_id,
-            node_kind: std::mem::take(&mut self.node_kind).into(),
+            node_kind,
             node_type,
             node_name,
             node_shallow_size,
             first_edge,
             edge_to: self.edge_to,
-            edge_kind: self.edge_kind.into(),
+            edge_kind,
             edge_name,
             node_kinds: self.node_kinds,
             root,
