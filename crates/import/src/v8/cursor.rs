@@ -178,6 +178,11 @@ impl BlockSource for ChannelSource {
 ///
 /// A read error wins over whatever the parser made of the input it got; a panic in the
 /// parser is a bug and is resumed here.
+///
+/// `parse` must not use rayon: this thread may itself be a rayon worker (`leaks` and `diff`
+/// load their dumps with `rayon::join`), which blocks here until the parser ends, so a parser
+/// waiting for the pool can wait forever once every worker is blocked so (a `rayon::join` in
+/// `columns::assemble` hung `leaks` on two cores).
 pub(super) fn pipelined<R, T, F>(mut reader: R, plan: ReadPlan, parse: F) -> Result<T, ImportError>
 where
     R: Read,
