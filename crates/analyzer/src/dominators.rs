@@ -117,7 +117,7 @@ pub const MEMORY_BOUND_REFERENCES: usize = 1 << 26;
 /// [`dominators`] then finds the DFS parents again instead of keeping them beside the
 /// predecessor lists, and packs the long lists; callers may hand freed memory back before the
 /// analysis. Below, each of these costs more time than the memory it saves is worth (on the
-/// large V8 snapshot, whose peak is elsewhere: 0.4 s of a 3 s run, for 10 MiB).
+/// large V8 snapshot, whose peak is elsewhere: 0.6 s of 3.4 s, for 10 MiB).
 pub fn memory_bound(graph: &HeapGraph) -> bool {
     graph.edge_count() >= MEMORY_BOUND_REFERENCES
 }
@@ -543,49 +543,110 @@ impl<'a> Search<'a> {
     /// Numbers `start` (an unvisited node index) as a child of DFS number `start_parent`,
     /// then every node it reaches that is unvisited, depth first, in edge order.
     fn run(&mut self, start: u32, start_parent: u32) {
-        let first_edge = &self.parts.first_edge;
-        let edge_to = &self.parts.edge_to;
-        let edge_kind = &self.parts.edge_kind;
-        let number = &mut self.number;
-        let parent = &mut self.parent;
-        let stack = &mut self.stack;
-        let mut n = self.n_numbered + 1;
-        number[start as usize] = n;
-        parent[n as usize] = start_parent;
-        stack.push((start, n, first_edge.get(start as usize)));
-        while let Some(top) = stack.last_mut() {
-            let (v, v_number, mut edge) = *top;
-            let end = first_edge.get(v as usize + 1);
-            let from_is_root = v == self.root_ordinal;
-            let mut next = None;
-            while edge < end {
-                let ahead = edge + PREFETCH_DISTANCE as u64;
-                if ahead < end {
-                    prefetch(number, edge_to[ahead as usize] as usize);
-                }
-                let w = edge_to[edge as usize];
-                let kind = edge_kind[edge as usize];
-                edge += 1;
-                if retains(self.rule, v, from_is_root, kind, w) && number[w as usize] == 0 {
-                    next = Some(w);
-                    break;
-                }
+        self.n_numbered = depth_first(
+            self.parts,
+            self.rule,
+            self.root_ordinal,
+            (start, start_parent),
+            self.n_numbered,
+            &mut self.number,
+            &mut self.parent,
+            &mut self.stack,
+        );
+    }
+}
+
+/// Where a depth-first search marks the nodes it has visited: their numbers, or a bit each.
+trait Visits {
+    fn seen(&self, node: u32) -> bool;
+    fn mark(&mut self, node: u32, number: u32);
+    /// Hints that `seen(node)` will be asked soon.
+    fn prefetch(&self, node: u32);
+}
+
+impl Visits for Vec<u32> {
+    #[inline]
+    fn seen(&self, node: u32) -> bool {
+        self[node as usize] != 0
+    }
+    #[inline]
+    fn mark(&mut self, node: u32, number: u32) {
+        self[node as usize] = number;
+    }
+    #[inline]
+    fn prefetch(&self, node: u32) {
+        prefetch(self, node as usize);
+    }
+}
+
+impl Visits for NodeBits {
+    #[inline]
+    fn seen(&self, node: u32) -> bool {
+        self.contains(node as usize)
+    }
+    #[inline]
+    fn mark(&mut self, node: u32, _number: u32) {
+        self.insert(node as usize);
+    }
+    #[inline]
+    fn prefetch(&self, _node: u32) {}
+}
+
+/// The traversal of steps 1 and 2, shared by [`Search`] and [`search_parents`] so that both
+/// number alike: numbers `start.0` (unvisited) as `n_before + 1`, a child of DFS number
+/// `start.1`, then every unvisited node it reaches through retaining edges, depth first, in
+/// edge order; writes each one's DFS parent by number and returns the last number given.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the search's state is borrowed apart so that each caller keeps its own"
+)]
+fn depth_first<V: Visits>(
+    parts: &HeapGraphParts,
+    rule: &EdgeRule,
+    root_ordinal: u32,
+    (start, start_parent): (u32, u32),
+    n_before: u32,
+    visits: &mut V,
+    parent: &mut [u32],
+    stack: &mut Vec<(u32, u32, u64)>,
+) -> u32 {
+    let (first_edge, edge_to, edge_kind) = (&parts.first_edge, &parts.edge_to, &parts.edge_kind);
+    let mut n = n_before + 1;
+    visits.mark(start, n);
+    parent[n as usize] = start_parent;
+    stack.push((start, n, first_edge.get(start as usize)));
+    while let Some(top) = stack.last_mut() {
+        let (v, v_number, mut edge) = *top;
+        let end = first_edge.get(v as usize + 1);
+        let from_is_root = v == root_ordinal;
+        let mut next = None;
+        while edge < end {
+            let ahead = edge + PREFETCH_DISTANCE as u64;
+            if ahead < end {
+                visits.prefetch(edge_to[ahead as usize]);
             }
-            top.2 = edge;
-            match next {
-                Some(w) => {
-                    n += 1;
-                    number[w as usize] = n;
-                    parent[n as usize] = v_number;
-                    stack.push((w, n, first_edge.get(w as usize)));
-                }
-                None => {
-                    stack.pop();
-                }
+            let w = edge_to[edge as usize];
+            let kind = edge_kind[edge as usize];
+            edge += 1;
+            if retains(rule, v, from_is_root, kind, w) && !visits.seen(w) {
+                next = Some(w);
+                break;
             }
         }
-        self.n_numbered = n;
+        top.2 = edge;
+        match next {
+            Some(w) => {
+                n += 1;
+                visits.mark(w, n);
+                parent[n as usize] = v_number;
+                stack.push((w, n, first_edge.get(w as usize)));
+            }
+            None => {
+                stack.pop();
+            }
+        }
     }
+    n
 }
 
 /// The DFS parents by number, found by repeating the traversal of [`Search`] (from the root,
@@ -602,41 +663,19 @@ fn search_parents(
     let mut visited = NodeBits::new(n_nodes);
     let mut parent = vec![0u32; len];
     let mut n = 0u32;
-    // Per open node: its index, its number and the next edge to look at.
     let mut stack: Vec<(u32, u32, u64)> = Vec::new();
     let starts = std::iter::once((root_ordinal, 0)).chain(orphan_starts.iter().map(|&s| (s, ROOT)));
-    for (start, start_parent) in starts {
-        n += 1;
-        visited.insert(start as usize);
-        parent[n as usize] = start_parent;
-        stack.push((start, n, parts.first_edge.get(start as usize)));
-        while let Some(top) = stack.last_mut() {
-            let (v, v_number, mut edge) = *top;
-            let end = parts.first_edge.get(v as usize + 1);
-            let from_is_root = v == root_ordinal;
-            let mut next = None;
-            while edge < end {
-                let w = parts.edge_to[edge as usize];
-                let kind = parts.edge_kind[edge as usize];
-                edge += 1;
-                if retains(rule, v, from_is_root, kind, w) && !visited.contains(w as usize) {
-                    next = Some(w);
-                    break;
-                }
-            }
-            top.2 = edge;
-            match next {
-                Some(w) => {
-                    n += 1;
-                    visited.insert(w as usize);
-                    parent[n as usize] = v_number;
-                    stack.push((w, n, parts.first_edge.get(w as usize)));
-                }
-                None => {
-                    stack.pop();
-                }
-            }
-        }
+    for start in starts {
+        n = depth_first(
+            parts,
+            rule,
+            root_ordinal,
+            start,
+            n,
+            &mut visited,
+            &mut parent,
+            &mut stack,
+        );
     }
     debug_assert_eq!(
         n as usize + 1,

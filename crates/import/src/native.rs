@@ -286,14 +286,13 @@ fn import_slice_releasing(
 /// [`import_with_analysis`].
 pub fn import_path_with_analysis(
     path: &std::path::Path,
-    options: &Options,
+    _options: &Options,
 ) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
     let file = std::fs::File::open(path)?;
     // SAFETY: the map is only read, and dropped before this returns. Another process could
     // change the file meanwhile, as with any memory-mapped input; heapgraph's inputs are dumps
     // written once and then read, and every byte read is checked as if it were hostile.
     let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-    let _ = options;
     import_slice_releasing(&map, &|part| crate::mapped::release_slice(&map, part))
 }
 
