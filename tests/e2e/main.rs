@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod examples;
 mod hprof;
+mod hprof_real_world;
 mod oracle;
 mod python;
 mod record;

@@ -269,11 +269,14 @@ fn string_types(runtime: Runtime) -> (&'static [&'static str], Option<&'static s
 /// ranked by the bytes the copies waste; otherwise every value, ranked by the bytes all its
 /// strings take. At most `n` values are listed; the totals cover all.
 ///
-/// A string's size is its own shallow size plus, for Java, its `value` array's. Wasted bytes
-/// are those of every copy but one: the strings beyond the first, and the distinct value
-/// arrays beyond the first (strings that share an array waste none of it). Values are compared
-/// as the dump names them: Java strings longer than 1024 characters by their first 1024 and
-/// their length.
+/// A string's size is its own shallow size plus, for Java, its `value` array's, each array
+/// counted once: strings that share an array share its bytes. An array that strings of
+/// different values share (before JDK 7u6 and on Android before M, a `String` views a slice of
+/// a `char[]`: hundreds of time-zone names in one array) belongs to no one value: it counts in
+/// the total, not in any value's bytes. Wasted bytes are those of every copy but one: the
+/// strings beyond the first, and the value's own distinct arrays beyond the first. Values are
+/// compared as the dump names them: Java strings longer than 1024 characters by their first
+/// 1024 and their length.
 pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsView {
     let (types, value_edge) = string_types(graph.meta().runtime);
     let type_ids: Vec<u32> = types
@@ -286,12 +289,18 @@ pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsVie
         count: u64,
         string_bytes: u64,
         array_bytes: u64,
-        first_array_size: Option<u64>,
+        /// The copy kept when the others go: the largest of the value's own arrays.
+        kept_array_size: u64,
     }
-    // Value arrays already counted. Strings that share an array share its value, so one set
-    // over the whole heap tells whether a group has seen an array, at a bit per node.
-    let mut counted = vec![0u64; graph.node_count().div_ceil(64)];
-    let mut groups: FxHashMap<&str, Group> = FxHashMap::default();
+    /// The value array of a string, and whether strings of one value only hold it.
+    struct Array {
+        value: u32,
+        size: u64,
+        shared_by_values: bool,
+    }
+    let mut values: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut groups: Vec<(&str, Group)> = Vec::new();
+    let mut arrays: FxHashMap<usize, Array> = FxHashMap::default();
     let mut n_strings = 0u64;
     let mut total_bytes = 0u64;
     for node in graph.nodes() {
@@ -299,7 +308,12 @@ pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsVie
             continue;
         }
         n_strings += 1;
-        let group = groups.entry(graph.name(node)).or_default();
+        let name = graph.name(node);
+        let value = *values.entry(name).or_insert_with(|| {
+            groups.push((name, Group::default()));
+            (groups.len() - 1) as u32
+        });
+        let group = &mut groups[value as usize].1;
         group.count += 1;
         group.string_bytes += graph.shallow_size(node);
         total_bytes += graph.shallow_size(node);
@@ -308,15 +322,23 @@ pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsVie
                 .edge_range(node)
                 .find(|&edge| graph.edge_name(edge) == EdgeName::Named(value_edge))
         {
-            let array = graph.edge_target(edge).index();
-            let size = graph.shallow_size(graph.edge_target(edge));
-            total_bytes += size;
-            let bit = 1u64 << (array % 64);
-            if counted[array / 64] & bit == 0 {
-                counted[array / 64] |= bit;
-                group.first_array_size.get_or_insert(size);
-                group.array_bytes += size;
-            }
+            let target = graph.edge_target(edge);
+            let array = arrays.entry(target.index()).or_insert_with(|| {
+                total_bytes += graph.shallow_size(target);
+                Array {
+                    value,
+                    size: graph.shallow_size(target),
+                    shared_by_values: false,
+                }
+            });
+            array.shared_by_values |= array.value != value;
+        }
+    }
+    for array in arrays.values() {
+        if !array.shared_by_values {
+            let group = &mut groups[array.value as usize].1;
+            group.kept_array_size = group.kept_array_size.max(array.size);
+            group.array_bytes += array.size;
         }
     }
     let distinct = groups.len() as u64;
@@ -329,7 +351,7 @@ pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsVie
                 count: group.count,
                 total_bytes: group.string_bytes + group.array_bytes,
                 wasted_bytes: group.string_bytes - string_size + group.array_bytes
-                    - group.first_array_size.unwrap_or(0),
+                    - group.kept_array_size,
             }
         })
         .collect();

@@ -168,6 +168,8 @@ pub(crate) struct ReportArgs {
     /// show), so that the same inputs give the same bytes
     #[arg(long)]
     pub(crate) no_timestamp: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 #[derive(Args, Debug)]
@@ -185,6 +187,8 @@ pub(crate) struct LeaksArgs {
     /// Clusters to list
     #[arg(short = 'n', default_value_t = 20)]
     pub(crate) n: usize,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 #[derive(Args, Debug)]
@@ -212,6 +216,8 @@ pub(crate) struct GraphArgs {
     /// Where to write the DOT file (stdout when not given)
     #[arg(short = 'o', long = "output")]
     pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 /// Output format of every analysis.
@@ -261,6 +267,79 @@ pub(crate) struct SiteArgs {
     pub(crate) all_frames: bool,
 }
 
+/// How heap dumps are read: which dump of a file that holds several, and the object layout of
+/// a Java dump where it cannot be read from the dump itself.
+#[derive(Args, Debug, Clone, Copy, Default)]
+#[command(next_help_heading = "Reading heap dumps")]
+pub(crate) struct ReadArgs {
+    /// HPROF files that hold several heap dumps (the hprof agent writes one per request): read
+    /// dump N, counting from 1 (by default the last; `summary --format json` lists them)
+    #[arg(long = "dump", value_name = "N")]
+    pub(crate) dump: Option<std::num::NonZeroUsize>,
+    /// Java dumps: the JVM's object layout, where the dump's notes say it was assumed
+    #[arg(long, value_enum, value_name = "LAYOUT")]
+    pub(crate) layout: Option<LayoutArg>,
+    /// Java dumps: how the JVM placed fields (per-class up to JDK 14, packed from JDK 15), where
+    /// the dump's notes say it was assumed
+    #[arg(long, value_enum, value_name = "RULE")]
+    pub(crate) field_layout: Option<FieldLayoutArg>,
+}
+
+impl ReadArgs {
+    /// The importer's options for these arguments.
+    pub(crate) fn hprof_options(&self) -> heapgraph_import::hprof::Options {
+        let mut options = heapgraph_import::hprof::Options::default();
+        options.dump = self.dump;
+        options.layout = self.layout.map(LayoutArg::into_layout);
+        options.fields = self.field_layout.map(|rule| match rule {
+            FieldLayoutArg::PerClass => heapgraph_import::hprof::FieldLayout::PerClass,
+            FieldLayoutArg::Packed => heapgraph_import::hprof::FieldLayout::Packed,
+        });
+        options
+    }
+}
+
+/// A JVM's object layout (`--layout`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LayoutArg {
+    /// 64-bit, compressed oops and class pointers: 12-byte headers, 4-byte references (the
+    /// default for heaps under 32 GB)
+    CompressedOops,
+    /// 64-bit, -XX:-UseCompressedOops on JDK 8 or later: 12-byte headers, 8-byte references
+    CompressedClassPointers,
+    /// 64-bit, nothing compressed (JDK 6 and 7 with -XX:-UseCompressedOops): 16-byte headers,
+    /// 8-byte references
+    Uncompressed,
+    /// 64-bit, -XX:-UseCompressedClassPointers: 16-byte headers, 4-byte references
+    CompressedOopsOnly,
+    /// A 32-bit JVM: 8-byte headers, 4-byte references
+    #[value(name = "32-bit")]
+    ThirtyTwoBit,
+}
+
+impl LayoutArg {
+    fn into_layout(self) -> heapgraph_import::hprof::ObjectLayout {
+        use heapgraph_import::hprof::ObjectLayout;
+        match self {
+            LayoutArg::CompressedOops => ObjectLayout::CompressedOops,
+            LayoutArg::CompressedClassPointers => ObjectLayout::CompressedClassPointers,
+            LayoutArg::Uncompressed => ObjectLayout::Uncompressed,
+            LayoutArg::CompressedOopsOnly => ObjectLayout::CompressedOopsOnly,
+            LayoutArg::ThirtyTwoBit => ObjectLayout::ThirtyTwoBit,
+        }
+    }
+}
+
+/// How a JVM placed an object's fields (`--field-layout`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FieldLayoutArg {
+    /// HotSpot up to JDK 14: each class's fields on their own, from a boundary after its
+    /// superclass's
+    PerClass,
+    /// HotSpot from JDK 15: a subclass's fields fill the gaps its superclasses left
+    Packed,
+}
+
 /// Arguments every analysis shares.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
@@ -277,6 +356,8 @@ pub(crate) struct Common {
     /// retained sizes (like meliae's "remove expensive references"), to see what user code holds
     #[arg(long)]
     pub(crate) collapse_modules: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 #[derive(Args, Debug)]
@@ -340,6 +421,8 @@ pub(crate) struct DiffArgs {
     pub(crate) fail_if: Vec<String>,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 #[derive(Args, Debug)]
@@ -416,6 +499,8 @@ pub(crate) struct ConvertArgs {
     /// Where to write the .hgd file
     #[arg(short = 'o', long = "output")]
     pub(crate) output: PathBuf,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 /// Parses `200ms`, `1s`, `2.5s`, `5m`, `1h`; a bare number is seconds.

@@ -1,7 +1,7 @@
 //! Loading a dump for a verb: import with a progress bar, then analyse (or adopt the analysis
 //! a `.hgd` file carries).
 
-use crate::args::Common;
+use crate::args::{Common, ReadArgs};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
 use heapgraph_import::{Dump, Format, native};
@@ -62,8 +62,8 @@ pub(crate) enum Evidence {
 }
 
 /// Reads `path` into a heap graph.
-pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
-    match load_evidence(path)? {
+pub(crate) fn load(path: &Path, read: &ReadArgs) -> anyhow::Result<Loaded> {
+    match load_evidence(path, read)? {
         Evidence::Graph(loaded) => Ok(*loaded),
         Evidence::Alloc(_) => bail!(
             "{}: holds allocations by stack, not an object graph; `heapgraph top`, `diff` and `gpu` read it",
@@ -84,7 +84,7 @@ pub(crate) fn timeline_misread(path: &Path) -> String {
 
 /// Reads the dump of `common` into a heap graph, with `--collapse-modules` applied.
 pub(crate) fn load_for(common: &Common) -> anyhow::Result<Loaded> {
-    let mut loaded = load(&common.file)?;
+    let mut loaded = load(&common.file, &common.read)?;
     if common.collapse_modules {
         loaded.collapse_modules();
     }
@@ -93,7 +93,7 @@ pub(crate) fn load_for(common: &Common) -> anyhow::Result<Loaded> {
 
 /// Reads the dump of `common`, whatever it holds, with `--collapse-modules` applied to a graph.
 pub(crate) fn load_evidence_for(common: &Common) -> anyhow::Result<Evidence> {
-    let mut evidence = load_evidence(&common.file)?;
+    let mut evidence = load_evidence(&common.file, &common.read)?;
     if let Evidence::Graph(loaded) = &mut evidence
         && common.collapse_modules
     {
@@ -104,7 +104,7 @@ pub(crate) fn load_evidence_for(common: &Common) -> anyhow::Result<Evidence> {
 
 /// Reads `path` into an allocation snapshot.
 pub(crate) fn load_alloc(path: &Path) -> anyhow::Result<AllocSnapshot> {
-    match load_evidence(path)? {
+    match load_evidence(path, &ReadArgs::default())? {
         Evidence::Alloc(snapshot) => Ok(*snapshot),
         Evidence::Graph(_) => bail!(
             "{}: is a heap dump, not an allocation snapshot (tracemalloc or CUDA)",
@@ -115,12 +115,13 @@ pub(crate) fn load_alloc(path: &Path) -> anyhow::Result<AllocSnapshot> {
 }
 
 /// Reads `path`, whatever it holds.
-pub(crate) fn load_evidence(path: &Path) -> anyhow::Result<Evidence> {
+pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evidence> {
     let context = || format!("cannot read {}", path.display());
     let bar = Bar(progress_bar("reading"));
     let options = {
         let mut options = heapgraph_import::Options::default();
         options.progress = Some(&bar);
+        options.hprof = read.hprof_options();
         options
     };
     if is_native(path).with_context(context)? {

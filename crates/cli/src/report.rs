@@ -45,7 +45,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
     let mut recording = None;
     let mut allocations: Vec<(DumpInfo, heapgraph_model::AllocSnapshot)> = Vec::new();
     for file in &files {
-        match load_evidence(file)? {
+        match load_evidence(file, &args.read)? {
             Evidence::Graph(mut loaded) => {
                 let analysis = loaded.analyze(false)?;
                 dumps.push(Analysed {

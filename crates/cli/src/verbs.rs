@@ -277,8 +277,13 @@ pub(crate) fn leaking(args: &LeakingArgs) -> anyhow::Result<String> {
 /// `leaks`: memlab's three-snapshot method.
 pub(crate) fn leaks(args: &LeaksArgs) -> anyhow::Result<String> {
     let (baseline, (target, final_)) = rayon::join(
-        || load(&args.baseline),
-        || rayon::join(|| load(&args.target), || load(&args.final_)),
+        || load(&args.baseline, &args.read),
+        || {
+            rayon::join(
+                || load(&args.target, &args.read),
+                || load(&args.final_, &args.read),
+            )
+        },
     );
     let (baseline, target, mut final_) = (baseline?, target?, final_?);
     let analysis = final_.analyze(false)?;
@@ -299,7 +304,7 @@ pub(crate) fn leaks(args: &LeaksArgs) -> anyhow::Result<String> {
 /// `graph --backrefs`: the referrers of an object as DOT.
 pub(crate) fn graph(args: &GraphArgs) -> anyhow::Result<String> {
     let object_id = parse_object_id(&args.backrefs)?;
-    let mut loaded = load(&args.file)?;
+    let mut loaded = load(&args.file, &args.read)?;
     let analysis = loaded.analyze(false)?;
     let graph = &loaded.graph;
     let Some(target) = graph.find_object(object_id) else {
@@ -356,7 +361,10 @@ fn diff_and_check(
     args: &DiffArgs,
     rules: &[heapgraph_analyzer::gate::Rule],
 ) -> anyhow::Result<(String, Vec<heapgraph_analyzer::gate::Verdict>)> {
-    let (old, new) = rayon::join(|| load_evidence(&args.old), || load_evidence(&args.new));
+    let (old, new) = rayon::join(
+        || load_evidence(&args.old, &args.read),
+        || load_evidence(&args.new, &args.read),
+    );
     let (mut old, mut new) = (old?, new?);
     if args.collapse_modules {
         for evidence in [&mut old, &mut new] {
@@ -403,7 +411,7 @@ fn diff_and_check(
 }
 
 pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
-    let mut loaded = load(&args.file)?;
+    let mut loaded = load(&args.file, &args.read)?;
     let analysis = loaded.analyze(false)?;
     let stored = stored_of(analysis.into_stored(&loaded.graph));
     let spinner = spinner("writing");

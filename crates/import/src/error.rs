@@ -42,6 +42,18 @@ pub enum ImportError {
         /// What was being read.
         expected: String,
     },
+    /// `--dump N` asked for a heap dump the file does not hold.
+    #[error(
+        "{format}: --dump {asked} asks for heap dump {asked}, but the file holds {held} (choose 1 to {held})"
+    )]
+    NoSuchDump {
+        /// The format being read.
+        format: &'static str,
+        /// The dump asked for, 1-based.
+        asked: usize,
+        /// How many the file holds.
+        held: usize,
+    },
     /// The parts are individually well formed but do not make a consistent graph.
     #[error("{format}: {message}")]
     Inconsistent {

@@ -16,11 +16,13 @@ mod bytes;
 mod classes;
 mod graph;
 mod ids;
+mod jvm;
 mod scan;
 
 use crate::ImportError;
 use heapgraph_model::HeapGraph;
 use std::io::Read;
+use std::num::NonZeroUsize;
 
 /// The format name in errors.
 const FORMAT: &str = "hprof";
@@ -31,10 +33,84 @@ pub fn sniff(prefix: &[u8]) -> Option<bool> {
     scan::sniff(prefix)
 }
 
-/// Settings of the HPROF importer (none yet).
-#[derive(Clone, Debug, Default)]
+/// Settings of the HPROF importer.
+#[derive(Clone, Copy, Debug, Default)]
 #[non_exhaustive]
-pub struct Options {}
+pub struct Options {
+    /// Which heap dump to read, 1-based, of a file that holds several (the hprof agent writes
+    /// such files); `None` reads the last.
+    pub dump: Option<NonZeroUsize>,
+    /// The object layout to assume, instead of the one the dump shows or implies.
+    pub layout: Option<ObjectLayout>,
+    /// The field layout to assume, instead of the one the dump shows or implies.
+    pub fields: Option<FieldLayout>,
+}
+
+/// How a JVM laid its objects out: header and array header sizes and the size of a reference.
+/// HPROF does not say; the importer reads it from the object addresses or from what the dump
+/// says about the JVM, and this overrides it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ObjectLayout {
+    /// 64-bit with compressed oops and class pointers: 12-byte headers, 4-byte references (the
+    /// default for heaps under 32 GB since JDK 6u23).
+    CompressedOops,
+    /// 64-bit with compressed class pointers only: 12-byte headers, 8-byte references
+    /// (`-XX:-UseCompressedOops` from JDK 8).
+    CompressedClassPointers,
+    /// 64-bit, nothing compressed: 16-byte headers, 8-byte references.
+    Uncompressed,
+    /// 64-bit with compressed oops only: 16-byte headers, 4-byte references
+    /// (`-XX:-UseCompressedClassPointers`).
+    CompressedOopsOnly,
+    /// 32-bit: 8-byte headers, 4-byte references.
+    ThirtyTwoBit,
+}
+
+impl ObjectLayout {
+    /// Every layout, in the order of their names.
+    pub const ALL: [ObjectLayout; 5] = [
+        ObjectLayout::CompressedOops,
+        ObjectLayout::CompressedClassPointers,
+        ObjectLayout::Uncompressed,
+        ObjectLayout::CompressedOopsOnly,
+        ObjectLayout::ThirtyTwoBit,
+    ];
+
+    /// The name users give it (`--layout`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectLayout::CompressedOops => "compressed-oops",
+            ObjectLayout::CompressedClassPointers => "compressed-class-pointers",
+            ObjectLayout::Uncompressed => "uncompressed",
+            ObjectLayout::CompressedOopsOnly => "compressed-oops-only",
+            ObjectLayout::ThirtyTwoBit => "32-bit",
+        }
+    }
+
+    fn sizes(self) -> Layout {
+        Layout::CANDIDATES[self as usize]
+    }
+}
+
+/// How HotSpot placed an object's fields, which changed in JDK 15.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldLayout {
+    /// Up to JDK 14: each class of the hierarchy on its own, starting at a reference-aligned
+    /// boundary after its superclass's fields, grouped by size.
+    PerClass,
+    /// From JDK 15: a subclass's fields may fill the gaps its superclasses left.
+    Packed,
+}
+
+impl FieldLayout {
+    /// The name users give it (`--field-layout`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldLayout::PerClass => "per-class",
+            FieldLayout::Packed => "packed",
+        }
+    }
+}
 
 /// Reads a whole HPROF stream into memory and imports it (see [`import_slice`]).
 ///
@@ -63,8 +139,8 @@ pub fn import<R: Read>(mut reader: R, options: &Options) -> Result<HeapGraph, Im
 /// [`ImportError::Malformed`] with a byte offset for a header or record that is not well formed
 /// (a corrupt length, an unknown sub-record); [`ImportError::Truncated`] when not even the
 /// header arrived.
-pub fn import_slice(bytes: &[u8], _options: &Options) -> Result<HeapGraph, ImportError> {
-    graph::build(bytes, &|_| {})
+pub fn import_slice(bytes: &[u8], options: &Options) -> Result<HeapGraph, ImportError> {
+    graph::build(bytes, options, &|_| {})
 }
 
 /// [`import_slice`] on a memory-mapped dump, handing each run of heap segments back to the
@@ -74,13 +150,11 @@ pub(crate) fn import_mapped(
     map: &memmap2::Mmap,
     options: &Options,
 ) -> Result<HeapGraph, ImportError> {
-    let _ = options;
     let release = |range: std::ops::Range<usize>| crate::mapped::release_range(map, range);
-    graph::build(map, &release)
+    graph::build(map, options, &release)
 }
 
-/// How the JVM laid its objects out, which HPROF does not say: header and array header sizes
-/// and the size of a reference, each a candidate that the object addresses vote for.
+/// The sizes of an [`ObjectLayout`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
     /// Bytes of an object header.
@@ -94,7 +168,8 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// The layouts a 64-bit HotSpot uses (8-byte ids), most common first, then a 32-bit one.
+    /// The sizes of each [`ObjectLayout`], in its order: the layouts a 64-bit HotSpot uses
+    /// (8-byte ids), most common first, then the 32-bit one.
     pub(crate) const CANDIDATES: [Layout; 5] = [
         Layout {
             header: 12,
@@ -127,27 +202,6 @@ impl Layout {
             description: "32-bit (8-byte headers, 4-byte references)",
         },
     ];
-
-    /// Index in [`Layout::CANDIDATES`] of the 32-bit layout, the only one for 4-byte ids.
-    const THIRTY_TWO_BIT: usize = 4;
-
-    /// Picks the layout with the most votes among those possible for the id size; ties go to the
-    /// more common layout.
-    pub(crate) fn choose(votes: &[u64; 5], id_size: usize) -> (Layout, bool) {
-        if id_size == 4 {
-            return (Layout::CANDIDATES[Layout::THIRTY_TWO_BIT], true);
-        }
-        let best = (0..Layout::THIRTY_TWO_BIT)
-            .max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))
-            .unwrap_or(0);
-        (Layout::CANDIDATES[best], votes[best] > 0)
-    }
-
-    /// Shallow size of an instance with `prim_bytes` of primitive fields and `n_refs`
-    /// references: header and fields, aligned to 8 bytes.
-    pub(crate) fn instance_size(&self, prim_bytes: u64, n_refs: u64) -> u64 {
-        align8(self.header + prim_bytes + n_refs * self.reference)
-    }
 
     /// Shallow size of an array of `length` elements of basic type `element`.
     pub(crate) fn array_size(&self, element: u8, length: u64) -> u64 {

@@ -40,12 +40,14 @@ pub trait Progress: Sync {
     fn advance(&self, bytes: u64);
 }
 
-/// Settings shared by every importer.
+/// Settings shared by every importer, and those of the formats that have any.
 #[derive(Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct Options<'a> {
     /// Where to report progress, if anywhere.
     pub progress: Option<&'a dyn Progress>,
+    /// For HPROF dumps: which dump of a file that holds several, and the layouts to assume.
+    pub hprof: hprof::Options,
 }
 
 /// What a dump holds.
@@ -96,7 +98,7 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
         if let Some(progress) = options.progress {
             progress.advance(map.len() as u64);
         }
-        return hprof::import_mapped(&map, &hprof::Options::default()).map(Dump::HeapGraph);
+        return hprof::import_mapped(&map, &options.hprof).map(Dump::HeapGraph);
     }
     if pickle::sniff(prefix) {
         drop(reader);
@@ -111,9 +113,9 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
     if prefix.starts_with(&GZIP_MAGIC) {
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);
         let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
-        import_reader(reader)
+        import_reader(reader, options)
     } else {
-        import_reader(reader)
+        import_reader(reader, options)
     }
 }
 
@@ -121,16 +123,17 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
 ///
 /// # Errors
 /// As [`import_path`].
-pub fn import_reader<R: BufRead>(mut reader: R) -> Result<Dump, ImportError> {
+pub fn import_reader<R: BufRead>(
+    mut reader: R,
+    options: &Options<'_>,
+) -> Result<Dump, ImportError> {
     let prefix = reader.fill_buf()?;
     match sniff(prefix) {
         Some(Format::V8HeapSnapshot) => {
             v8::import(reader, &v8::Options::default()).map(Dump::HeapGraph)
         }
         Some(Format::Native) => native::import(reader, &native::Options::default()),
-        Some(Format::Hprof) => {
-            hprof::import(reader, &hprof::Options::default()).map(Dump::HeapGraph)
-        }
+        Some(Format::Hprof) => hprof::import(reader, &options.hprof).map(Dump::HeapGraph),
         Some(Format::Pickle) => {
             let mut bytes = Vec::new();
             reader.read_to_end(&mut bytes)?;

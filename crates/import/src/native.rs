@@ -1682,7 +1682,9 @@ mod tests {
         let file = write(&sample_graph(), None, 2);
         assert_eq!(sniff(&file), Some(true));
         assert_eq!(crate::sniff(&file), Some(crate::Format::Native));
-        let Ok(Dump::HeapGraph(graph)) = crate::import_reader(file.as_slice()) else {
+        let Ok(Dump::HeapGraph(graph)) =
+            crate::import_reader(file.as_slice(), &crate::Options::default())
+        else {
             panic!("a heap graph");
         };
         assert_eq!(graph.node_count(), 6);

@@ -12,16 +12,20 @@ use std::sync::OnceLock;
 /// The default-layout fixture dump, uncompressed (3.5 MB).
 fn real_dump() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
-    BYTES.get_or_init(|| {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/java/default.hprof.gz");
-        let file = std::fs::File::open(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-        let mut bytes = Vec::new();
-        flate2::read::MultiGzDecoder::new(file)
-            .read_to_end(&mut bytes)
-            .expect("gzip");
-        bytes
-    })
+    BYTES.get_or_init(|| fixture_bytes("java/default.hprof.gz"))
+}
+
+/// A gzipped fixture, uncompressed.
+fn fixture_bytes(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(name);
+    let file = std::fs::File::open(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(file)
+        .read_to_end(&mut bytes)
+        .expect("gzip");
+    bytes
 }
 
 fn import(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
@@ -135,6 +139,64 @@ fn unknown_records_are_skipped_by_their_length() {
         "{:?}",
         graph.meta().notes
     );
+}
+
+/// The other writers' shapes, cut anywhere: the hprof agent's file of two dumps (each of
+/// segments and an end record) and a dump written as one HEAP DUMP record. A cut reads as far
+/// as it goes and says where the file ends; the dumps before it stay whole.
+#[test]
+fn real_world_dumps_cut_anywhere_read_what_arrived() {
+    for name in [
+        "java/real-world/sun_jdk6_31_hprofagent_compressedOops.hprof.gz",
+        "java/real-world/hprof-32.bin.gz",
+    ] {
+        let bytes = fixture_bytes(name);
+        let whole = import(&bytes).expect("the whole dump");
+        assert!(
+            !whole
+                .meta()
+                .notes
+                .iter()
+                .any(|note| note.contains("cut short")),
+            "{name}: {:?}",
+            whole.meta().notes
+        );
+        let mut cuts: Vec<usize> = (0..2048).collect();
+        cuts.extend((2048..bytes.len()).step_by(211));
+        for cut in cuts {
+            match import(&bytes[..cut]) {
+                Ok(graph) => {
+                    let notes = &graph.meta().notes;
+                    assert!(
+                        notes
+                            .iter()
+                            .any(|note| note.contains(&format!("ends at byte {cut}"))),
+                        "{name}, cut at {cut}: {notes:?}"
+                    );
+                    // A cut in the second dump leaves the first whole, and says how many
+                    // the file holds.
+                    let dumps = &graph.meta().dumps;
+                    if dumps.len() == 2 {
+                        assert!(dumps[0].complete && !dumps[1].complete, "{name}, {cut}");
+                        assert_eq!(dumps[0].objects, whole.meta().dumps[0].objects);
+                    }
+                }
+                Err(ImportError::Truncated { offset, .. }) => {
+                    assert_eq!(offset, cut as u64, "{name}");
+                }
+                Err(err) => panic!("{name}, cut at {cut}: {err}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_dump_that_is_not_there_is_refused() {
+    let bytes = fixture_bytes("java/real-world/sun_jdk6_31_hprofagent_compressedOops.hprof.gz");
+    let mut options = hprof::Options::default();
+    options.dump = std::num::NonZeroUsize::new(3);
+    let err = hprof::import_slice(&bytes, &options).expect_err("only two dumps");
+    assert!(err.to_string().contains("the file holds 2"), "{err}");
 }
 
 #[test]

@@ -138,6 +138,24 @@ pub struct GraphMeta {
     pub pid: Option<u32>,
     /// Notes about the dump: what was missing, what was repaired, how it was taken.
     pub notes: Vec<String>,
+    /// The heap dumps of the file, where its format can hold several (HPROF: the hprof agent
+    /// writes one per request into one file); empty for formats that hold one.
+    pub dumps: Vec<FileDump>,
+}
+
+/// One heap dump of a file that can hold several.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileDump {
+    /// Its place in the file, 1-based.
+    pub index: usize,
+    /// Where its records start and end in the (decompressed) file.
+    pub bytes: std::ops::Range<u64>,
+    /// Objects it holds.
+    pub objects: u64,
+    /// Whether it ends as its format requires (or was cut short).
+    pub complete: bool,
+    /// Whether this graph is the one read.
+    pub read: bool,
 }
 
 impl GraphMeta {
@@ -150,6 +168,7 @@ impl GraphMeta {
             captured_at_ms: None,
             pid: None,
             notes: Vec::new(),
+            dumps: Vec::new(),
         }
     }
 }
@@ -328,7 +347,13 @@ impl HeapGraph {
         })
     }
 
-    /// Dump-level metadata.
+    /// The dump's metadata, to change: importers and loaders add notes after the graph is
+    /// built. Nothing in it bears on the graph's invariants.
+    pub fn meta_mut(&mut self) -> &mut GraphMeta {
+        &mut self.meta
+    }
+
+    /// The dump's metadata.
     pub fn meta(&self) -> &GraphMeta {
         &self.meta
     }

@@ -48,8 +48,8 @@ pub use columns::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
 };
 pub use heap_graph::{
-    EdgeKind, EdgeName, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId, NodeKindInfo,
-    Runtime,
+    EdgeKind, EdgeName, FileDump, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId,
+    NodeKindInfo, Runtime,
 };
 pub use reverse::ReverseEdges;
 pub use strings::{StringId, StringTable};

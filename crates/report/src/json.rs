@@ -83,6 +83,18 @@ struct Summary<'a> {
     heap_size: u64,
     kind: Option<&'a str>,
     types: Vec<TypeEntry<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dumps: Vec<FileDumpEntry>,
+}
+
+#[derive(Serialize)]
+struct FileDumpEntry {
+    index: usize,
+    start: u64,
+    end: u64,
+    objects: u64,
+    complete: bool,
+    read: bool,
 }
 
 /// `heapgraph.summary/1`, with at most `max_types` types (all when `None`).
@@ -107,6 +119,18 @@ pub fn summary(view: &SummaryView, info: &DumpInfo, max_types: Option<usize>) ->
                 count: row.count,
                 shallow_size: row.shallow_size,
                 retained_size: row.retained_size,
+            })
+            .collect(),
+        dumps: info
+            .dumps
+            .iter()
+            .map(|dump| FileDumpEntry {
+                index: dump.index,
+                start: dump.bytes.start,
+                end: dump.bytes.end,
+                objects: dump.objects,
+                complete: dump.complete,
+                read: dump.read,
             })
             .collect(),
     })

@@ -21,7 +21,7 @@ pub mod json;
 pub mod text;
 
 use heapgraph_analyzer::{PathStep, RankBy};
-use heapgraph_model::{AllocMeta, AllocSource, GraphMeta, TimelineMeta};
+use heapgraph_model::{AllocMeta, AllocSource, FileDump, GraphMeta, TimelineMeta};
 use std::fmt::Write;
 
 /// What every output says about the dump it describes.
@@ -41,6 +41,8 @@ pub struct DumpInfo {
     pub pid: Option<u32>,
     /// The runtime's version, where the dump says.
     pub runtime_version: Option<String>,
+    /// The heap dumps of the file, where it can hold several (HPROF).
+    pub dumps: Vec<FileDump>,
 }
 
 impl DumpInfo {
@@ -54,6 +56,7 @@ impl DumpInfo {
             captured_at_ms: meta.captured_at_ms,
             pid: meta.pid,
             runtime_version: meta.runtime_version.clone(),
+            dumps: meta.dumps.clone(),
         }
     }
 
@@ -72,6 +75,7 @@ impl DumpInfo {
             captured_at_ms: None,
             pid: None,
             runtime_version: None,
+            dumps: Vec::new(),
         }
     }
 }
@@ -87,6 +91,7 @@ impl DumpInfo {
             captured_at_ms: meta.started_at_ms,
             pid: meta.pid,
             runtime_version: None,
+            dumps: Vec::new(),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Classes: Java names from HPROF's internal ones, each class's flattened instance layout (which
-//! bytes of an instance are references, and their field names), and shallow sizes.
+//! bytes of an instance are references, and their field names), and shallow sizes under either
+//! of HotSpot's field layouts.
 
-use super::Layout;
 use super::scan::{ClassDump, TopLevel, basic, value_size};
+use super::{FieldLayout, Layout, align8};
 use heapgraph_model::{StringId, StringTable};
 use rustc_hash::FxHashMap;
 
@@ -34,14 +35,200 @@ pub(super) struct ClassInfo {
     pub(super) ref_fields: Vec<RefField>,
     /// Bytes of an instance's field values in the dump.
     pub(super) instance_bytes: u64,
-    /// Shallow size of an instance under the dump's layout.
+    /// The fields each class of the hierarchy declares, `java.lang.Object` first: what the
+    /// instance size follows from.
+    pub(super) hierarchy: Vec<DeclaredFields>,
+    /// Shallow size of an instance under the dump's layout ([`size_classes`] sets it).
     pub(super) instance_size: u64,
-    /// For `java.lang.String`: offsets of `value` and `coder` in an instance's values.
-    pub(super) string_fields: Option<(u32, Option<u32>)>,
-    /// Static field storage under the dump's layout, charged to the class object.
+    /// For `java.lang.String`: where its value is in an instance's values.
+    pub(super) string_fields: Option<StringFields>,
+    /// Static fields by basic type, whose storage is charged to the class object.
+    pub(super) statics: DeclaredFields,
+    /// Static field storage under the dump's layout ([`size_classes`] sets it).
     pub(super) static_bytes: u64,
     /// Static reference fields: name, and the id they hold (0 for null).
     pub(super) static_refs: Vec<(StringId, u64)>,
+}
+
+/// Where a `java.lang.String`'s value is, as offsets in an instance's field values: the `value`
+/// array, the `coder` byte (JDK 9 and later), and the `offset` and `count` ints by which strings
+/// before JDK 7u6 (and Android's before M) view a slice of a shared `char[]`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StringFields {
+    pub(super) value: u32,
+    pub(super) coder: Option<u32>,
+    pub(super) slice: Option<(u32, u32)>,
+}
+
+/// The fields one class declares, counted by how HotSpot places them: 8-, 4-, 2- and 1-byte
+/// primitives, and references.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct DeclaredFields {
+    pub(super) longs: u32,
+    pub(super) ints: u32,
+    pub(super) shorts: u32,
+    pub(super) bytes: u32,
+    pub(super) references: u32,
+    /// A class whose field offsets HotSpot hard-codes (`java.lang.String`, the boxes, …, when
+    /// the boot loader defines it): before JDK 15 its references come first and no field fills
+    /// an alignment gap.
+    pub(super) fixed_order: bool,
+}
+
+impl DeclaredFields {
+    fn count(&mut self, code: u8) {
+        match code {
+            basic::OBJECT => self.references += 1,
+            basic::DOUBLE | basic::LONG => self.longs += 1,
+            basic::INT | basic::FLOAT => self.ints += 1,
+            basic::CHAR | basic::SHORT => self.shorts += 1,
+            _ => self.bytes += 1,
+        }
+    }
+
+    /// Bytes of these fields as statics, references at the layout's size.
+    fn static_bytes(&self, layout: Layout) -> u64 {
+        u64::from(self.longs) * 8
+            + u64::from(self.ints) * 4
+            + u64::from(self.shorts) * 2
+            + u64::from(self.bytes)
+            + u64::from(self.references) * layout.reference
+    }
+}
+
+/// Classes whose field offsets HotSpot hard-codes (`JavaClasses::compute_hard_coded_offsets`)
+/// and lays out in declaration style 0, without compaction, when the boot loader defines them.
+const FIXED_ORDER_CLASSES: [&str; 16] = [
+    "java.lang.AssertionStatusDirectives",
+    "java.lang.Class",
+    "java.lang.ClassLoader",
+    "java.lang.ref.Reference",
+    "java.lang.ref.SoftReference",
+    "java.lang.StackTraceElement",
+    "java.lang.String",
+    "java.lang.Throwable",
+    "java.lang.Boolean",
+    "java.lang.Character",
+    "java.lang.Float",
+    "java.lang.Double",
+    "java.lang.Byte",
+    "java.lang.Short",
+    "java.lang.Integer",
+    "java.lang.Long",
+];
+
+/// The size of an instance whose classes declare `hierarchy` (`java.lang.Object` first).
+pub(super) fn instance_size(
+    hierarchy: &[DeclaredFields],
+    layout: Layout,
+    fields: FieldLayout,
+) -> u64 {
+    match fields {
+        FieldLayout::PerClass => per_class_size(hierarchy, layout),
+        FieldLayout::Packed => packed_size(hierarchy, layout),
+    }
+}
+
+/// HotSpot up to JDK 14 (`ClassFileParser::layout_fields`, `FieldsAllocationStyle=1`,
+/// `CompactFields`): each class's fields start where its superclass's end, rounded up to the
+/// reference size; within a class, longs and doubles come first (a 4-byte gap before them, left
+/// by the header, takes an int, shorts, bytes or a reference), then ints, shorts, bytes and
+/// the references last. The instance is the last class's end, aligned to 8.
+fn per_class_size(hierarchy: &[DeclaredFields], layout: Layout) -> u64 {
+    let reference = layout.reference;
+    let mut start = layout.header;
+    let mut end = layout.header;
+    for level in hierarchy {
+        let (longs, mut ints, mut shorts, mut bytes, mut references) = (
+            u64::from(level.longs),
+            u64::from(level.ints),
+            u64::from(level.shorts),
+            u64::from(level.bytes),
+            u64::from(level.references),
+        );
+        let mut next_long = if level.fixed_order {
+            start + references * reference
+        } else {
+            start
+        };
+        if longs > 0 {
+            let unaligned = next_long;
+            next_long = unaligned.next_multiple_of(8);
+            let mut gap = next_long - unaligned;
+            if gap > 0 && !level.fixed_order {
+                if ints > 0 {
+                    ints -= 1;
+                    gap = gap.saturating_sub(4);
+                }
+                while gap >= 2 && shorts > 0 {
+                    shorts -= 1;
+                    gap -= 2;
+                }
+                while gap > 0 && bytes > 0 {
+                    bytes -= 1;
+                    gap -= 1;
+                }
+                if gap >= reference && references > 0 {
+                    references -= 1;
+                }
+            }
+        }
+        end = next_long + longs * 8 + ints * 4 + shorts * 2 + bytes;
+        if !level.fixed_order && references > 0 {
+            end = end.next_multiple_of(reference) + references * reference;
+        }
+        start = end.next_multiple_of(reference);
+    }
+    align8(end)
+}
+
+/// HotSpot from JDK 15 (`FieldLayoutBuilder`): the superclasses' fields keep their places, and
+/// each class's primitives, largest first, then its references, take the first free slot of
+/// their own size and alignment, gaps the superclasses left included.
+fn packed_size(hierarchy: &[DeclaredFields], layout: Layout) -> u64 {
+    // Bytes taken, as a bit per byte; objects with more than a few thousand bytes of fields are
+    // rare, and the vector grows as needed.
+    let mut taken: Vec<u64> = Vec::new();
+    let is_free = |taken: &[u64], at: u64, size: u64| {
+        (at..at + size).all(|byte| {
+            let word = (byte / 64) as usize;
+            taken
+                .get(word)
+                .is_none_or(|bits| bits & (1 << (byte % 64)) == 0)
+        })
+    };
+    let take = |taken: &mut Vec<u64>, at: u64, size: u64| {
+        for byte in at..at + size {
+            let word = (byte / 64) as usize;
+            if taken.len() <= word {
+                taken.resize(word + 1, 0);
+            }
+            taken[word] |= 1 << (byte % 64);
+        }
+    };
+    take(&mut taken, 0, layout.header);
+    let mut end = layout.header;
+    for level in hierarchy {
+        for (size, count) in [
+            (8, level.longs),
+            (4, level.ints),
+            (2, level.shorts),
+            (1, level.bytes),
+            (layout.reference, level.references),
+        ] {
+            // Slots of a size are taken in order, so the search for the next resumes where the
+            // last one was found.
+            let mut slot = 0;
+            for _ in 0..count {
+                while !is_free(&taken, slot * size, size) {
+                    slot += 1;
+                }
+                take(&mut taken, slot * size, size);
+                end = end.max((slot + 1) * size);
+            }
+        }
+    }
+    align8(end)
 }
 
 /// The Java name of a class from its HPROF name (`java/lang/String`, `[I`,
@@ -141,14 +328,14 @@ pub(super) fn modified_utf8(bytes: &[u8]) -> String {
 }
 
 /// Builds every class's layout. Classes are keyed by class object id; names come from LOAD
-/// CLASS (a class dump without one is named by its id) and are interned in `strings`.
+/// CLASS (a class dump without one is named by its id) and are interned in `strings`. Sizes are
+/// left at 0 until [`size_classes`] knows the object layout.
 ///
 /// Returns the classes, their index by id, and how many superclass chains were broken (a
 /// superclass without a class dump) or cyclic.
 pub(super) fn build_classes(
     dumps: &[ClassDump],
     top: &TopLevel<'_>,
-    layout: Layout,
     id_size: usize,
     strings: &mut StringTable,
 ) -> (Vec<ClassInfo>, FxHashMap<u64, u32>, u64) {
@@ -169,6 +356,22 @@ pub(super) fn build_classes(
                 )
         })
         .collect();
+    let declared: Vec<DeclaredFields> = dumps
+        .iter()
+        .zip(&names)
+        .map(|(dump, name)| {
+            let mut fields = DeclaredFields {
+                // The boot loader's classes have no loader (id 0).
+                fixed_order: dump.references[0] == 0
+                    && FIXED_ORDER_CLASSES.contains(&name.as_str()),
+                ..DeclaredFields::default()
+            };
+            for &(_, code) in &dump.fields {
+                fields.count(code);
+            }
+            fields
+        })
+        .collect();
     // Field names are few and shared: intern them once.
     let mut field_names: FxHashMap<u64, StringId> = FxHashMap::default();
     let mut field_name = |id: u64, strings: &mut StringTable| {
@@ -182,21 +385,18 @@ pub(super) fn build_classes(
     let mut classes = Vec::with_capacity(dumps.len());
     for (index, dump) in dumps.iter().enumerate() {
         let mut ref_fields = Vec::new();
+        let mut hierarchy = Vec::new();
         let mut offset = 0u64;
-        let mut prim_bytes = 0u64;
-        let mut n_refs = 0u64;
-        let mut string_fields = None;
         let is_string = names[index] == "java.lang.String";
-        let (mut value_at, mut coder_at) = (None, None);
+        let mut string_offsets: FxHashMap<&str, u32> = FxHashMap::default();
         // Own fields first, then each superclass's: the order of an instance's values.
         let mut current = Some(index);
-        let mut steps = 0;
         while let Some(class_index) = current {
-            steps += 1;
-            if steps > dumps.len() {
+            if hierarchy.len() > dumps.len() {
                 broken += 1;
                 break;
             }
+            hierarchy.push(declared[class_index]);
             let class = &dumps[class_index];
             let declares_referent = Some(class_index) == reference_class;
             for &(name_id, code) in &class.fields {
@@ -204,22 +404,23 @@ pub(super) fn build_classes(
                 if code == basic::OBJECT {
                     let name = field_name(name_id, strings);
                     let weak = declares_referent && strings.get(name) == "referent";
-                    if is_string && class_index == index && strings.get(name) == "value" {
-                        value_at = Some(offset as u32);
-                    }
                     ref_fields.push(RefField {
                         offset: offset as u32,
                         name,
                         weak,
                     });
-                    n_refs += 1;
-                } else {
-                    prim_bytes += size;
-                    if is_string && class_index == index && code == basic::BYTE {
-                        let name = field_name(name_id, strings);
-                        if strings.get(name) == "coder" {
-                            coder_at = Some(offset as u32);
-                        }
+                }
+                if is_string && class_index == index {
+                    let name = field_name(name_id, strings);
+                    let wanted = match (strings.get(name), code) {
+                        ("value", basic::OBJECT) => Some("value"),
+                        ("coder", basic::BYTE) => Some("coder"),
+                        ("offset", basic::INT) => Some("offset"),
+                        ("count", basic::INT) => Some("count"),
+                        _ => None,
+                    };
+                    if let Some(wanted) = wanted {
+                        string_offsets.insert(wanted, offset as u32);
                     }
                 }
                 offset += size;
@@ -235,17 +436,19 @@ pub(super) fn build_classes(
                 },
             };
         }
-        if let Some(value_at) = value_at {
-            string_fields = Some((value_at, coder_at));
+        hierarchy.reverse();
+        let string_fields = string_offsets.get("value").map(|&value| StringFields {
+            value,
+            coder: string_offsets.get("coder").copied(),
+            slice: string_offsets
+                .get("offset")
+                .copied()
+                .zip(string_offsets.get("count").copied()),
+        });
+        let mut statics = DeclaredFields::default();
+        for &(_, code, _) in &dump.statics {
+            statics.count(code);
         }
-        let static_bytes = dump
-            .statics
-            .iter()
-            .map(|&(_, code, _)| match code {
-                basic::OBJECT => layout.reference,
-                code => value_size(code, id_size).unwrap_or(0) as u64,
-            })
-            .sum();
         let static_refs = dump
             .statics
             .iter()
@@ -260,10 +463,20 @@ pub(super) fn build_classes(
             static_refs,
             ref_fields,
             instance_bytes: offset,
-            instance_size: layout.instance_size(prim_bytes, n_refs),
+            hierarchy,
+            instance_size: 0,
             string_fields,
-            static_bytes,
+            statics,
+            static_bytes: 0,
         });
     }
     (classes, by_id, broken)
+}
+
+/// Sets every class's instance size and static bytes under `layout` and `fields`.
+pub(super) fn size_classes(classes: &mut [ClassInfo], layout: Layout, fields: FieldLayout) {
+    for class in classes {
+        class.instance_size = instance_size(&class.hierarchy, layout, fields);
+        class.static_bytes = class.statics.static_bytes(layout);
+    }
 }

@@ -1,14 +1,14 @@
 //! Pass 2 and assembly: every object's references as edges, the super-root and the stack
 //! frames, names for strings and threads, and the notes on what the dump lacked.
 
-use super::Layout;
 use super::bytes::{Cursor, Short, read_id};
 use super::classes::{self, ClassInfo};
 use super::ids::IdIndex;
 use super::scan::{self, Root, RootKind, SegmentIndex, Stop, TopLevel, basic, sub};
+use super::{Layout, Options, align8, jvm};
 use crate::ImportError;
 use heapgraph_model::{
-    EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
+    EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, FileDump, GraphMeta, HeapGraph, HeapGraphParts,
     NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
 use rayon::prelude::*;
@@ -73,6 +73,19 @@ struct Context<'a> {
     thread_edges: &'a FxHashMap<u32, Vec<(u32, StringId)>>,
 }
 
+/// A `java.lang.String` instance and where its value is.
+#[derive(Clone, Copy)]
+struct StringRef {
+    node: u32,
+    /// Its `value` array's node.
+    array: u32,
+    /// Its `coder` (JDK 9 and later).
+    coder: Option<u8>,
+    /// The characters of the array it views, `offset` and `count` (before JDK 7u6, and on
+    /// Android before M, many strings share one array).
+    slice: Option<(u32, u32)>,
+}
+
 /// Pass 2's output for a run of consecutive segments, in the graph's compact columns.
 #[derive(Default)]
 struct Part {
@@ -86,8 +99,8 @@ struct Part {
     edge_to: Vec<u32>,
     edge_kind: EdgeKinds,
     edge_name: EdgeNames,
-    /// `java.lang.String` instances: node, its `value` array's node, its coder (if any).
-    strings: Vec<(u32, u32, Option<u8>)>,
+    /// `java.lang.String` instances and where their values are.
+    strings: Vec<StringRef>,
     /// `byte[]` and `char[]` arrays: node, where their data starts, length, element type.
     text_arrays: Vec<(u32, usize, u32, u8)>,
     /// References to ids with no object in the dump.
@@ -146,10 +159,51 @@ impl Part {
 
 /// Imports `bytes` as described in [`super::import_slice`]; `release` is told of each byte
 /// range pass 2 has finished with.
+///
+/// Where the layout is only assumed (the ids are not addresses, or they did not tell), the
+/// system properties of the graph built under the assumption check it, and a graph is built
+/// again under the layout they imply if it differs: such dumps are rare and small (the hprof
+/// agent's), so the second import costs less than a pass that reads strings before pass 2.
 pub(super) fn build(
     bytes: &[u8],
+    options: &Options,
     release: &(dyn Fn(Range<usize>) + Sync),
 ) -> Result<HeapGraph, ImportError> {
+    let (mut graph, mut decision, header, ids_are_addresses) =
+        build_with(bytes, options, release, None)?;
+    if decision.is_provisional() {
+        let properties = jvm::system_properties(&graph);
+        if let Some(implied) = jvm::implied_by(&properties) {
+            let mut better = decision.clone();
+            if better.layout_source == jvm::Source::Unknown {
+                better.layout = implied.layout;
+                better.layout_source = implied.layout_source;
+            }
+            if better.fields_source == jvm::Source::Unknown {
+                better.fields = implied.fields;
+                better.fields_source = implied.fields_source;
+            }
+            if (better.layout, better.fields) != (decision.layout, decision.fields) {
+                graph = build_with(bytes, options, release, Some(better.clone()))?.0;
+            }
+            decision = better;
+        }
+    }
+    let mut notes = decision.notes(&header, ids_are_addresses);
+    notes.append(&mut graph.meta_mut().notes);
+    graph.meta_mut().notes = notes;
+    Ok(graph)
+}
+
+/// One import under `decided` layouts, or those the first pass chooses; returns the graph (its
+/// notes lack the layout's), the layouts and why, the header, and whether the ids are
+/// addresses.
+fn build_with(
+    bytes: &[u8],
+    options: &Options,
+    release: &(dyn Fn(Range<usize>) + Sync),
+    decided: Option<jvm::Decision>,
+) -> Result<(HeapGraph, jvm::Decision, scan::Header, bool), ImportError> {
     let header = scan::header(bytes)?;
     let id_size = header.id_size;
     let top = scan::top_level(bytes, header.body_start, id_size)?;
@@ -159,17 +213,32 @@ pub(super) fn build(
             Some(scan::tag::HEAP_DUMP | scan::tag::HEAP_DUMP_SEGMENT)
         ) && cut.declared.is_some()
     });
-    let n_segments = top.segments.len();
-    let mut indexes: Vec<SegmentIndex> = top
-        .segments
+    let chosen = match options.dump {
+        None => top.dumps.len().saturating_sub(1),
+        Some(n) if n.get() <= top.dumps.len() => n.get() - 1,
+        Some(n) => {
+            return Err(ImportError::NoSuchDump {
+                format: super::FORMAT,
+                asked: n.get(),
+                held: top.dumps.len(),
+            });
+        }
+    };
+    let empty = scan::HeapDump::default();
+    let dump = top.dumps.get(chosen).unwrap_or(&empty);
+    let segments = &dump.segments;
+    // Only the file's last segment can be cut short, and only the last dump holds it.
+    let is_last_dump = chosen + 1 == top.dumps.len();
+    let n_segments = segments.len();
+    let index = |body: &Range<usize>, is_cut: bool| {
+        let index = scan::index_segment(bytes, body.clone(), id_size, is_cut);
+        release(body.clone());
+        index
+    };
+    let mut indexes: Vec<SegmentIndex> = segments
         .par_iter()
         .enumerate()
-        .map(|(i, body)| {
-            let is_cut = cut_in_segment && i + 1 == n_segments;
-            let index = scan::index_segment(bytes, body.clone(), id_size, is_cut);
-            release(body.clone());
-            index
-        })
+        .map(|(i, body)| index(body, cut_in_segment && is_last_dump && i + 1 == n_segments))
         .collect();
     if let Some((offset, message)) = indexes.iter().find_map(|index| match &index.stop {
         Some(Stop::Corrupt { offset, message }) => Some((*offset, message.clone())),
@@ -177,26 +246,52 @@ pub(super) fn build(
     }) {
         return Err(scan::malformed(offset, message));
     }
-    let mut votes = [0u64; 5];
-    for index in &indexes {
-        for (total, vote) in votes.iter_mut().zip(index.layout_votes) {
-            *total += vote;
-        }
+    let n_objects: usize = indexes.iter().map(|index| index.object_ids.len()).sum();
+    let mut meta = GraphMeta::new(Runtime::Java, "hprof");
+    meta.captured_at_ms = Some(header.timestamp_ms).filter(|&ms| ms > 0);
+    meta.dumps = file_dumps(bytes, &top, id_size, chosen, n_objects, cut_in_segment);
+    if top.dumps.len() > 1 {
+        meta.notes.push(format!(
+            "this file holds {} heap dumps (the hprof agent writes one per request); this is dump {} of them, {}: --dump N reads another",
+            top.dumps.len(),
+            chosen + 1,
+            if options.dump.is_some() { "as --dump asks" } else { "the last" },
+        ));
     }
-    let (layout, layout_detected) = Layout::choose(&votes, id_size);
 
     let mut strings = StringTable::new();
     let class_dumps: Vec<scan::ClassDump> = indexes
         .iter_mut()
         .flat_map(|index| std::mem::take(&mut index.classes))
         .collect();
-    let (classes, class_by_id, broken_chains) =
-        classes::build_classes(&class_dumps, &top, layout, id_size, &mut strings);
+    let (mut classes, class_by_id, broken_chains) =
+        classes::build_classes(&class_dumps, &top, id_size, &mut strings);
     drop(class_dumps);
+
+    let instance_gaps: Vec<(u64, u64)> = indexes
+        .iter_mut()
+        .flat_map(|index| std::mem::take(&mut index.instance_gaps))
+        .collect();
+    let mut id_evidence = jvm::IdEvidence {
+        objects: n_objects as u64,
+        unaligned: indexes.iter().map(|index| index.unaligned_ids).sum(),
+        votes: [0; 5],
+        instance_gaps: &instance_gaps,
+    };
+    for index in &indexes {
+        for (total, vote) in id_evidence.votes.iter_mut().zip(index.layout_votes) {
+            *total += vote;
+        }
+    }
+    let ids_are_addresses = id_evidence.are_addresses();
+    let decision = decided
+        .unwrap_or_else(|| jvm::decide(options, &header, &id_evidence, &classes, &class_by_id));
+    drop(instance_gaps);
+    let layout = decision.layout.sizes();
+    classes::size_classes(&mut classes, layout, decision.fields);
 
     // Objects are nodes 0.. in file order; the frames follow, and the super-root comes last, so
     // that the columns pass 2 built need no shifting.
-    let n_objects: usize = indexes.iter().map(|index| index.object_ids.len()).sum();
     if n_objects >= (u32::MAX / 2) as usize {
         return Err(scan::malformed(
             0,
@@ -219,8 +314,13 @@ pub(super) fn build(
         }
         index.object_ids = Vec::new();
     }
-    // The smallest object takes 16 bytes on a 64-bit JVM (8-byte ids), 8 on a 32-bit one.
-    let granule_shift = if id_size == 8 { 4 } else { 3 };
+    // The smallest object takes 16 bytes on a 64-bit JVM (8-byte ids), 8 on a 32-bit one;
+    // serial numbers are 1 apart.
+    let granule_shift = match (ids_are_addresses, id_size) {
+        (false, _) => 0,
+        (true, 8) => 4,
+        (true, _) => 3,
+    };
     let (ids, duplicate_ids) = IdIndex::new(&object_ids, 0, granule_shift);
     let roots: Vec<Root> = indexes
         .iter_mut()
@@ -270,7 +370,7 @@ pub(super) fn build(
     let class_object_size = classes
         .iter()
         .find(|class| strings.get(class.name) == "java.lang.Class")
-        .map_or(layout.instance_size(0, 0), |class| class.instance_size);
+        .map_or(align8(layout.header), |class| class.instance_size);
     let context = Context {
         bytes,
         id_size,
@@ -290,23 +390,23 @@ pub(super) fn build(
     // Pass 2 over runs of consecutive segments of about equal bytes, one per task.
     // Runs of about an eighth of the segments per thread: enough to balance the threads, and
     // small, because assembling the graph holds one run's copy beside it.
-    let runs = split_runs(&top.segments, rayon::current_num_threads() * 4);
+    let runs = split_runs(segments, rayon::current_num_threads() * 4);
     let parts: Vec<Result<Part, ImportError>> = runs
         .par_iter()
         .map(|run| {
             let n_nodes: usize = run.clone().map(|segment| objects_per_segment[segment]).sum();
-            let n_bytes: usize = run.clone().map(|segment| top.segments[segment].len()).sum();
+            let n_bytes: usize = run.clone().map(|segment| segments[segment].len()).sum();
             // Sized once for the most the run can hold, so that the columns never move while
             // they grow; untouched capacity costs address space, not memory.
             let mut part = Part::with_capacity(n_nodes, n_nodes + n_bytes / id_size);
             for segment in run.clone() {
                 let before = part.node_kind.len();
-                walk_segment(&context, top.segments[segment].clone(), &mut part);
-                release(top.segments[segment].clone());
+                walk_segment(&context, segments[segment].clone(), &mut part);
+                release(segments[segment].clone());
                 let walked = part.node_kind.len() - before;
                 if walked != objects_per_segment[segment] {
                     return Err(scan::malformed(
-                        top.segments[segment].start,
+                        segments[segment].start,
                         format!(
                             "the second pass read {walked} objects in this segment where the first read {}",
                             objects_per_segment[segment]
@@ -322,18 +422,6 @@ pub(super) fn build(
         .collect::<Result<Vec<Part>, ImportError>>()?;
     drop(ids);
 
-    let mut meta = GraphMeta::new(Runtime::Java, "hprof");
-    meta.captured_at_ms = Some(header.timestamp_ms).filter(|&ms| ms > 0);
-    meta.notes.push(format!(
-        "{}, {id_size}-byte ids; sizes assume {}{}",
-        header.version,
-        layout.description,
-        if layout_detected {
-            ", as the object addresses show"
-        } else {
-            " (the addresses did not tell)"
-        }
-    ));
     let mut graph_parts = assemble(
         bytes,
         release,
@@ -344,12 +432,23 @@ pub(super) fn build(
         &mut meta,
     );
     graph_parts.node_kinds = node_kinds();
-    if let Some(cut) = top.cut {
+    if let Some(cut) = top.cut.filter(|_| is_last_dump) {
         meta.notes.push(cut_note(&cut, bytes.len()));
-    } else if !top.ended {
+    } else if top.dumps.is_empty() {
+        meta.notes.push(format!(
+            "the dump ends at byte {} after a complete record, before any heap dump record: it may have been cut short, and its heap is missing",
+            bytes.len()
+        ));
+    } else if !dump.complete && is_last_dump {
         meta.notes.push(format!(
             "the dump ends at byte {} after a complete record but without the HEAP DUMP END record: it may have been cut short, and what came after is missing",
             bytes.len()
+        ));
+    } else if !dump.complete {
+        meta.notes.push(format!(
+            "heap dump {}'s segments end at byte {} without the HEAP DUMP END record",
+            chosen + 1,
+            dump.bytes.end
         ));
     }
     for (tag, count) in &top.skipped {
@@ -367,10 +466,54 @@ pub(super) fn build(
             "{broken_chains} class(es) have a superclass with no class dump, or a cycle of superclasses; their inherited fields are unknown"
         ));
     }
-    HeapGraph::from_parts(meta, strings, graph_parts).map_err(|err| ImportError::Inconsistent {
-        format: super::FORMAT,
-        message: err.to_string(),
-    })
+    let graph = HeapGraph::from_parts(meta, strings, graph_parts).map_err(|err| {
+        ImportError::Inconsistent {
+            format: super::FORMAT,
+            message: err.to_string(),
+        }
+    })?;
+    Ok((graph, decision, header, ids_are_addresses))
+}
+
+/// The heap dumps of the file, for `summary`: the chosen one with the objects read, the
+/// others counted by a walk of their segments.
+fn file_dumps(
+    bytes: &[u8],
+    top: &TopLevel<'_>,
+    id_size: usize,
+    chosen: usize,
+    chosen_objects: usize,
+    cut_in_segment: bool,
+) -> Vec<FileDump> {
+    let last = top.dumps.len().saturating_sub(1);
+    top.dumps
+        .iter()
+        .enumerate()
+        .map(|(i, dump)| {
+            let objects = if i == chosen {
+                chosen_objects
+            } else {
+                let n = dump.segments.len();
+                dump.segments
+                    .iter()
+                    .enumerate()
+                    .map(|(k, body)| {
+                        let is_cut = cut_in_segment && i == last && k + 1 == n;
+                        scan::index_segment(bytes, body.clone(), id_size, is_cut)
+                            .object_ids
+                            .len()
+                    })
+                    .sum()
+            };
+            FileDump {
+                index: i + 1,
+                bytes: dump.bytes.start as u64..dump.bytes.end as u64,
+                objects: objects as u64,
+                complete: dump.complete,
+                read: i == chosen,
+            }
+        })
+        .collect()
 }
 
 /// Splits segments into at most `n_runs` runs of consecutive segments with about equal bytes.
@@ -529,7 +672,7 @@ fn instance_node(context: &Context<'_>, id: u64, class_id: u64, values: &[u8], p
             KIND_INSTANCE,
             context.unknown_type,
             StringId::EMPTY,
-            context.layout.instance_size(values.len() as u64, 0),
+            align8(context.layout.header + values.len() as u64),
         );
         part.end_node();
         return;
@@ -562,12 +705,25 @@ fn instance_node(context: &Context<'_>, id: u64, class_id: u64, values: &[u8], p
         };
         part.edge_to_id(context.ids, read_id(bytes), kind, field.name.to_raw());
     }
-    if let Some((value_at, coder_at)) = class.string_fields {
-        let at = value_at as usize;
+    if let Some(fields) = class.string_fields {
+        let at = fields.value as usize;
         let value = values.get(at..at + id_size).map_or(0, read_id);
-        let coder = coder_at.and_then(|at| values.get(at as usize).copied());
-        if let (Some(node), Some(value_node)) = (context.ids.get(id), context.ids.get(value)) {
-            part.strings.push((node, value_node, coder));
+        let coder = fields.coder.and_then(|at| values.get(at as usize).copied());
+        let int_at = |at: u32| {
+            values
+                .get(at as usize..at as usize + 4)
+                .map(|bytes| u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        };
+        let slice = fields
+            .slice
+            .and_then(|(offset, count)| int_at(offset).zip(int_at(count)));
+        if let (Some(node), Some(array)) = (context.ids.get(id), context.ids.get(value)) {
+            part.strings.push(StringRef {
+                node,
+                array,
+                coder,
+                slice,
+            });
         }
     }
     if let Some(node) = context.ids.get(id)
@@ -927,26 +1083,39 @@ fn name_strings(
     names: &mut Vec<(u32, StringId)>,
     bytes: &[u8],
     release: &(dyn Fn(Range<usize>) + Sync),
-    mut string_refs: Vec<(u32, u32, Option<u8>)>,
+    mut string_refs: Vec<StringRef>,
     text_arrays: &[(u32, usize, u32, u8)],
     strings: &mut StringTable,
 ) {
-    string_refs.par_sort_unstable_by_key(|&(_, value_node, _)| value_node);
+    string_refs.par_sort_unstable_by_key(|string| string.array);
     let mut released_to = 0;
     for batch in string_refs.chunks(STRINGS_PER_BATCH) {
         // Arrays come in node order within each part, and parts in order: sorted by node.
         let texts: Vec<Option<(usize, String)>> = batch
             .par_iter()
-            .map(|&(_, value_node, coder)| {
+            .map(|string| {
                 let at = text_arrays
-                    .binary_search_by_key(&value_node, |array| array.0)
+                    .binary_search_by_key(&string.array, |array| array.0)
                     .ok()?;
                 let (_, data, length, element) = text_arrays[at];
-                Some((data, decode_string(bytes, data, length, element, coder)))
+                // A string that views part of a shared `char[]` is its slice, kept inside the
+                // array however its fields disagree with it.
+                let (start, length) = match string.slice {
+                    Some((offset, count)) if element == basic::CHAR => {
+                        let offset = offset.min(length);
+                        (data + 2 * offset as usize, count.min(length - offset))
+                    }
+                    _ => (data, length),
+                };
+                Some((
+                    data,
+                    decode_string(bytes, start, length, element, string.coder),
+                ))
             })
             .collect();
         let mut read_to = released_to;
-        for (&(node, _, _), text) in batch.iter().zip(texts) {
+        for (string, text) in batch.iter().zip(texts) {
+            let node = string.node;
             if let Some((data, text)) = text {
                 names.push((node, strings.push(&text)));
                 read_to = read_to.max(data);

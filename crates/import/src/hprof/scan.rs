@@ -171,13 +171,23 @@ pub(super) struct TopLevel<'a> {
     pub(super) class_by_serial: FxHashMap<u32, u64>,
     pub(super) frames: FxHashMap<u64, Frame>,
     pub(super) traces: FxHashMap<u32, Trace>,
-    /// Bodies of HEAP_DUMP and HEAP_DUMP_SEGMENT records, in file order.
-    pub(super) segments: Vec<Range<usize>>,
+    /// The heap dumps, in file order: most files hold one, the hprof agent's may hold several.
+    pub(super) dumps: Vec<HeapDump>,
     pub(super) cut: Option<Cut>,
-    /// Whether a HEAP DUMP END record was read.
-    pub(super) ended: bool,
     /// Records of tags this reader skips, by tag.
     pub(super) skipped: BTreeMap<u8, u64>,
+}
+
+/// One heap dump of the file: one HEAP DUMP record, or a run of HEAP DUMP SEGMENT records that
+/// a HEAP DUMP END closes.
+#[derive(Clone, Debug, Default)]
+pub(super) struct HeapDump {
+    /// Bodies of its records, in file order.
+    pub(super) segments: Vec<Range<usize>>,
+    /// Where its first record starts and its last one ends.
+    pub(super) bytes: Range<usize>,
+    /// Whether it is complete: a HEAP DUMP record, or segments closed by HEAP DUMP END.
+    pub(super) complete: bool,
 }
 
 /// Scans the top-level records from `start`.
@@ -187,6 +197,8 @@ pub(super) fn top_level(
     id_size: usize,
 ) -> Result<TopLevel<'_>, ImportError> {
     let mut top = TopLevel::default();
+    // Segments since the last HEAP DUMP END, if any.
+    let mut open: Option<HeapDump> = None;
     let mut pos = start;
     while pos < bytes.len() {
         let mut cursor = Cursor::new(bytes, pos, bytes.len(), id_size);
@@ -210,7 +222,21 @@ pub(super) fn top_level(
                 available: bytes.len() - body,
             });
             if matches!(tag, tag::HEAP_DUMP | tag::HEAP_DUMP_SEGMENT) {
-                top.segments.push(body..bytes.len());
+                let dump = match (tag, open.take()) {
+                    (tag::HEAP_DUMP_SEGMENT, Some(dump)) => dump,
+                    (_, open_dump) => {
+                        top.dumps.extend(open_dump);
+                        HeapDump {
+                            bytes: pos..pos,
+                            ..HeapDump::default()
+                        }
+                    }
+                };
+                open = Some(dump);
+                if let Some(dump) = &mut open {
+                    dump.segments.push(body..bytes.len());
+                    dump.bytes.end = bytes.len();
+                }
             }
             break;
         }
@@ -276,12 +302,35 @@ pub(super) fn top_level(
                     .map_err(|_| record.too_short("a TRACE record"))?;
                 top.traces.insert(serial, Trace { frames });
             }
-            tag::HEAP_DUMP | tag::HEAP_DUMP_SEGMENT => top.segments.push(body..end),
-            tag::HEAP_DUMP_END => top.ended = true,
+            tag::HEAP_DUMP => {
+                // A HEAP DUMP record holds a whole dump: it has no HEAP DUMP END.
+                top.dumps.extend(open.take());
+                top.dumps.push(HeapDump {
+                    segments: std::iter::once(body..end).collect(),
+                    bytes: pos..end,
+                    complete: true,
+                });
+            }
+            tag::HEAP_DUMP_SEGMENT => {
+                let dump = open.get_or_insert_with(|| HeapDump {
+                    bytes: pos..end,
+                    ..HeapDump::default()
+                });
+                dump.segments.push(body..end);
+                dump.bytes.end = end;
+            }
+            tag::HEAP_DUMP_END => {
+                if let Some(mut dump) = open.take() {
+                    dump.bytes.end = end;
+                    dump.complete = true;
+                    top.dumps.push(dump);
+                }
+            }
             other => *top.skipped.entry(other).or_default() += 1,
         }
         pos = end;
     }
+    top.dumps.extend(open);
     Ok(top)
 }
 
@@ -398,17 +447,33 @@ pub(super) struct SegmentIndex {
     /// Votes for each candidate layout: arrays whose size under it equals the distance to the
     /// next object's address.
     pub(super) layout_votes: [u64; Layout::CANDIDATES.len()],
+    /// For one instance in [`GAP_SAMPLE_EVERY`] followed by another object: its class id and
+    /// the distance to the next object's address, its size if the ids are addresses and the
+    /// heap is compact there.
+    pub(super) instance_gaps: Vec<(u64, u64)>,
+    /// Object ids that are not multiples of 8, which no JVM's object address is.
+    pub(super) unaligned_ids: u64,
     /// Where the walk stopped early, if it did.
     pub(super) stop: Option<Stop>,
 }
 
-/// The shape of an array, for layout votes.
+/// One instance in this many has its distance to the next object sampled: enough for every
+/// class with many instances to vote, at a small cost in the first pass.
+pub(super) const GAP_SAMPLE_EVERY: usize = 8;
+
+/// What an object sub-record tells the layout votes.
 #[derive(Clone, Copy)]
-struct ArrayShape {
-    id: u64,
-    length: u64,
-    /// Element type; `OBJECT` for object arrays.
-    element: u8,
+enum Shape {
+    Array {
+        id: u64,
+        length: u64,
+        /// Element type; `OBJECT` for object arrays.
+        element: u8,
+    },
+    Instance {
+        id: u64,
+        class_id: u64,
+    },
 }
 
 /// Walks the sub-records of one segment body.
@@ -420,16 +485,30 @@ pub(super) fn index_segment(
 ) -> SegmentIndex {
     let mut index = SegmentIndex::default();
     let mut cursor = Cursor::new(bytes, body.start, body.end, id_size);
-    let mut previous_array: Option<ArrayShape> = None;
+    let mut previous: Option<Shape> = None;
     while cursor.remaining() > 0 {
         let offset = cursor.pos();
+        let objects_before = index.object_ids.len();
         match index_sub_record(&mut cursor, &mut index) {
-            Ok(array) => {
-                if let (Some(previous), Some(&next_id)) = (previous_array, index.object_ids.last())
-                {
-                    vote(&mut index.layout_votes, previous, next_id);
+            Ok(shape) => {
+                if index.object_ids.len() > objects_before {
+                    let next_id = index.object_ids[objects_before];
+                    index.unaligned_ids += u64::from(!next_id.is_multiple_of(8));
+                    match previous {
+                        Some(Shape::Array {
+                            id,
+                            length,
+                            element,
+                        }) => vote(&mut index.layout_votes, id, length, element, next_id),
+                        Some(Shape::Instance { id, class_id }) => {
+                            if let Some(gap) = next_id.checked_sub(id) {
+                                index.instance_gaps.push((class_id, gap));
+                            }
+                        }
+                        None => {}
+                    }
+                    previous = shape;
                 }
-                previous_array = array;
             }
             Err(SubError::Short) => {
                 index.stop = Some(if is_cut {
@@ -465,24 +544,25 @@ impl From<Short> for SubError {
     }
 }
 
-/// Counts a vote for each layout under which `array` ends exactly where the next object starts.
-fn vote(votes: &mut [u64], array: ArrayShape, next_id: u64) {
-    let Some(gap) = next_id.checked_sub(array.id) else {
+/// Counts a vote for each layout under which the array at `id` ends exactly where the next
+/// object starts.
+fn vote(votes: &mut [u64], id: u64, length: u64, element: u8, next_id: u64) {
+    let Some(gap) = next_id.checked_sub(id) else {
         return;
     };
     for (layout, slot) in Layout::CANDIDATES.iter().zip(votes.iter_mut()) {
-        if layout.array_size(array.element, array.length) == gap {
+        if layout.array_size(element, length) == gap {
             *slot += 1;
         }
     }
 }
 
-/// Reads one sub-record into `index`; returns the array's shape when it was an array (for
-/// layout votes).
+/// Reads one sub-record into `index`; returns what an object tells the layout votes (an array's
+/// shape; a sampled instance's class).
 fn index_sub_record(
     cursor: &mut Cursor<'_>,
     index: &mut SegmentIndex,
-) -> Result<Option<ArrayShape>, SubError> {
+) -> Result<Option<Shape>, SubError> {
     let id_size = cursor.id_size();
     let sub_tag = cursor.u1()?;
     let root = |kind, object, thread_serial, frame_depth, trace_serial| Root {
@@ -580,10 +660,14 @@ fn index_sub_record(
         sub::INSTANCE_DUMP => {
             let id = cursor.id()?;
             cursor.u4()?;
-            cursor.id()?;
+            let class_id = cursor.id()?;
             let n_bytes = cursor.u4()?;
             cursor.skip(n_bytes as usize)?;
+            let sampled = index.object_ids.len().is_multiple_of(GAP_SAMPLE_EVERY);
             index.object_ids.push(id);
+            if sampled {
+                return Ok(Some(Shape::Instance { id, class_id }));
+            }
         }
         sub::OBJ_ARRAY_DUMP => {
             let id = cursor.id()?;
@@ -595,7 +679,7 @@ fn index_sub_record(
                 .ok_or(SubError::Short)?;
             cursor.skip(n_bytes)?;
             index.object_ids.push(id);
-            return Ok(Some(ArrayShape {
+            return Ok(Some(Shape::Array {
                 id,
                 length: u64::from(length),
                 element: basic::OBJECT,
@@ -617,7 +701,7 @@ fn index_sub_record(
                 cursor.skip(n_bytes)?;
             }
             index.object_ids.push(id);
-            return Ok(Some(ArrayShape {
+            return Ok(Some(Shape::Array {
                 id,
                 length: u64::from(length),
                 element,
