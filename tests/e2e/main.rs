@@ -6,6 +6,7 @@ mod cli;
 mod examples;
 mod hprof;
 mod oracle;
+mod phd;
 mod python;
 mod record;
 mod report;
