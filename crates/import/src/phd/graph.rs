@@ -468,8 +468,9 @@ fn notes(
             "the dump ends at byte {file_len} after a complete record but without the end-of-dump record: it may have been cut short, and what came after is missing"
         )),
         End::InRecord { start, record } => notes.push(format!(
-            "the dump ends at byte {file_len}, {} byte(s) into a {record} record that starts at byte {start}: it was cut short, and that record and all after it are missing",
-            file_len - start
+            "the dump ends at byte {file_len}, {} byte(s) into {} {record} record that starts at byte {start}: it was cut short, and that record and all after it are missing",
+            file_len - start,
+            if record.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" },
         )),
     }
     if gaps.unknown_class > 0 {
