@@ -7,6 +7,7 @@ mod examples;
 mod hprof;
 mod hprof_real_world;
 mod oracle;
+mod phd;
 mod python;
 mod record;
 mod report;

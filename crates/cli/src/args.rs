@@ -8,7 +8,8 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "heapgraph", version, about, long_about = None)]
 #[command(
-    after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), tracemalloc dumps \
+    after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), IBM portable heap dumps \
+(.phd from OpenJ9 and IBM Java, plain or .gz), tracemalloc dumps \
 (Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz), heapgraph's own .hgd \
 (which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record).\n\
 Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \

@@ -11,7 +11,7 @@ pub enum ImportError {
     Io(#[from] std::io::Error),
     /// No importer recognised the content.
     #[error(
-        "not a dump heapgraph can read (starts with {prefix}); expected a V8 .heapsnapshot, a Java .hprof, a tracemalloc dump, a PyTorch CUDA memory snapshot, or heapgraph's .hgd"
+        "not a dump heapgraph can read (starts with {prefix}); expected a V8 .heapsnapshot, a Java .hprof, an IBM portable heap dump (.phd), a tracemalloc dump, a PyTorch CUDA memory snapshot, or heapgraph's .hgd"
     )]
     UnknownFormat {
         /// The first bytes, printed for the user.

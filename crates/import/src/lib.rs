@@ -19,6 +19,7 @@ mod error;
 pub mod hprof;
 mod mapped;
 pub mod native;
+pub mod phd;
 mod pickle;
 mod sniff;
 pub mod torch_cuda;
@@ -100,6 +101,16 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
         }
         return hprof::import_mapped(&map, &options.hprof).map(Dump::HeapGraph);
     }
+    if phd::sniff(prefix) == Some(true) {
+        drop(reader);
+        let file = std::fs::File::open(path)?;
+        // SAFETY: as above: read only, dropped before this returns, every byte checked.
+        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
+        if let Some(progress) = options.progress {
+            progress.advance(map.len() as u64);
+        }
+        return phd::import_slice(&map, &phd::Options::default()).map(Dump::HeapGraph);
+    }
     if pickle::sniff(prefix) {
         drop(reader);
         let file = std::fs::File::open(path)?;
@@ -134,6 +145,7 @@ pub fn import_reader<R: BufRead>(
         }
         Some(Format::Native) => native::import(reader, &native::Options::default()),
         Some(Format::Hprof) => hprof::import(reader, &options.hprof).map(Dump::HeapGraph),
+        Some(Format::Phd) => phd::import(reader, &phd::Options::default()).map(Dump::HeapGraph),
         Some(Format::Pickle) => {
             let mut bytes = Vec::new();
             reader.read_to_end(&mut bytes)?;

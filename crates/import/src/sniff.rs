@@ -1,6 +1,6 @@
 //! Format detection by content: each importer's `sniff` is asked about the first bytes.
 
-use crate::{hprof, native, pickle, v8};
+use crate::{hprof, native, phd, pickle, v8};
 
 /// The formats heapgraph reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +12,8 @@ pub enum Format {
     Native,
     /// A Java heap dump (HPROF).
     Hprof,
+    /// An IBM Portable Heap Dump (`.phd`, OpenJ9 and IBM SDKs).
+    Phd,
     /// A Python pickle: a tracemalloc dump or a PyTorch CUDA memory snapshot.
     Pickle,
 }
@@ -27,6 +29,9 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     }
     if hprof::sniff(prefix) == Some(true) {
         return Some(Format::Hprof);
+    }
+    if phd::sniff(prefix) == Some(true) {
+        return Some(Format::Phd);
     }
     if pickle::sniff(prefix) {
         return Some(Format::Pickle);

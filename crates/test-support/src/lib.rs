@@ -14,6 +14,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod phd;
+
 use heapgraph_model::{
     EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringTable,
 };
