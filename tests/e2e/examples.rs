@@ -105,6 +105,35 @@ fn gate_fails(old: &Path, new: &Path, rule: &str) -> bool {
     }
 }
 
+/// The first finding of a heapgraph command's JSON (`diff`, `summary`, `gpu`), checked to be
+/// what the report of the same files says first: the report's headline is that sentence.
+fn first_finding(args: &[&str], report_files: &[&Path], page: &Path) -> serde_json::Value {
+    let mut command = args.to_vec();
+    command.extend(["--format", "json"]);
+    let finding = json(&command)["findings"][0].clone();
+    assert!(finding.is_object(), "{args:?} found nothing");
+    let headline = headline_of(report_files, page);
+    // Names are `code` in HTML and between backticks in text.
+    let mut sentence = String::new();
+    for (i, piece) in finding["summary"].as_str().unwrap().split('`').enumerate() {
+        let escaped = piece
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;");
+        if i % 2 == 1 {
+            sentence.push_str(&format!("<code>{escaped}</code>"));
+        } else {
+            sentence.push_str(&escaped);
+        }
+    }
+    assert!(
+        headline.starts_with(&format!("<div class=\"headline\"><b>{sentence}</b>")),
+        "the report says first:\n{headline}\nheapgraph {args:?} says:\n{sentence}"
+    );
+    finding
+}
+
 /// The report's first screen: its headline.
 fn headline_of(files: &[&Path], out: &Path) -> String {
     let mut args = vec!["report"];
@@ -145,20 +174,21 @@ fn check_gate_and_first_screen(program: &str) {
         gate_fails(&fixed.join("end.hgd"), &leaking.join("end.hgd"), rule),
         "{program}: the leaking release passed against the fixed one"
     );
-    // The first screen names the container, in the program's own words.
-    let headline = headline_of(
-        &[&leaking.join("warm.hgd"), &leaking.join("end.hgd")],
+    // The first screen names the container, in the program's own words: `diff` finds it, and
+    // the report says it first.
+    let (warm, end) = (leaking.join("warm.hgd"), leaking.join("end.hgd"));
+    let growth = first_finding(
+        &["diff", path_str(&warm), path_str(&end)],
+        &[&warm, &end],
         &dir.join("report.html"),
     );
-    assert!(
-        headline.contains(&format!("What grew: <code>{}</code>", case.container)),
-        "{program}: {headline}"
+    assert_eq!(growth["kind"], "growth", "{program}: {growth:#}");
+    assert_eq!(
+        growth["holder"]["name"], case.container,
+        "{program}: {growth:#}"
     );
     if let Some(entries) = case.entries {
-        assert!(
-            headline.contains(&format!("<code>{entries}</code> objects")),
-            "{program}: {headline}"
-        );
+        assert_eq!(growth["entries"]["type"], entries, "{program}: {growth:#}");
     }
     // The holder that grew is ranked first among the holders whose count grew (the entries
     // of the container), by retained growth.
@@ -273,17 +303,25 @@ fn check_dumped_before_out_of_memory(program: &str) {
         dumps[0]["t_s"].as_f64().unwrap() < leaking["exit"]["t_s"].as_f64().unwrap(),
         "{program}: {leaking:#}"
     );
-    let headline = headline_of(&[&dump], &dir.join("dump.html"));
-    assert!(
-        headline.contains("What holds the memory:") && headline.contains(case.container),
-        "{program}: {headline}"
+    let accumulation = first_finding(
+        &["summary", path_str(&dump)],
+        &[&dump],
+        &dir.join("dump.html"),
+    );
+    assert_eq!(
+        accumulation["kind"], "accumulation",
+        "{program}: {accumulation:#}"
+    );
+    assert_eq!(
+        accumulation["holder"]["name"], case.container,
+        "{program}: {accumulation:#}"
     );
     // The timeline and the dump on one page: the first screen is the dump's culprit.
-    let both = headline_of(
+    first_finding(
+        &["summary", path_str(&dump)],
         &[&dir.join("leaking.hgt"), &dump],
         &dir.join("timeline-and-dump.html"),
     );
-    assert_eq!(both, headline);
     let (fixed, code) = record_until_out_of_memory(case, true, &dir);
     assert_eq!(code, 0, "{program}: the fixed version ran out of memory");
     assert!(fixed["dumps"].as_array().unwrap().is_empty(), "{fixed:#}");
@@ -348,25 +386,27 @@ fn the_gpu_scenarios_name_their_culprit_on_real_cuda_snapshots() {
         "{allocated} allocated, {reserved} reserved"
     );
     // Batch pile-up: the failed request, and the model's forward that allocated the most.
-    let oom = headline_of(
-        &[&fixture("torch-cuda/oom_batch_growth.pickle.gz")],
+    let snapshot = fixture("torch-cuda/oom_batch_growth.pickle.gz");
+    let oom = first_finding(
+        &["gpu", path_str(&snapshot)],
+        &[&snapshot],
         &dir.join("oom.html"),
     );
-    assert!(
-        oom.contains("Out of memory: a request for")
-            && oom.contains("make_fixtures.py:59 (forward)"),
-        "{oom}"
-    );
+    assert_eq!(oom["kind"], "gpu_oom", "{oom:#}");
+    assert_eq!(oom["held_by"]["frames"][0]["name"], "forward", "{oom:#}");
+    assert_eq!(oom["held_by"]["frames"][0]["lineno"], 59, "{oom:#}");
     // Two releases: the gate fails on the leaking one and passes on the fixed one.
     let fixed = fixture("torch-cuda/train_release_b_fixed.pickle.gz");
     let leaking = fixture("torch-cuda/train_release_a_leak.pickle.gz");
     assert!(gate_fails(&fixed, &leaking, "size > +64MiB"));
     assert!(!gate_fails(&fixed, &fixed, "size > +64MiB"));
-    let releases = headline_of(&[&fixed, &leaking], &dir.join("releases.html"));
-    assert!(
-        releases.contains("What grew: the allocations made at")
-            && releases.contains("make_fixtures.py:59 (forward)"),
-        "{releases}"
+    let growth = first_finding(
+        &["diff", path_str(&fixed), path_str(&leaking)],
+        &[&fixed, &leaking],
+        &dir.join("releases.html"),
     );
+    assert_eq!(growth["kind"], "alloc_growth", "{growth:#}");
+    assert_eq!(growth["frames"][0]["name"], "forward", "{growth:#}");
+    assert_eq!(growth["frames"][0]["lineno"], 59, "{growth:#}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -57,8 +57,9 @@ fn the_first_screen_names_the_culprit_in_a_developers_words() {
     );
     let text = headline(&series);
     assert!(
-        text.contains("What grew: <code>table</code>")
-            && text.contains("+200 <code>LeakyRequest</code> objects (100 → 300)")
+        text.contains(
+            "What grew: <code>entries</code> of <code>LeakyCache</code> (a <code>Map</code>)"
+        ) && text.contains("+200 <code>LeakyRequest</code> objects (100 → 300)")
             && text.contains("global.requestCache → LeakyCache.entries → Map.table → (array)"),
         "{text}"
     );
@@ -72,7 +73,8 @@ fn the_first_screen_names_the_culprit_in_a_developers_words() {
     );
     let text = headline(&java);
     assert!(
-        text.contains("What holds the memory: <code>table</code> (a java.util.HashMap$Node[])")
+        text.contains("What holds the memory: <code>sessions</code> of <code>com.example.SessionCache</code> (a <code>java.util.HashMap</code>)")
+            && text.contains("mostly 400 <code>com.example.Session</code> objects")
             && text.contains("com.example.SessionCache.sessions → java.util.HashMap.table"),
         "{text}"
     );
@@ -87,8 +89,9 @@ fn the_first_screen_names_the_culprit_in_a_developers_words() {
     let text = headline(&gpu);
     assert!(
         text.contains("Out of memory: a request for 256.0 MiB failed")
-            && text
-                .contains("allocated at <code>/srv/trainer/make_fixtures.py:59 (forward)</code>"),
+            && text.contains(
+                "the allocations made at <code>/srv/trainer/make_fixtures.py:59 (forward)</code>"
+            ),
         "{text}"
     );
     // Two tracemalloc dumps: the line whose allocations grew most.

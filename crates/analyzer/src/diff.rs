@@ -2,9 +2,10 @@
 //! after, as objgraph's `show_growth` does by count, with the sizes it never had.
 
 use crate::edge_rule::StrongEdges;
+use crate::findings::HolderStep;
 use crate::view::RankBy;
 use crate::{Analysis, TypeTotals};
-use heapgraph_model::{EdgeName, HeapGraph, StringId};
+use heapgraph_model::{EdgeName, HeapGraph, Runtime, StringId};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
 use std::hash::{Hash, Hasher};
@@ -62,6 +63,8 @@ pub struct DumpTotals {
 /// Two dumps compared by type.
 #[derive(Clone, Debug)]
 pub struct GraphDiffView {
+    /// The runtime of the newer dump, whose rules name holders.
+    pub runtime: Runtime,
     /// The older dump's totals.
     pub before: DumpTotals,
     /// The newer dump's totals.
@@ -106,6 +109,8 @@ impl HolderStatus {
 pub struct HolderDelta {
     /// `(root).module __main__ → module.__dict__ → dict.cache → __main__.SessionCache`.
     pub signature: String,
+    /// The same path as steps, the root first.
+    pub path: Vec<HolderStep>,
     /// New, gone, grown, shrunk or the same.
     pub status: HolderStatus,
     /// Objects with this signature before and after.
@@ -214,36 +219,60 @@ pub(crate) fn signatures(graph: &HeapGraph, analysis: &Analysis) -> Signatures {
     }
 }
 
-/// The text of `node`'s signature, from the root down.
-pub(crate) fn signature_text(graph: &HeapGraph, signatures: &Signatures, node: u32) -> String {
-    let mut steps: Vec<(u32, u32)> = Vec::new();
-    let mut at = node;
-    while signatures.parent[at as usize].0 != u32::MAX {
-        let (from, edge) = signatures.parent[at as usize];
-        steps.push((from, edge));
-        at = from;
-    }
+/// The steps of `node`'s signature, from the root down: types (`builtins.` left out), and the
+/// edges as signatures write them (a slot as `[]`).
+pub(crate) fn signature_steps(
+    graph: &HeapGraph,
+    signatures: &Signatures,
+    node: u32,
+) -> Vec<HolderStep> {
     let type_of = |raw: u32| {
         let name = graph
             .node(raw as usize)
             .map_or("?", |node| graph.type_name(node));
-        name.strip_prefix("builtins.").unwrap_or(name)
+        name.strip_prefix("builtins.").unwrap_or(name).to_owned()
     };
-    let mut text = String::new();
-    for &(from, edge) in steps.iter().rev() {
-        let edge = match graph.edge_name(edge as usize) {
-            EdgeName::Named(name) if !is_slot(name) => format!(".{name}"),
-            _ => "[]".to_owned(),
-        };
-        if from == graph.root().to_raw() {
-            text.push_str("(root)");
-        } else {
-            text.push_str(type_of(from));
-        }
-        text.push_str(&edge);
-        text.push_str(" → ");
+    let mut steps: Vec<HolderStep> = Vec::new();
+    let mut at = node;
+    while signatures.parent[at as usize].0 != u32::MAX {
+        let (from, edge) = signatures.parent[at as usize];
+        steps.push(HolderStep {
+            type_name: type_of(at),
+            label: None,
+            edge: Some(match graph.edge_name(edge as usize) {
+                EdgeName::Named(name) if !is_slot(name) => name.to_owned(),
+                _ => "[]".to_owned(),
+            }),
+            edge_kind: Some(graph.edge_kind(edge as usize).name()),
+        });
+        at = from;
     }
-    text.push_str(type_of(node));
+    steps.push(HolderStep {
+        type_name: "(root)".to_owned(),
+        label: None,
+        edge: None,
+        edge_kind: None,
+    });
+    steps.reverse();
+    steps
+}
+
+/// A path's text as signatures write it: `(root).module m → module.__dict__ → dict`.
+pub fn signature_text(steps: &[HolderStep]) -> String {
+    let mut text = String::new();
+    for (i, step) in steps.iter().enumerate() {
+        text.push_str(&step.type_name);
+        if let Some(next) = steps.get(i + 1) {
+            match next.edge.as_deref() {
+                Some(edge) if edge != "[]" => {
+                    text.push('.');
+                    text.push_str(edge);
+                }
+                _ => text.push_str("[]"),
+            }
+            text.push_str(" → ");
+        }
+    }
     text
 }
 
@@ -289,11 +318,10 @@ fn holder_deltas(
             } else {
                 (before.0, &old, old_node)
             };
-            let signature = signature_text(graph, sigs, node);
-            let container = match sigs.parent[node as usize].0 {
-                parent if parent == u32::MAX || parent == graph.root().to_raw() => None,
-                parent => Some(signature_text(graph, sigs, parent)),
-            };
+            let path = signature_steps(graph, sigs, node);
+            let signature = signature_text(&path);
+            // The container is the breadth-first parent: the path without its last step.
+            let container = (path.len() > 2).then(|| signature_text(&path[..path.len() - 1]));
             let status = if count_before == 0 {
                 HolderStatus::New
             } else if count_after == 0 {
@@ -307,6 +335,7 @@ fn holder_deltas(
             };
             HolderDelta {
                 signature,
+                path,
                 status,
                 count_before,
                 count_after,
@@ -330,6 +359,8 @@ fn holder_deltas(
 pub struct GrowthCulprit {
     /// The holder's signature: the container of `entries`, or the one object that grew itself.
     pub holder_signature: String,
+    /// The holder's path from the root.
+    pub holder_path: Vec<HolderStep>,
     /// The holder's row, when it is among the holders compared.
     pub holder: Option<HolderDelta>,
     /// The entries: the objects at one signature under the holder, when they are what grew.
@@ -396,10 +427,13 @@ pub fn growth_culprit(view: &GraphDiffView) -> Option<GrowthCulprit> {
         })
         .max_by_key(|holder| (holder.retained_delta(), Reverse(holder.signature.as_str())))?;
     let entries = point.count_after > 1 && point.count_after > point.count_before;
-    let holder_signature = if entries {
-        point.container.clone()?
+    let (holder_signature, holder_path) = if entries {
+        (
+            point.container.clone()?,
+            point.path[..point.path.len() - 1].to_vec(),
+        )
     } else {
-        point.signature.clone()
+        (point.signature.clone(), point.path.clone())
     };
     let holder = view
         .holders
@@ -408,6 +442,7 @@ pub fn growth_culprit(view: &GraphDiffView) -> Option<GrowthCulprit> {
         .cloned();
     Some(GrowthCulprit {
         holder_signature,
+        holder_path,
         holder,
         entries: entries.then(|| point.clone()),
     })
@@ -501,6 +536,7 @@ pub fn diff_types(
             .then_with(|| a.type_name.cmp(&b.type_name))
     });
     GraphDiffView {
+        runtime: after.0.meta().runtime,
         before: totals_of(before.0, before.1),
         after: totals_of(after.0, after.1),
         types: rows,
@@ -564,6 +600,7 @@ mod tests {
     ) -> HolderDelta {
         HolderDelta {
             signature: signature.to_owned(),
+            path: steps_of(signature),
             status: HolderStatus::Grown,
             count_before: counts.0,
             count_after: counts.1,
@@ -573,6 +610,31 @@ mod tests {
         }
     }
 
+    /// The steps of a test's signature, whose types have no dots.
+    fn steps_of(signature: &str) -> Vec<HolderStep> {
+        let parts: Vec<&str> = signature.split(" → ").collect();
+        let mut steps = Vec::new();
+        let mut edge = None;
+        for part in parts {
+            let (type_name, next_edge) = match part.strip_suffix("[]") {
+                Some(type_name) => (type_name, Some("[]".to_owned())),
+                None => match part.split_once('.') {
+                    Some((type_name, edge)) => (type_name, Some(edge.to_owned())),
+                    None => (part, None),
+                },
+            };
+            steps.push(HolderStep {
+                type_name: type_name.to_owned(),
+                label: None,
+                edge: edge.take(),
+                edge_kind: None,
+            });
+            edge = next_edge;
+        }
+        assert_eq!(signature_text(&steps), signature);
+        steps
+    }
+
     fn view_of(holders: Vec<HolderDelta>) -> GraphDiffView {
         let totals = DumpTotals {
             objects: 0,
@@ -580,6 +642,7 @@ mod tests {
             reachable: 0,
         };
         GraphDiffView {
+            runtime: Runtime::Python,
             before: totals,
             after: totals,
             types: Vec::new(),

@@ -3,7 +3,7 @@
 //! within one process), grouped by retainer-path signature in the final snapshot.
 
 use crate::Analysis;
-use crate::diff::{signature_text, signatures};
+use crate::diff::{signature_steps, signature_text, signatures};
 use crate::queries::object_view;
 use crate::view::ObjectView;
 use heapgraph_model::{HeapGraph, NodeId, Runtime};
@@ -135,7 +135,7 @@ pub fn leaks(
     let mut clusters: Vec<LeakCluster> = clusters
         .into_values()
         .map(|(count, retained_size, node)| LeakCluster {
-            signature: signature_text(final_, &signatures, node.to_raw()),
+            signature: signature_text(&signature_steps(final_, &signatures, node.to_raw())),
             count,
             retained_size,
             representative: object_view(final_, analysis, node),

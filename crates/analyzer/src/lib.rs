@@ -21,6 +21,7 @@ pub mod diff;
 mod distances;
 mod dominators;
 mod edge_rule;
+pub mod findings;
 pub mod gate;
 pub mod gpu;
 mod histogram;
@@ -40,7 +41,7 @@ pub use histogram::TypeTotals;
 pub use queries::{
     dominator_tree, find_largest_of_type, object_view, summary, summary_of_kind, top, who_holds,
 };
-pub use suspects::{ACCUMULATION_SHARE, strings, suspects};
+pub use suspects::{ACCUMULATION_SHARE, DEFAULT_SUSPECT_THRESHOLD, strings, suspects};
 pub use tree_columns::{NodeCounts, NodeFlags};
 pub use view::{
     AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HoldersView,

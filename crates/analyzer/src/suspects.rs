@@ -24,6 +24,10 @@ pub const ACCUMULATION_SHARE: f64 = 0.8;
 /// Types listed per accumulation point.
 const ACCUMULATED_TYPES: usize = 10;
 
+/// The share of the reachable heap a suspect must retain unless told otherwise, as in Eclipse
+/// MAT's leak-suspects report.
+pub const DEFAULT_SUSPECT_THRESHOLD: f64 = 0.1;
+
 /// The leak suspects of `graph`: objects and types retaining at least `threshold` (a share, 0
 /// to 1) of the reachable heap, largest first.
 pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> SuspectsView {
@@ -100,6 +104,7 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
     }
     found.sort_by_key(|suspect| (Reverse(suspect.retained_size), suspect.rule));
     SuspectsView {
+        runtime: graph.meta().runtime,
         threshold,
         total_retained: total,
         suspects: found,

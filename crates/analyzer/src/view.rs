@@ -189,6 +189,8 @@ pub struct Suspect {
 /// Leak suspects, largest first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SuspectsView {
+    /// The dump's runtime, whose rules name holders.
+    pub runtime: heapgraph_model::Runtime,
     /// The share of the heap a suspect must retain.
     pub threshold: f64,
     /// The reachable heap's size (the root's retained size).

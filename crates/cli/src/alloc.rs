@@ -63,10 +63,13 @@ pub(crate) fn top(
     let mut options = site_options(site_key(by, snapshot)?, args)?;
     fold_for(snapshot, &mut options);
     let view = heapgraph_analyzer::sites::statistics(snapshot, &options);
+    let findings: Vec<_> = heapgraph_analyzer::findings::sites(&view)
+        .into_iter()
+        .collect();
     let info = info(path, snapshot);
     Ok(match format {
-        OutputFormat::Text => text::sites(&view, &info, None, n),
-        OutputFormat::Json => json::sites(&view, &info, None, Some(n)),
+        OutputFormat::Text => text::sites(&view, &info, None, &findings, n),
+        OutputFormat::Json => json::sites(&view, &info, None, &findings, Some(n)),
     })
 }
 
@@ -94,10 +97,19 @@ pub(crate) fn diff(
         .map(|rule| rule.check_sites(&view))
         .collect::<Result<Vec<_>, String>>()
         .map_err(|message| anyhow::anyhow!("--fail-if: {message}"))?;
+    let findings: Vec<_> = heapgraph_analyzer::findings::sites(&view)
+        .into_iter()
+        .collect();
     let (old_info, new_info) = (info(&args.old, old), info(&args.new, new));
     let output = match args.format {
-        OutputFormat::Text => text::sites(&view, &new_info, Some(&old_info), args.n.unwrap_or(20)),
-        OutputFormat::Json => json::sites(&view, &new_info, Some(&old_info), args.n),
+        OutputFormat::Text => text::sites(
+            &view,
+            &new_info,
+            Some(&old_info),
+            &findings,
+            args.n.unwrap_or(20),
+        ),
+        OutputFormat::Json => json::sites(&view, &new_info, Some(&old_info), &findings, args.n),
     };
     Ok((output, verdicts))
 }
@@ -136,9 +148,10 @@ pub(crate) fn gpu_of(
             snapshot.meta.source.name()
         );
     };
+    let findings = heapgraph_analyzer::findings::gpu(&view);
     let info = info(path, snapshot);
     Ok(match format {
-        OutputFormat::Text => text::gpu(&view, &info, all_frames),
-        OutputFormat::Json => json::gpu(&view, &info),
+        OutputFormat::Text => text::gpu(&view, &info, &findings, all_frames),
+        OutputFormat::Json => json::gpu(&view, &info, &findings),
     })
 }

@@ -130,7 +130,32 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         tree.nodes.truncate(TREE_MAX_NODES);
         tree
     });
-    let suspects = last.map(|dump| heapgraph_analyzer::suspects(&dump.graph, &dump.analysis, 0.1));
+    let suspects = last.map(|dump| {
+        heapgraph_analyzer::suspects(
+            &dump.graph,
+            &dump.analysis,
+            heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+        )
+    });
+    // The most telling first: what grew over a series, where one dump's bytes accumulate, why
+    // the GPU ran out, what the recording reached, which line allocated the most.
+    let mut findings = Vec::new();
+    findings.extend(diff.as_ref().and_then(heapgraph_analyzer::findings::growth));
+    findings.extend(
+        suspects
+            .iter()
+            .flat_map(heapgraph_analyzer::findings::accumulations),
+    );
+    findings.extend(
+        gpu.iter()
+            .flat_map(|(_, view)| heapgraph_analyzer::findings::gpu(view)),
+    );
+    findings.extend(
+        recording
+            .as_ref()
+            .and_then(|(_, view)| heapgraph_analyzer::findings::timeline(view)),
+    );
+    findings.extend(sites.as_ref().and_then(heapgraph_analyzer::findings::sites));
     let page = Report {
         generated_at: generated_at(args),
         heap: match (last, summaries.last(), &tree, &suspects) {
@@ -159,6 +184,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
             old: (allocations.len() == 2).then(|| &allocations[0].0),
             view,
         }),
+        findings: &findings,
     };
     let html = heapgraph_report::html::report(&page);
     std::fs::write(&args.output, &html)

@@ -51,11 +51,20 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         }
     };
     let info = info(&args.common, &loaded);
+    let suspects = heapgraph_analyzer::suspects(
+        &loaded.graph,
+        &analysis,
+        heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+    );
+    let findings = heapgraph_analyzer::findings::accumulations(&suspects);
     Ok(match args.common.format {
-        OutputFormat::Text => {
-            text::summary(&view, &info, args.n_types.unwrap_or(DEFAULT_TEXT_TYPES))
-        }
-        OutputFormat::Json => json::summary(&view, &info, args.n_types),
+        OutputFormat::Text => text::summary(
+            &view,
+            &info,
+            &findings,
+            args.n_types.unwrap_or(DEFAULT_TEXT_TYPES),
+        ),
+        OutputFormat::Json => json::summary(&view, &info, &findings, args.n_types),
     })
 }
 
@@ -63,9 +72,12 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
 fn timeline_summary(args: &SummaryArgs, timeline: &heapgraph_model::Timeline) -> String {
     let view = heapgraph_analyzer::timeline::timeline(timeline);
     let info = DumpInfo::for_timeline(&args.common.file.display().to_string(), &timeline.meta);
+    let findings: Vec<_> = heapgraph_analyzer::findings::timeline(&view)
+        .into_iter()
+        .collect();
     match args.common.format {
-        OutputFormat::Text => text::timeline(&view, &info),
-        OutputFormat::Json => json::timeline(&view, &info),
+        OutputFormat::Text => text::timeline(&view, &info, &findings),
+        OutputFormat::Json => json::timeline(&view, &info, &findings),
     }
 }
 
@@ -238,10 +250,11 @@ pub(crate) fn suspects(args: &SuspectsArgs) -> anyhow::Result<String> {
     let mut loaded = load_for(&args.common)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
     let view = heapgraph_analyzer::suspects(&loaded.graph, &analysis, args.threshold);
+    let findings = heapgraph_analyzer::findings::accumulations(&view);
     let info = info(&args.common, &loaded);
     Ok(match args.common.format {
-        OutputFormat::Text => text::suspects(&view, &info),
-        OutputFormat::Json => json::suspects(&view, &info),
+        OutputFormat::Text => text::suspects(&view, &info, &findings),
+        OutputFormat::Json => json::suspects(&view, &info, &findings),
     })
 }
 
@@ -394,11 +407,21 @@ fn diff_and_check(
                 .map_err(|message| anyhow::anyhow!("--fail-if: {message}"))?;
             let old_info = DumpInfo::new(&args.old.display().to_string(), old.graph.meta());
             let new_info = DumpInfo::new(&args.new.display().to_string(), new.graph.meta());
+            let findings: Vec<_> = heapgraph_analyzer::findings::growth(&view)
+                .into_iter()
+                .collect();
             let output = match args.format {
-                OutputFormat::Text => {
-                    text::graph_diff(&view, &new_info, &old_info, by, args.n.unwrap_or(20))
+                OutputFormat::Text => text::graph_diff(
+                    &view,
+                    &new_info,
+                    &old_info,
+                    &findings,
+                    by,
+                    args.n.unwrap_or(20),
+                ),
+                OutputFormat::Json => {
+                    json::graph_diff(&view, &new_info, &old_info, &findings, by, args.n)
                 }
-                OutputFormat::Json => json::graph_diff(&view, &new_info, &old_info, by, args.n),
             };
             Ok((output, verdicts))
         }

@@ -2,10 +2,12 @@
 //! for sorting tables, inline SVG charts drawn by plotters; no request leaves the page), small
 //! whatever the dump's size, and the same bytes for the same inputs.
 
+use crate::findings::frame_text;
 use crate::{DumpInfo, human_bytes, signed_bytes, type_text};
 use heapgraph_analyzer::diff::GraphDiffView;
+use heapgraph_analyzer::findings::Finding;
 use heapgraph_analyzer::gpu::GpuView;
-use heapgraph_analyzer::sites::{SiteFrame, SitesView};
+use heapgraph_analyzer::sites::SitesView;
 use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule, SuspectsView};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -63,6 +65,8 @@ pub struct Report<'a> {
     pub timeline: Option<TimelineSection<'a>>,
     /// An allocation snapshot (tracemalloc, the Rust recorder), or two compared.
     pub sites: Option<SitesSection<'a>>,
+    /// What the analyses found, the most telling first: the first is the page's headline.
+    pub findings: &'a [Finding],
 }
 
 /// Live allocations by site: one snapshot's `statistics`, or two compared (`compare_to`).
@@ -754,285 +758,46 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
     table.render(out);
 }
 
-/// The last step of a chain or signature, `a → b → c`: `c`.
-fn last_step(chain: &str) -> &str {
-    chain.rsplit_once(" → ").map_or(chain, |(_, last)| last)
-}
-
-/// The name a container is held under, from its signature: the edge into it (`RESPONSES` in
-/// `… → dict.RESPONSES → dict`), or `[]` for an entry of another container.
-fn held_as(signature: &str) -> Option<&str> {
-    let (before, _) = signature.rsplit_once(" → ")?;
-    let step = last_step(before);
-    if step.ends_with("[]") {
-        return Some("[]");
+/// A finding's sentence as HTML: names in `code`.
+fn sentence_html(sentence: &crate::findings::Sentence) -> String {
+    let mut out = String::new();
+    for part in &sentence.parts {
+        match part {
+            crate::findings::Part::Text(text) => out.push_str(&escape(text)),
+            crate::findings::Part::Code(code) => {
+                let _ = write!(out, "<code>{}</code>", short(code, 200));
+            }
+        }
     }
-    step.rsplit_once('.').map(|(_, name)| name)
+    out
 }
 
-fn frame_text(frame: &SiteFrame) -> String {
-    match &frame.name {
-        Some(name) => format!("{}:{} ({name})", frame.filename, frame.lineno),
-        None => format!("{}:{}", frame.filename, frame.lineno),
-    }
-}
-
-/// The first thing the page says, in the words a developer would use: the container that grew
-/// (a series or a baseline), what holds the memory (one dump's first leak suspect), the code
-/// that allocated the most (a CUDA or allocation snapshot), or how a recording ended.
-fn headline(report: &Report<'_>) -> Option<String> {
+/// The first thing the page says: the first finding in one sentence, in a developer's words,
+/// with what it points at; the others follow in a line each.
+fn headline(findings: &[Finding]) -> Option<String> {
+    let (first, others) = findings.split_first()?;
     let mut out = String::from("<div class=\"headline\">");
-    if let Some(series) = &report.series
-        && let Some(culprit) = heapgraph_analyzer::diff::growth_culprit(series.diff)
-    {
-        let holder_type = type_text(last_step(&culprit.holder_signature));
-        let name = held_as(&culprit.holder_signature)
-            .filter(|name| *name != "[]")
-            .map_or_else(
-                || format!("a <code>{}</code>", short(holder_type, 80)),
-                |name| {
-                    format!(
-                        "<code>{}</code> (a {})",
-                        short(name, 80),
-                        short(holder_type, 60)
-                    )
-                },
-            );
-        match (&culprit.entries, &culprit.holder) {
-            (Some(entries), holder) => {
-                let _ = write!(
-                    out,
-                    "<b>What grew: {name}, by {} <code>{}</code> objects ({} → {}), {} retained</b>",
-                    signed_count(entries.count_after as i64 - entries.count_before as i64),
-                    short(type_text(last_step(&entries.signature)), 80),
-                    entries.count_before,
-                    entries.count_after,
-                    signed_bytes(entries.retained_delta())
-                );
-                // A container whose entries something else also holds (an event loop's
-                // callbacks) does not retain them: its own figure would only confuse.
-                if let Some(holder) = holder
-                    .as_ref()
-                    .filter(|holder| holder.retained_after >= entries.retained_after)
-                {
-                    let _ = write!(
-                        out,
-                        "<div>it retains {} in the last dump ({} in the first)</div>",
-                        human_bytes(holder.retained_after),
-                        human_bytes(holder.retained_before)
-                    );
-                }
-            }
-            (None, Some(holder)) => {
-                let _ = write!(
-                    out,
-                    "<b>What grew: {name}, by {} ({} → {} retained)</b>",
-                    signed_bytes(holder.retained_delta()),
-                    human_bytes(holder.retained_before),
-                    human_bytes(holder.retained_after)
-                );
-            }
-            (None, None) => return None,
-        }
+    let _ = write!(
+        out,
+        "<b>{}</b>",
+        sentence_html(&crate::findings::sentence(first))
+    );
+    if let Some((label, detail)) = crate::findings::detail(first) {
         let _ = write!(
             out,
-            "<div class=\"chain\">held at: {}</div></div>",
-            short(&culprit.holder_signature, 600)
+            "<div class=\"chain\">{label}: {}</div>",
+            short(&detail.bare(), 600)
         );
-        return Some(out);
     }
-    // One object where the bytes accumulate names a container; many instances of a type (often
-    // a generic one, `dict`, `HashMap`) say less, and come second.
-    let suspect = report.heap.as_ref().and_then(|heap| {
-        let suspects = &heap.suspects.suspects;
-        suspects
-            .iter()
-            .find(|suspect| suspect.rule == SuspectRule::SingleObject)
-            .or(suspects.first())
-    });
-    if let Some(suspect) = suspect {
-        match suspect.rule {
-            SuspectRule::SingleObject => {
-                let holder = suspect
-                    .accumulation_point
-                    .as_ref()
-                    .or(suspect.object.as_ref());
-                let what = holder.map_or_else(
-                    || short(type_text(&suspect.type_name), 80),
-                    |object| short(type_text(&object.type_name), 80),
-                );
-                let named = suspect
-                    .path
-                    .last()
-                    .and_then(|step| step.edge.as_deref())
-                    .filter(|edge| !edge.starts_with('['))
-                    .map_or_else(
-                        || format!("a <code>{what}</code>"),
-                        |edge| format!("<code>{}</code> (a {what})", short(edge, 80)),
-                    );
-                let _ = write!(
-                    out,
-                    "<b>What holds the memory: {named}, which retains {} ({:.0}% of the heap)</b>",
-                    human_bytes(
-                        holder
-                            .and_then(|object| object.retained_size)
-                            .unwrap_or(suspect.retained_size)
-                    ),
-                    suspect.share * 100.0
-                );
-                if let Some(first) = suspect.accumulated.first() {
-                    let _ = write!(
-                        out,
-                        "<div>mostly {} <code>{}</code> objects, {}</div>",
-                        first.count,
-                        short(type_text(&first.type_name), 80),
-                        human_bytes(first.retained_size)
-                    );
-                }
-            }
-            SuspectRule::ManyInstances => {
-                let _ = write!(
-                    out,
-                    "<b>What holds the memory: {} <code>{}</code> objects, which retain {} ({:.0}% of the heap)</b>",
-                    suspect.count,
-                    short(type_text(&suspect.type_name), 80),
-                    human_bytes(suspect.retained_size),
-                    suspect.share * 100.0
-                );
-            }
-        }
-        // The chain to the entries names the container they are in, when the object where the
-        // bytes accumulate holds them through another (a service object, its set of tasks).
-        let chain = if suspect.entry_path.is_empty() {
-            &suspect.path
-        } else {
-            &suspect.entry_path
-        };
-        if !chain.is_empty() {
-            let _ = write!(
-                out,
-                "<div class=\"chain\">held through: {}</div>",
-                short(&crate::chain_line(chain), 600)
-            );
-        }
-        out.push_str("</div>");
-        return Some(out);
-    }
-    if let Some(gpu) = &report.gpu
-        && let Some(row) = gpu.view.by_stack.first()
-        && let Some(frame) = row.frames.first()
-    {
-        if let Some(oom) = &gpu.view.oom {
-            let _ = write!(
-                out,
-                "<b>Out of memory: a request for {} failed.</b> ",
-                human_bytes(oom.requested_bytes)
-            );
-        }
+    for finding in others.iter().take(4) {
         let _ = write!(
             out,
-            "<b>What filled the GPU: {} of the {} allocated ({:.0}%) was allocated at <code>{}</code></b>",
-            human_bytes(row.size),
-            human_bytes(gpu.view.allocated_bytes),
-            row.size as f64 * 100.0 / gpu.view.allocated_bytes.max(1) as f64,
-            short(&frame_text(frame), 200)
+            "<div class=\"also\">{}</div>",
+            sentence_html(&crate::findings::sentence(finding))
         );
-        if row.frames.len() > 1 {
-            let callers: Vec<String> = row.frames[1..].iter().map(frame_text).collect();
-            let _ = write!(
-                out,
-                "<div class=\"chain\">called from: {}</div>",
-                short(&callers.join(" ← "), 600)
-            );
-        }
-        out.push_str("</div>");
-        return Some(out);
     }
-    if let Some(timeline) = &report.timeline
-        && let Some(peak) = timeline.view.peak_rss
-    {
-        let view = timeline.view;
-        let _ = write!(
-            out,
-            "<b>Memory reached {} at {}",
-            human_bytes(peak.bytes),
-            crate::duration_text(peak.t_s)
-        );
-        if let (Some(share), Some((_, source))) = (view.peak_share_of_limit, &view.limit) {
-            let _ = write!(
-                out,
-                ", {:.0}% of the limit ({})",
-                share * 100.0,
-                escape(source)
-            );
-        }
-        if let Some(growth) = view.growth.filter(|growth| growth.recent_bytes_per_s > 0.0) {
-            let _ = write!(
-                out,
-                ", growing {}/s at the end",
-                signed_bytes(growth.recent_bytes_per_s.round() as i64)
-            );
-        }
-        out.push_str("</b>");
-        match view.dumps.first() {
-            Some(dump) => {
-                let _ = write!(
-                    out,
-                    "<div>a {} dump was taken at {}: <code>heapgraph report {}</code> says what it holds</div>",
-                    escape(&dump.kind),
-                    crate::duration_text(dump.t_s),
-                    short(&dump.path, 200)
-                );
-            }
-            None => out
-                .push_str("<div>no dump was taken (record with <code>--act</code> for one)</div>"),
-        }
-        out.push_str("</div>");
-        return Some(out);
-    }
-    if let Some(sites) = &report.sites {
-        let row = if sites.view.is_diff {
-            sites
-                .view
-                .rows
-                .iter()
-                .max_by_key(|row| (row.size_diff, row.size))
-        } else {
-            sites.view.rows.first()
-        }?;
-        let frame = row.frames.first()?;
-        if sites.view.is_diff {
-            let _ = write!(
-                out,
-                "<b>What grew: the allocations made at <code>{}</code>, by {} ({} → {})</b>",
-                short(&frame_text(frame), 200),
-                signed_bytes(row.size_diff),
-                human_bytes((row.size as i64 - row.size_diff).max(0) as u64),
-                human_bytes(row.size)
-            );
-        } else {
-            let _ = write!(
-                out,
-                "<b>What holds the memory: the allocations made at <code>{}</code>, {} of {} live ({:.0}%)</b>",
-                short(&frame_text(frame), 200),
-                human_bytes(row.size),
-                human_bytes(sites.view.total_size),
-                row.size as f64 * 100.0 / sites.view.total_size.max(1) as f64
-            );
-        }
-        out.push_str("</div>");
-        return Some(out);
-    }
-    None
-}
-
-/// A signed count: `+200`, `-3`.
-fn signed_count(delta: i64) -> String {
-    if delta >= 0 {
-        format!("+{delta}")
-    } else {
-        delta.to_string()
-    }
+    out.push_str("</div>");
+    Some(out)
 }
 
 /// Allocation sites: the top lines, or the lines that changed most.
@@ -1103,7 +868,7 @@ fn sites_section(sites: &SitesSection<'_>, out: &mut String) {
 pub fn report(report: &Report<'_>) -> String {
     let mut out = String::new();
     header(report, &mut out);
-    if let Some(headline) = headline(report) {
+    if let Some(headline) = headline(report.findings) {
         out.push_str(&headline);
     }
     if let Some(timeline) = &report.timeline {

@@ -5,6 +5,7 @@
 use crate::DumpInfo;
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
+use heapgraph_analyzer::findings::{Finding, Holder, OomCause};
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteRow, SitesView};
@@ -73,6 +74,7 @@ struct TypeEntry<'a> {
 struct Summary<'a> {
     schema: &'static str,
     dump: Dump<'a>,
+    findings: Vec<FindingEntry<'a>>,
     objects: u64,
     references: u64,
     total_shallow_size: u64,
@@ -98,11 +100,17 @@ struct FileDumpEntry {
 }
 
 /// `heapgraph.summary/1`, with at most `max_types` types (all when `None`).
-pub fn summary(view: &SummaryView, info: &DumpInfo, max_types: Option<usize>) -> String {
+pub fn summary(
+    view: &SummaryView,
+    info: &DumpInfo,
+    found: &[Finding],
+    max_types: Option<usize>,
+) -> String {
     let shown = max_types.unwrap_or(usize::MAX).min(view.types.len());
     to_string(&Summary {
         schema: "heapgraph.summary/1",
         dump: info.into(),
+        findings: findings(found),
         objects: view.objects,
         references: view.references,
         total_shallow_size: view.total_shallow_size,
@@ -276,16 +284,18 @@ struct SuspectEntry<'a> {
 struct Suspects<'a> {
     schema: &'static str,
     dump: Dump<'a>,
+    findings: Vec<FindingEntry<'a>>,
     threshold: f64,
     total_retained: u64,
     suspects: Vec<SuspectEntry<'a>>,
 }
 
 /// `heapgraph.suspects/1`.
-pub fn suspects(view: &SuspectsView, info: &DumpInfo) -> String {
+pub fn suspects(view: &SuspectsView, info: &DumpInfo, found: &[Finding]) -> String {
     to_string(&Suspects {
         schema: "heapgraph.suspects/1",
         dump: info.into(),
+        findings: findings(found),
         threshold: view.threshold,
         total_retained: view.total_retained,
         suspects: view
@@ -414,6 +424,7 @@ struct SiteTotal {
 struct Sites<'a> {
     schema: &'static str,
     dump: Dump<'a>,
+    findings: Vec<FindingEntry<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     old_dump: Option<Dump<'a>>,
     by: &'static str,
@@ -428,6 +439,7 @@ pub fn sites(
     view: &SitesView,
     info: &DumpInfo,
     old: Option<&DumpInfo>,
+    found: &[Finding],
     n: Option<usize>,
 ) -> String {
     let shown = n.unwrap_or(usize::MAX).min(view.rows.len());
@@ -435,6 +447,7 @@ pub fn sites(
     to_string(&Sites {
         schema: "heapgraph.sites/1",
         dump: info.into(),
+        findings: findings(found),
         old_dump: old.map(Into::into),
         by: view.key.name(),
         cumulative: view.cumulative,
@@ -503,6 +516,7 @@ struct TraceEntry<'a> {
 struct Gpu<'a> {
     schema: &'static str,
     dump: Dump<'a>,
+    findings: Vec<FindingEntry<'a>>,
     allocated_bytes: u64,
     reserved_bytes: u64,
     requested_bytes: u64,
@@ -523,10 +537,11 @@ struct Gpu<'a> {
 }
 
 /// `heapgraph.gpu/1`. The timeline, when present, is `[time_us, allocated, reserved]` triples.
-pub fn gpu(view: &GpuView, info: &DumpInfo) -> String {
+pub fn gpu(view: &GpuView, info: &DumpInfo, found: &[Finding]) -> String {
     to_string(&Gpu {
         schema: "heapgraph.gpu/1",
         dump: info.into(),
+        findings: findings(found),
         allocated_bytes: view.allocated_bytes,
         reserved_bytes: view.reserved_bytes,
         requested_bytes: view.requested_bytes,
@@ -648,6 +663,7 @@ struct DiffHolder<'a> {
 struct Diff<'a> {
     schema: &'static str,
     dump: Dump<'a>,
+    findings: Vec<FindingEntry<'a>>,
     old_dump: Dump<'a>,
     by: &'static str,
     total: DiffTotal,
@@ -660,6 +676,7 @@ pub fn graph_diff(
     view: &GraphDiffView,
     info: &DumpInfo,
     old: &DumpInfo,
+    found: &[Finding],
     by: RankBy,
     n: Option<usize>,
 ) -> String {
@@ -667,6 +684,7 @@ pub fn graph_diff(
     let signed = |before: u64, after: u64| after as i64 - before as i64;
     to_string(&Diff {
         schema: "heapgraph.diff/1",
+        findings: findings(found),
         dump: info.into(),
         old_dump: old.into(),
         by: crate::rank_name(by),
@@ -875,6 +893,7 @@ struct Series<'a> {
 struct TimelineDoc<'a> {
     schema: &'static str,
     dump: Dump<'a>,
+    findings: Vec<FindingEntry<'a>>,
     samples: usize,
     duration_s: f64,
     interval_ms: u64,
@@ -906,10 +925,11 @@ struct TimelineDoc<'a> {
 
 /// `heapgraph.timeline/1`: a recording's peaks, growth, thresholds, dumps and exit, and every
 /// sample as columns under `series`.
-pub fn timeline(view: &TimelineView, info: &DumpInfo) -> String {
+pub fn timeline(view: &TimelineView, info: &DumpInfo, found: &[Finding]) -> String {
     to_string(&TimelineDoc {
         schema: "heapgraph.timeline/1",
         dump: info.into(),
+        findings: findings(found),
         samples: view.samples,
         duration_s: view.duration_s,
         interval_ms: view.interval_ms,
@@ -1001,4 +1021,256 @@ pub fn timeline(view: &TimelineView, info: &DumpInfo) -> String {
                 .collect(),
         },
     })
+}
+
+/// A finding in JSON: its kind, the sentence every output prints, and its data.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum FindingEntry<'a> {
+    Growth {
+        summary: String,
+        holder: HolderEntry<'a>,
+        entries: Option<GrowthEntriesEntry<'a>>,
+        holder_retained_before: Option<u64>,
+        holder_retained_after: Option<u64>,
+        retained_delta: i64,
+    },
+    Accumulation {
+        summary: String,
+        holder: HolderEntry<'a>,
+        rule: &'static str,
+        instances: u64,
+        #[serde(rename = "type")]
+        type_name: &'a str,
+        retained_size: u64,
+        share: f64,
+        mostly: Option<MostlyEntry<'a>>,
+    },
+    GpuOom {
+        summary: String,
+        requested_bytes: u64,
+        device_free_bytes: Option<u64>,
+        allocated_bytes: u64,
+        reserved_bytes: u64,
+        largest_free_block: u64,
+        cause: &'static str,
+        frames: Vec<FrameEntry<'a>>,
+        held_by: Option<HeldByEntry<'a>>,
+    },
+    Allocation {
+        summary: String,
+        frames: Vec<FrameEntry<'a>>,
+        size: u64,
+        total_size: u64,
+    },
+    AllocGrowth {
+        summary: String,
+        frames: Vec<FrameEntry<'a>>,
+        size_before: u64,
+        size_after: u64,
+    },
+    Timeline {
+        summary: String,
+        peak_bytes: u64,
+        peak_at_s: f64,
+        limit_bytes: Option<u64>,
+        limit_source: Option<&'a str>,
+        share_of_limit: Option<f64>,
+        growing_bytes_per_s: Option<f64>,
+        dumps: Vec<FindingDumpEntry<'a>>,
+    },
+}
+
+#[derive(Serialize)]
+struct HolderEntry<'a> {
+    name: Option<&'a str>,
+    #[serde(rename = "type")]
+    type_name: Option<&'a str>,
+    owner: Option<&'a str>,
+    path: Vec<StepEntry<'a>>,
+    named_step: usize,
+}
+
+#[derive(Serialize)]
+struct StepEntry<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
+    edge: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct GrowthEntriesEntry<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    count_before: u64,
+    count_after: u64,
+    retained_before: u64,
+    retained_after: u64,
+}
+
+#[derive(Serialize)]
+struct MostlyEntry<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    count: u64,
+    retained_size: u64,
+}
+
+#[derive(Serialize)]
+struct HeldByEntry<'a> {
+    frames: Vec<FrameEntry<'a>>,
+    size: u64,
+}
+
+#[derive(Serialize)]
+struct FindingDumpEntry<'a> {
+    kind: &'a str,
+    at_s: f64,
+    file: &'a str,
+}
+
+fn holder_entry(holder: &Holder) -> HolderEntry<'_> {
+    HolderEntry {
+        name: holder.name(),
+        type_name: holder.object().map(|step| step.type_name.as_str()),
+        owner: holder
+            .owner()
+            .filter(|owner| owner.edge.is_some())
+            .map(|owner| owner.label.as_deref().unwrap_or(&owner.type_name)),
+        path: holder
+            .path
+            .iter()
+            .map(|step| StepEntry {
+                type_name: &step.type_name,
+                label: step.label.as_deref(),
+                edge: step.edge.as_deref(),
+            })
+            .collect(),
+        named_step: holder.named,
+    }
+}
+
+/// The `findings` array every schema that has findings carries.
+fn findings(findings: &[Finding]) -> Vec<FindingEntry<'_>> {
+    findings
+        .iter()
+        .map(|finding| {
+            let summary = crate::findings::sentence(finding).plain();
+            match finding {
+                Finding::Growth {
+                    holder,
+                    entries,
+                    retained,
+                    retained_delta,
+                } => FindingEntry::Growth {
+                    summary,
+                    holder: holder_entry(holder),
+                    entries: entries.as_ref().map(|entries| GrowthEntriesEntry {
+                        type_name: &entries.type_name,
+                        count_before: entries.count_before,
+                        count_after: entries.count_after,
+                        retained_before: entries.retained_before,
+                        retained_after: entries.retained_after,
+                    }),
+                    holder_retained_before: retained.map(|(before, _)| before),
+                    holder_retained_after: retained.map(|(_, after)| after),
+                    retained_delta: *retained_delta,
+                },
+                Finding::Accumulation {
+                    holder,
+                    rule,
+                    instances,
+                    type_name,
+                    retained,
+                    share,
+                    mostly,
+                } => FindingEntry::Accumulation {
+                    summary,
+                    holder: holder_entry(holder),
+                    rule: rule.name(),
+                    instances: *instances,
+                    type_name,
+                    retained_size: *retained,
+                    share: *share,
+                    mostly: mostly.as_ref().map(|mostly| MostlyEntry {
+                        type_name: &mostly.type_name,
+                        count: mostly.count,
+                        retained_size: mostly.retained_size,
+                    }),
+                },
+                Finding::GpuOom {
+                    requested,
+                    device_free,
+                    allocated_at,
+                    reserved_at,
+                    largest_free_block,
+                    cause,
+                    frames: failed_at,
+                    held_by,
+                } => FindingEntry::GpuOom {
+                    summary,
+                    requested_bytes: *requested,
+                    device_free_bytes: *device_free,
+                    allocated_bytes: *allocated_at,
+                    reserved_bytes: *reserved_at,
+                    largest_free_block: *largest_free_block,
+                    cause: match cause {
+                        OomCause::Fragmented => "fragmented",
+                        OomCause::DeviceFull => "device_full",
+                    },
+                    frames: frames(failed_at),
+                    held_by: held_by.as_ref().map(|(stack, size)| HeldByEntry {
+                        frames: frames(stack),
+                        size: *size,
+                    }),
+                },
+                Finding::Allocation {
+                    frames: stack,
+                    size,
+                    total,
+                } => FindingEntry::Allocation {
+                    summary,
+                    frames: frames(stack),
+                    size: *size,
+                    total_size: *total,
+                },
+                Finding::AllocGrowth {
+                    frames: stack,
+                    size_before,
+                    size_after,
+                } => FindingEntry::AllocGrowth {
+                    summary,
+                    frames: frames(stack),
+                    size_before: *size_before,
+                    size_after: *size_after,
+                },
+                Finding::Timeline {
+                    peak,
+                    peak_at_s,
+                    limit,
+                    share_of_limit,
+                    growing_per_s,
+                    dumps,
+                } => FindingEntry::Timeline {
+                    summary,
+                    peak_bytes: *peak,
+                    peak_at_s: *peak_at_s,
+                    limit_bytes: limit.as_ref().map(|(bytes, _)| *bytes),
+                    limit_source: limit.as_ref().map(|(_, source)| source.as_str()),
+                    share_of_limit: *share_of_limit,
+                    growing_bytes_per_s: *growing_per_s,
+                    dumps: dumps
+                        .iter()
+                        .map(|(kind, at_s, file)| FindingDumpEntry {
+                            kind,
+                            at_s: *at_s,
+                            file,
+                        })
+                        .collect(),
+                },
+            }
+        })
+        .collect()
 }

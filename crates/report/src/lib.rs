@@ -1,4 +1,5 @@
-//! Rendering of analyzer views: text tables for terminals and versioned JSON for machines.
+//! Rendering of analyzer views: text tables for terminals, versioned JSON for machines and a
+//! self-contained HTML page; findings in one sentence each, alike in all three.
 //! Output is deterministic: the same views give the same bytes.
 //!
 //! ```
@@ -8,14 +9,15 @@
 //! let graph = heapgraph_test_support::graph("root -> cache: 8; cache -> Item#1: 16");
 //! let analysis = analyze(&graph, &Options { edge_rule: EdgeRule::for_runtime(graph.meta().runtime) });
 //! let info = DumpInfo::new("example", graph.meta());
-//! let text = heapgraph_report::text::summary(&summary(&graph, &analysis), &info, 20);
+//! let text = heapgraph_report::text::summary(&summary(&graph, &analysis), &info, &[], 20);
 //! assert!(text.contains("Item"));
-//! let json = heapgraph_report::json::summary(&summary(&graph, &analysis), &info, None);
+//! let json = heapgraph_report::json::summary(&summary(&graph, &analysis), &info, &[], None);
 //! assert!(json.contains("\"schema\": \"heapgraph.summary/1\""));
 //! ```
 #![deny(missing_docs)]
 
 pub mod dot;
+pub mod findings;
 pub mod html;
 pub mod json;
 pub mod text;
@@ -202,6 +204,15 @@ pub(crate) fn short(text: &str, max: usize) -> String {
         let mut cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
         cut.push('…');
         cut
+    }
+}
+
+/// A signed count: `+200`, `-3`.
+pub fn signed_count(count: i64) -> String {
+    if count < 0 {
+        count.to_string()
+    } else {
+        format!("+{count}")
     }
 }
 

@@ -1,11 +1,13 @@
 //! Text output for terminals: aligned tables, human sizes, chains from the root.
 
+use crate::findings::frame_text;
 use crate::{
     DumpInfo, chain_line, duration_text, edge_suffix, human_bytes, rank_name, short, signed_bytes,
-    type_text,
+    signed_count, type_text,
 };
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
+use heapgraph_analyzer::findings::Finding;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SitesView};
@@ -72,11 +74,22 @@ impl Table {
 }
 
 fn header(info: &DumpInfo, out: &mut String) {
+    header_with(info, &[], out);
+}
+
+/// The file, then the findings (each a sentence and what it points at), then the notes.
+fn header_with(info: &DumpInfo, findings: &[Finding], out: &mut String) {
     let _ = writeln!(
         out,
         "{} ({}, {})",
         info.file, info.source_format, info.runtime
     );
+    for finding in findings {
+        let _ = writeln!(out, "{}", crate::findings::sentence(finding).plain());
+        if let Some((label, detail)) = crate::findings::detail(finding) {
+            let _ = writeln!(out, "  {label}: {}", detail.bare());
+        }
+    }
     for note in &info.notes {
         let _ = writeln!(out, "note: {note}");
     }
@@ -91,9 +104,14 @@ fn percent(part: u64, whole: u64) -> String {
 }
 
 /// The summary: totals, then the top `max_types` types by retained size.
-pub fn summary(view: &SummaryView, info: &DumpInfo, max_types: usize) -> String {
+pub fn summary(
+    view: &SummaryView,
+    info: &DumpInfo,
+    findings: &[Finding],
+    max_types: usize,
+) -> String {
     let mut out = String::new();
-    header(info, &mut out);
+    header_with(info, findings, &mut out);
     if let Some(kind) = &view.kind {
         let _ = writeln!(out, "objects of kind {kind} only");
     }
@@ -283,9 +301,9 @@ pub fn dominators(view: &DominatorTreeView, info: &DumpInfo) -> String {
 
 /// Leak suspects: each with its share, where its bytes accumulate, what is there, and the
 /// chain that holds it.
-pub fn suspects(view: &SuspectsView, info: &DumpInfo) -> String {
+pub fn suspects(view: &SuspectsView, info: &DumpInfo, findings: &[Finding]) -> String {
     let mut out = String::new();
-    header(info, &mut out);
+    header_with(info, findings, &mut out);
     let _ = writeln!(
         out,
         "{} leak suspect(s): objects or types retaining at least {:.0}% of {} reachable",
@@ -394,14 +412,6 @@ pub fn strings(view: &StringsView, duplicates_only: bool, info: &DumpInfo) -> St
     out
 }
 
-/// `file:line`, with the function where known.
-fn frame_text(frame: &SiteFrame) -> String {
-    match &frame.name {
-        Some(name) => format!("{}:{} ({name})", frame.filename, frame.lineno),
-        None => format!("{}:{}", frame.filename, frame.lineno),
-    }
-}
-
 fn site_text(frames: &[SiteFrame], key: SiteKey) -> String {
     match frames.first() {
         None => "(no stack recorded)".to_owned(),
@@ -410,19 +420,17 @@ fn site_text(frames: &[SiteFrame], key: SiteKey) -> String {
     }
 }
 
-fn signed_count(count: i64) -> String {
-    if count < 0 {
-        count.to_string()
-    } else {
-        format!("+{count}")
-    }
-}
-
 /// `top` or `diff` of allocation snapshots: at most `n` sites, in tracemalloc's order. Stacks
 /// (by traceback) print below their row, most recent call first.
-pub fn sites(view: &SitesView, info: &DumpInfo, old: Option<&DumpInfo>, n: usize) -> String {
+pub fn sites(
+    view: &SitesView,
+    info: &DumpInfo,
+    old: Option<&DumpInfo>,
+    findings: &[Finding],
+    n: usize,
+) -> String {
     let mut out = String::new();
-    header(info, &mut out);
+    header_with(info, findings, &mut out);
     if let Some(old) = old {
         let _ = writeln!(out, "compared with {} ({})", old.file, old.source_format);
     }
@@ -494,9 +502,9 @@ pub fn sites(view: &SitesView, info: &DumpInfo, old: Option<&DumpInfo>, n: usize
 
 /// The `gpu` view: allocated against reserved, the out-of-memory event, what holds the memory
 /// by stack, the largest blocks, fragmentation, and what the trace covers.
-pub fn gpu(view: &GpuView, info: &DumpInfo, all_frames: bool) -> String {
+pub fn gpu(view: &GpuView, info: &DumpInfo, findings: &[Finding], all_frames: bool) -> String {
     let mut out = String::new();
-    header(info, &mut out);
+    header_with(info, findings, &mut out);
     let _ = writeln!(
         out,
         "allocated {} of {} reserved ({}) in {} segments, {} blocks ({} active)",
@@ -533,14 +541,6 @@ pub fn gpu(view: &GpuView, info: &DumpInfo, all_frames: bool) -> String {
         );
         for frame in &oom.frames {
             let _ = writeln!(out, "    {}", frame_text(frame));
-        }
-        if view.largest_free_block < oom.requested_bytes {
-            let _ = writeln!(
-                out,
-                "the cache's largest free block ({}) is smaller than the request, so the allocator \
-                 had to reserve more; the device or the process's memory cap refused it",
-                human_bytes(view.largest_free_block)
-            );
         }
         if oom.events_after > 0 {
             let _ = writeln!(
@@ -648,11 +648,12 @@ pub fn graph_diff(
     view: &GraphDiffView,
     info: &DumpInfo,
     old: &DumpInfo,
+    findings: &[Finding],
     by: RankBy,
     n: usize,
 ) -> String {
     let mut out = String::new();
-    header(info, &mut out);
+    header_with(info, findings, &mut out);
     let _ = writeln!(out, "compared with {} ({})", old.file, old.source_format);
     let signed = |before: u64, after: u64| after as i64 - before as i64;
     let _ = writeln!(
@@ -839,9 +840,9 @@ pub fn leaks(view: &LeaksView, info: &DumpInfo) -> String {
 
 /// A recording (`summary` of a `.hgt`): how high memory went, how fast it grew, what crossed
 /// which threshold, the dumps taken and how the process ended.
-pub fn timeline(view: &TimelineView, info: &DumpInfo) -> String {
+pub fn timeline(view: &TimelineView, info: &DumpInfo, findings: &[Finding]) -> String {
     let mut out = String::new();
-    header(info, &mut out);
+    header_with(info, findings, &mut out);
     if let Some(pid) = view.pid {
         let command = view.command.join(" ");
         let _ = writeln!(

@@ -1,0 +1,362 @@
+//! Findings in words: one sentence each, and the path or stack it points at. Text, JSON and
+//! HTML print the same sentence; only its markup differs (names are `code` in HTML and between
+//! backticks in text).
+
+use crate::{duration_text, human_bytes, short, signed_bytes, signed_count, type_text};
+use heapgraph_analyzer::SuspectRule;
+use heapgraph_analyzer::findings::{Finding, Holder, HolderStep, OomCause};
+use heapgraph_analyzer::sites::SiteFrame;
+
+/// A piece of a sentence: words, or a name from the program or the dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Words.
+    Text(String),
+    /// A name: a field, a type, a line of code.
+    Code(String),
+}
+
+/// A sentence in parts, to be printed as text or marked up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sentence {
+    /// The parts, in order.
+    pub parts: Vec<Part>,
+}
+
+impl Sentence {
+    fn text(&mut self, text: impl Into<String>) -> &mut Self {
+        self.parts.push(Part::Text(text.into()));
+        self
+    }
+
+    fn code(&mut self, code: impl Into<String>) -> &mut Self {
+        self.parts.push(Part::Code(code.into()));
+        self
+    }
+
+    /// As plain text, names as they are (for a path or a stack on a line of its own).
+    pub fn bare(&self) -> String {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) | Part::Code(text) => text.as_str(),
+            })
+            .collect()
+    }
+
+    /// As plain text, names between backticks.
+    pub fn plain(&self) -> String {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => text.clone(),
+                Part::Code(code) => format!("`{code}`"),
+            })
+            .collect()
+    }
+}
+
+/// The sentence that says what a finding found.
+pub fn sentence(finding: &Finding) -> Sentence {
+    let mut out = Sentence::default();
+    match finding {
+        Finding::Growth {
+            holder,
+            entries,
+            retained,
+            retained_delta,
+        } => {
+            out.text("What grew: ");
+            holder_phrase(holder, &mut out);
+            match entries {
+                Some(entries) => {
+                    out.text(format!(
+                        ", by {} ",
+                        signed_count(entries.count_after as i64 - entries.count_before as i64)
+                    ))
+                    .code(short(type_text(&entries.type_name), 80))
+                    .text(format!(
+                        " objects ({} → {}), {} retained",
+                        entries.count_before,
+                        entries.count_after,
+                        signed_bytes(*retained_delta)
+                    ));
+                    if let Some((before, after)) = retained {
+                        out.text(format!(
+                            "; it retains {} in the last dump ({} in the first)",
+                            human_bytes(*after),
+                            human_bytes(*before)
+                        ));
+                    }
+                }
+                None => {
+                    out.text(format!(", by {}", signed_bytes(*retained_delta)));
+                    if let Some((before, after)) = retained {
+                        out.text(format!(
+                            " ({} → {} retained)",
+                            human_bytes(*before),
+                            human_bytes(*after)
+                        ));
+                    }
+                }
+            }
+        }
+        Finding::Accumulation {
+            holder,
+            rule,
+            instances,
+            type_name,
+            retained,
+            share,
+            mostly,
+        } => {
+            out.text("What holds the memory: ");
+            match rule {
+                SuspectRule::SingleObject => {
+                    holder_phrase(holder, &mut out);
+                    out.text(format!(
+                        ", which retains {} ({:.0}% of the heap)",
+                        human_bytes(*retained),
+                        share * 100.0
+                    ));
+                    if let Some(mostly) = mostly {
+                        out.text(format!(", mostly {} ", mostly.count))
+                            .code(short(type_text(&mostly.type_name), 80))
+                            .text(format!(" objects ({})", human_bytes(mostly.retained_size)));
+                    }
+                }
+                SuspectRule::ManyInstances => {
+                    out.text(format!("{instances} "))
+                        .code(short(type_text(type_name), 80))
+                        .text(format!(
+                            " objects, which retain {} ({:.0}% of the heap)",
+                            human_bytes(*retained),
+                            share * 100.0
+                        ));
+                    if let Some(name) = holder.name() {
+                        out.text(", the largest held as ").code(short(name, 80));
+                    }
+                }
+            }
+        }
+        Finding::GpuOom {
+            requested,
+            device_free,
+            largest_free_block,
+            cause,
+            ..
+        } => {
+            out.text(format!(
+                "Out of memory: a request for {} failed",
+                human_bytes(*requested)
+            ));
+            if let Some(free) = device_free {
+                out.text(format!(" with {} free on the device", human_bytes(*free)));
+            }
+            match cause {
+                OomCause::Fragmented => out.text(format!(
+                    ": the cache had enough free bytes, but no free block that large (the largest is {}): fragmentation",
+                    human_bytes(*largest_free_block)
+                )),
+                OomCause::DeviceFull => out.text(format!(
+                    ": the cache's largest free block ({}) is smaller than the request, so the allocator had to reserve more, and the device or the process's memory cap refused it",
+                    human_bytes(*largest_free_block)
+                )),
+            };
+        }
+        Finding::Allocation {
+            frames,
+            size,
+            total,
+        } => {
+            out.text("What holds the memory: the allocations made at ")
+                .code(frames.first().map_or_else(no_stack, frame_text))
+                .text(format!(
+                    ", {} of {} live ({:.0}%)",
+                    human_bytes(*size),
+                    human_bytes(*total),
+                    *size as f64 * 100.0 / (*total).max(1) as f64
+                ));
+        }
+        Finding::AllocGrowth {
+            frames,
+            size_before,
+            size_after,
+        } => {
+            out.text("What grew: the allocations made at ")
+                .code(frames.first().map_or_else(no_stack, frame_text))
+                .text(format!(
+                    ", by {} ({} → {})",
+                    signed_bytes(*size_after as i64 - *size_before as i64),
+                    human_bytes(*size_before),
+                    human_bytes(*size_after)
+                ));
+        }
+        Finding::Timeline {
+            peak,
+            peak_at_s,
+            limit,
+            share_of_limit,
+            growing_per_s,
+            ..
+        } => {
+            out.text(format!(
+                "Memory reached {} at {}",
+                human_bytes(*peak),
+                duration_text(*peak_at_s)
+            ));
+            if let (Some(share), Some((_, source))) = (share_of_limit, limit) {
+                out.text(format!(", {:.0}% of the limit ({source})", share * 100.0));
+            }
+            if let Some(rate) = growing_per_s {
+                out.text(format!(
+                    ", growing {}/s at the end",
+                    signed_bytes(rate.round() as i64)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What the finding points at, on a line of its own: the holder's path (`held at`), the failed
+/// call's stack (`failed at`), the callers of a line (`called from`), or the dump a recording
+/// took; `None` when there is nothing more to say.
+pub fn detail(finding: &Finding) -> Option<(&'static str, Sentence)> {
+    let mut out = Sentence::default();
+    match finding {
+        Finding::Growth { holder, .. } => {
+            out.code(path_text(&holder.path));
+            Some(("held at", out))
+        }
+        Finding::Accumulation { holder, .. } => {
+            if holder.path.is_empty() {
+                return None;
+            }
+            out.code(path_text(&holder.path));
+            Some(("held through", out))
+        }
+        Finding::GpuOom { frames, .. } => {
+            if frames.is_empty() {
+                return None;
+            }
+            out.code(stack_text(frames));
+            Some(("failed at", out))
+        }
+        Finding::Allocation { frames, .. } | Finding::AllocGrowth { frames, .. } => {
+            if frames.len() < 2 {
+                return None;
+            }
+            out.code(stack_text(&frames[1..]));
+            Some(("called from", out))
+        }
+        Finding::Timeline { dumps, .. } => {
+            match dumps.first() {
+                Some((kind, at_s, file)) => {
+                    out.text(format!(
+                        "a {kind} dump was taken at {}: ",
+                        duration_text(*at_s)
+                    ))
+                    .code(format!("heapgraph report {file}"))
+                    .text(" says what it holds");
+                }
+                None => {
+                    out.text("no dump was taken (record with ")
+                        .code("--act")
+                        .text(" for one)");
+                }
+            }
+            Some(("dumps", out))
+        }
+    }
+}
+
+/// `` `sessions` of `com.example.SessionCache` (a `java.util.HashMap`) ``, or `` a
+/// `java.util.HashMap` `` when no name leads to it.
+fn holder_phrase(holder: &Holder, out: &mut Sentence) {
+    let Some(object) = holder.object() else {
+        out.text("an object the dump cannot name");
+        return;
+    };
+    let type_name = short(type_text(&object.type_name), 80);
+    match holder.name() {
+        Some(name) => {
+            out.code(short(name, 80));
+            if let Some(owner) = holder.owner().and_then(owner_name) {
+                out.text(" of ").code(short(&owner, 80));
+            }
+            out.text(" (a ").code(type_name).text(")");
+        }
+        None => {
+            out.text("a ").code(type_name);
+        }
+    }
+}
+
+/// How the holder's owner is named: a class object by its class, a module by its name, else
+/// by its type; the root and the dump's synthetic groups are no owner.
+fn owner_name(step: &HolderStep) -> Option<String> {
+    // The root is no owner.
+    step.edge.as_ref()?;
+    if let Some(label) = &step.label
+        && matches!(step.type_name.as_str(), "java.lang.Class" | "module")
+    {
+        return Some(label.clone());
+    }
+    if step.type_name == "module"
+        && let Some(name) = step
+            .edge
+            .as_deref()
+            .and_then(|edge| edge.strip_prefix("module "))
+    {
+        return Some(format!("module {name}"));
+    }
+    Some(type_text(&step.type_name).to_owned())
+}
+
+/// A holder path as one line: `(root).module m → module.__dict__ → dict.cache → list`.
+pub fn path_text(path: &[HolderStep]) -> String {
+    let mut text = String::new();
+    for (i, step) in path.iter().enumerate() {
+        text.push_str(type_text(&step.type_name));
+        if let Some(label) = &step.label
+            && *label != step.type_name
+            && step.edge.is_some()
+        {
+            text.push_str(&format!(" {:?}", short(label, 60)));
+        }
+        if let Some(next) = path.get(i + 1) {
+            match next.edge.as_deref() {
+                Some(edge) if edge.starts_with('[') => text.push_str(edge),
+                Some(edge) if !edge.is_empty() => {
+                    text.push('.');
+                    text.push_str(edge);
+                }
+                _ => text.push_str("[]"),
+            }
+            text.push_str(" → ");
+        }
+    }
+    text
+}
+
+/// A stack as one line, most recent call first: `a.py:3 (f) ← b.py:9 (main)`.
+fn stack_text(frames: &[SiteFrame]) -> String {
+    frames
+        .iter()
+        .map(frame_text)
+        .collect::<Vec<_>>()
+        .join(" ← ")
+}
+
+fn no_stack() -> String {
+    "(no stack recorded)".to_owned()
+}
+
+/// `file:line`, with the function where known.
+pub fn frame_text(frame: &SiteFrame) -> String {
+    match &frame.name {
+        Some(name) => format!("{}:{} ({name})", frame.filename, frame.lineno),
+        None => format!("{}:{}", frame.filename, frame.lineno),
+    }
+}
