@@ -14,3 +14,4 @@ mod support;
 mod tidy;
 mod torch_cuda;
 mod tracemalloc;
+mod v8_real_world;
