@@ -8,6 +8,7 @@ mod hprof;
 mod oracle;
 mod python;
 mod record;
+mod refusals;
 mod report;
 mod rust_alloc;
 mod support;
