@@ -157,6 +157,56 @@ fn the_chain_links_dominate_each_other() {
 }
 
 #[test]
+fn top_json_gives_the_objects_held_that_the_text_shows_and_memlab_implies() {
+    // The oracle: the size of each object's subtree in memlab's dominator tree.
+    let name = V8_FIXTURES[1];
+    let path = fixture(name);
+    let top = json(&["top", path_str(&path), "--format", "json", "-n", "10"]);
+    let text = heapgraph_ok(&["top", path_str(&path), "-n", "10"]);
+    let memlab = crate::oracle::run_oracle("memlab_oracle.js", name);
+    let ids = crate::oracle::numbers(&memlab, "ids");
+    let dominator = crate::oracle::numbers(&memlab, "dominator");
+    let ordinal: rustc_hash::FxHashMap<i64, usize> =
+        ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let parent: Vec<usize> = dominator.iter().map(|id| ordinal[id]).collect();
+    let root = (0..parent.len()).find(|&i| parent[i] == i).expect("root");
+    // Subtree sizes, children before parents: order the nodes by depth, deepest first.
+    let mut depth = vec![usize::MAX; parent.len()];
+    depth[root] = 0;
+    for start in 0..parent.len() {
+        let mut chain = vec![start];
+        while depth[*chain.last().unwrap()] == usize::MAX {
+            chain.push(parent[*chain.last().unwrap()]);
+        }
+        let mut at = depth[chain.pop().unwrap()];
+        while let Some(node) = chain.pop() {
+            at += 1;
+            depth[node] = at;
+        }
+    }
+    let mut order: Vec<usize> = (0..parent.len()).collect();
+    order.sort_by_key(|&node| std::cmp::Reverse(depth[node]));
+    let mut held = vec![1u64; parent.len()];
+    for node in order {
+        if node != root {
+            held[parent[node]] += held[node];
+        }
+    }
+    let rows: Vec<&str> = text.lines().skip(4).collect();
+    let objects = top["objects"].as_array().expect("objects");
+    assert_eq!(objects.len(), 10);
+    for (object, row) in objects.iter().zip(rows) {
+        let id = object["id"].as_i64().expect("id");
+        let count = object["retained_count"].as_u64().expect("retained_count");
+        assert_eq!(count, held[ordinal[&id]], "@{id}");
+        assert!(row.trim_start().starts_with(&format!("@{id} ")), "{row}");
+        let columns: Vec<&str> = row.split_whitespace().collect();
+        // `objects held` is the second column from the right, before `distance`.
+        assert_eq!(columns[columns.len() - 2], count.to_string(), "{row}");
+    }
+}
+
+#[test]
 fn dominators_tree_respects_depth_and_share() {
     let path = fixture("v8/app-after.heapsnapshot.gz");
     let tree = json(&[

@@ -11,7 +11,7 @@ use heapgraph_model::HeapGraph;
 use rustc_hash::FxHashMap as HashMap;
 use std::process::Command;
 
-fn load(name: &str) -> HeapGraph {
+pub(crate) fn load(name: &str) -> HeapGraph {
     match heapgraph_import::import_path(&fixture(name), &Default::default()).expect("fixture loads")
     {
         Dump::HeapGraph(graph) => graph,
@@ -19,7 +19,7 @@ fn load(name: &str) -> HeapGraph {
     }
 }
 
-fn load_and_analyze(name: &str) -> (HeapGraph, Analysis) {
+pub(crate) fn load_and_analyze(name: &str) -> (HeapGraph, Analysis) {
     let graph = load(name);
     let edge_rule = EdgeRule::for_runtime(graph.meta().runtime);
     let analysis = analyze(&graph, &Options { edge_rule });
@@ -27,16 +27,26 @@ fn load_and_analyze(name: &str) -> (HeapGraph, Analysis) {
 }
 
 /// Runs `tests/oracle/<script>` on a fixture and parses its JSON.
-fn run_oracle(script: &str, name: &str) -> serde_json::Value {
+pub(crate) fn run_oracle(script: &str, name: &str) -> serde_json::Value {
+    run_oracle_with(script, &[], name)
+}
+
+/// [`run_oracle`] with extra arguments for the script.
+pub(crate) fn run_oracle_with(script: &str, args: &[&str], name: &str) -> serde_json::Value {
     let oracle_dir = repo_root().join("tests/oracle");
     assert!(
         oracle_dir.join("node_modules").exists(),
         "the peer tools are not installed: run `npm ci --ignore-scripts` in tests/oracle (.ci/run does)"
     );
-    let out = temp_dir("oracle").join(format!("{script}-{}.json", name.replace('/', "_")));
+    let out = temp_dir("oracle").join(format!(
+        "{script}{}-{}.json",
+        args.concat(),
+        name.replace('/', "_")
+    ));
     let status = Command::new("node")
         .arg("--max-old-space-size=4000")
         .arg(oracle_dir.join(script))
+        .args(args)
         .arg("-o")
         .arg(&out)
         .arg(fixture(name))
@@ -47,7 +57,7 @@ fn run_oracle(script: &str, name: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("oracle JSON")
 }
 
-fn numbers(value: &serde_json::Value, key: &str) -> Vec<i64> {
+pub(crate) fn numbers(value: &serde_json::Value, key: &str) -> Vec<i64> {
     value[key]
         .as_array()
         .unwrap_or_else(|| panic!("oracle output has no {key}"))
@@ -56,86 +66,111 @@ fn numbers(value: &serde_json::Value, key: &str) -> Vec<i64> {
         .collect()
 }
 
+/// An id as memlab and DevTools hold it: they keep the `nodes` array in a `Uint32Array`, so an
+/// id above `u32::MAX` (Julia's addresses) reaches them as its low 32 bits.
+pub(crate) fn peer_id(id: u64) -> i64 {
+    i64::from(id as u32)
+}
+
+/// Checks reachability, retained sizes and dominators of every node of fixture `name`
+/// against memlab's, comparing at least `min_compared` nodes.
+pub(crate) fn check_against_memlab(name: &str, min_compared: usize) {
+    let (graph, analysis) = load_and_analyze(name);
+    let memlab = run_oracle("memlab_oracle.js", name);
+    let ids = numbers(&memlab, "ids");
+    let retained = numbers(&memlab, "retained");
+    let dominator = numbers(&memlab, "dominator");
+    let reach = numbers(&memlab, "reach");
+    assert_eq!(ids.len(), graph.node_count(), "{name}: node count");
+    let tree = &analysis.dominators;
+    let root = graph.root().index();
+    let mut unreachable_total = 0i64;
+    let mut compared = 0;
+    for node in graph.nodes() {
+        let i = node.index();
+        assert_eq!(
+            ids[i],
+            peer_id(graph.object_id(node)),
+            "{name}: node {i} id"
+        );
+        assert_eq!(
+            tree.reachable[i],
+            reach[i] == 1,
+            "{name}: reachability of @{}",
+            ids[i]
+        );
+        if i == root {
+            continue;
+        }
+        if !tree.reachable[i] && tree.idom[i] as usize == root {
+            unreachable_total += retained[i];
+        }
+        assert_eq!(
+            tree.retained_size.get(i) as i64,
+            retained[i],
+            "{name}: retained size of @{}",
+            ids[i]
+        );
+        let our_dominator = graph.object_id(
+            graph
+                .node(tree.idom[i] as usize)
+                .expect("dominator is a node"),
+        );
+        assert_eq!(
+            peer_id(our_dominator),
+            dominator[i],
+            "{name}: dominator of @{}",
+            ids[i]
+        );
+        compared += 1;
+    }
+    let memlab_root = memlab["root_retained"].as_f64().expect("root_retained") as i64;
+    assert_eq!(
+        tree.retained_size.get(root) as i64,
+        memlab_root - unreachable_total,
+        "{name}: root"
+    );
+    assert!(
+        compared >= min_compared,
+        "{name}: compared only {compared} nodes"
+    );
+}
+
+/// Checks the distance of every node of fixture `name` against DevTools'.
+pub(crate) fn check_distances_against_devtools(name: &str) {
+    let (graph, analysis) = load_and_analyze(name);
+    let devtools = run_oracle("devtools_oracle.js", name);
+    let distance = numbers(&devtools, "distance");
+    let no_distance = devtools["no_distance"].as_i64().expect("no_distance");
+    assert_eq!(distance.len(), graph.node_count());
+    for node in graph.nodes() {
+        let ours = analysis.distances(&graph)[node.index()];
+        let expected = distance[node.index()];
+        let ours = if ours == NO_DISTANCE {
+            no_distance
+        } else {
+            i64::from(ours)
+        };
+        assert_eq!(
+            ours,
+            expected,
+            "{name}: distance of @{}",
+            graph.object_id(node)
+        );
+    }
+}
+
 #[test]
 fn retained_sizes_and_dominators_equal_memlabs_on_every_node() {
     for name in V8_FIXTURES {
-        let (graph, analysis) = load_and_analyze(name);
-        let memlab = run_oracle("memlab_oracle.js", name);
-        let ids = numbers(&memlab, "ids");
-        let retained = numbers(&memlab, "retained");
-        let dominator = numbers(&memlab, "dominator");
-        let reach = numbers(&memlab, "reach");
-        assert_eq!(ids.len(), graph.node_count(), "{name}: node count");
-        let tree = &analysis.dominators;
-        let root = graph.root().index();
-        let mut unreachable_total = 0i64;
-        let mut compared = 0;
-        for node in graph.nodes() {
-            let i = node.index();
-            assert_eq!(ids[i] as u64, graph.object_id(node), "{name}: node {i} id");
-            assert_eq!(
-                tree.reachable[i],
-                reach[i] == 1,
-                "{name}: reachability of @{}",
-                ids[i]
-            );
-            if i == root {
-                continue;
-            }
-            if !tree.reachable[i] && tree.idom[i] as usize == root {
-                unreachable_total += retained[i];
-            }
-            assert_eq!(
-                tree.retained_size.get(i) as i64,
-                retained[i],
-                "{name}: retained size of @{}",
-                ids[i]
-            );
-            let our_dominator = graph.object_id(
-                graph
-                    .node(tree.idom[i] as usize)
-                    .expect("dominator is a node"),
-            );
-            assert_eq!(
-                our_dominator as i64, dominator[i],
-                "{name}: dominator of @{}",
-                ids[i]
-            );
-            compared += 1;
-        }
-        let memlab_root = memlab["root_retained"].as_f64().expect("root_retained") as i64;
-        assert_eq!(
-            tree.retained_size.get(root) as i64,
-            memlab_root - unreachable_total,
-            "{name}: root"
-        );
-        assert!(compared > 40_000, "{name}: compared only {compared} nodes");
+        check_against_memlab(name, 40_000);
     }
 }
 
 #[test]
 fn distances_equal_devtools_on_every_node() {
     for name in V8_FIXTURES {
-        let (graph, analysis) = load_and_analyze(name);
-        let devtools = run_oracle("devtools_oracle.js", name);
-        let distance = numbers(&devtools, "distance");
-        let no_distance = devtools["no_distance"].as_i64().expect("no_distance");
-        assert_eq!(distance.len(), graph.node_count());
-        for node in graph.nodes() {
-            let ours = analysis.distances(&graph)[node.index()];
-            let expected = distance[node.index()];
-            let ours = if ours == NO_DISTANCE {
-                no_distance
-            } else {
-                i64::from(ours)
-            };
-            assert_eq!(
-                ours,
-                expected,
-                "{name}: distance of @{}",
-                graph.object_id(node)
-            );
-        }
+        check_distances_against_devtools(name);
     }
 }
 

@@ -214,3 +214,90 @@ fn the_gate_fails_on_the_leaking_release_and_passes_on_the_fixed_one() {
     ]);
     assert_eq!(wrong.status.code(), Some(2));
 }
+
+/// `train_release_a_leak` as `stacks="all"` records it (C++ frames interleaved with the
+/// Python ones): `fixtures/torch-cuda/make_cpp_stacks.py` says what it rewrites.
+const CPP_STACKS: &str = "train_release_a_leak_cpp_stacks";
+
+fn alloc_snapshot(name: &str) -> heapgraph_model::AllocSnapshot {
+    let path = fixture(&format!("torch-cuda/{name}.pickle.gz"));
+    match heapgraph_import::import_path(&path, &Default::default()).expect("fixture loads") {
+        heapgraph_import::Dump::Alloc(snapshot) => snapshot,
+        _ => panic!("{name} is not an allocation snapshot"),
+    }
+}
+
+#[test]
+fn cpp_frames_that_torchs_viewer_hides_are_hidden() {
+    // The oracle: torch's own `_frame_filter` on the same frames (`expected_frame_filter.py`).
+    use heapgraph_analyzer::sites::{is_torch_hidden_frame, site_frames};
+    let expected = load_json("torch-cuda/cpp_stacks_expected.json");
+    let snapshot = alloc_snapshot(CPP_STACKS);
+    let cuda = snapshot.cuda.as_ref().expect("allocator state");
+    let kept = |stack| -> Value {
+        let frames = site_frames(&snapshot, stack);
+        let positions: Vec<usize> = (0..frames.len())
+            .filter(|&i| !is_torch_hidden_frame(frames[i].name.as_deref(), &frames[i].filename))
+            .collect();
+        serde_json::json!({ "frames": frames.len(), "kept": positions })
+    };
+    let patterns = expected["kept"].as_array().unwrap();
+    let blocks = expected["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), cuda.blocks.len());
+    let mut frames_checked = 0;
+    for entry in blocks {
+        let address = entry[0].as_u64().unwrap();
+        let block = cuda
+            .blocks
+            .iter()
+            .find(|block| block.address == address)
+            .expect("block");
+        let pattern = &patterns[entry[1].as_u64().unwrap() as usize];
+        assert_eq!(kept(block.stack), *pattern, "block {address:#x}");
+        frames_checked += pattern["frames"].as_u64().unwrap();
+    }
+    let trace = expected["trace"].as_array().unwrap();
+    assert_eq!(trace.len(), cuda.trace.len());
+    for (i, (event, pattern)) in cuda.trace.iter().zip(trace).enumerate() {
+        let pattern = &patterns[pattern.as_u64().unwrap() as usize];
+        assert_eq!(kept(event.stack), *pattern, "trace event {i}");
+    }
+    assert!(frames_checked > 5_000, "{frames_checked}");
+}
+
+#[test]
+fn cpp_stacks_fold_to_the_rows_of_the_same_programs_python_stacks() {
+    // The same program recorded with `stacks="python"` (the real fixture): once torch's hidden
+    // frames and the library frames are folded, every view shows the same rows and frames.
+    let without_file = |mut value: Value| {
+        value["dump"]["file"] = Value::Null;
+        value
+    };
+    let cpp = without_file(gpu(CPP_STACKS, &["-n", "1000", "--timeline"]));
+    let python = without_file(gpu("train_release_a_leak", &["-n", "1000", "--timeline"]));
+    assert_eq!(cpp, python);
+    let top = |name: &str| {
+        let file = fixture(&format!("torch-cuda/{name}.pickle.gz"));
+        without_file(json(&[
+            "top",
+            path_str(&file),
+            "--format",
+            "json",
+            "-n",
+            "1000",
+        ]))
+    };
+    assert_eq!(top(CPP_STACKS), top("train_release_a_leak"));
+    // The first frame shown is the user's, where the raw stack starts with torch's unwinder.
+    let first = &cpp["by_stack"][0]["frames"][0];
+    assert_eq!(
+        first["filename"], "/srv/trainer/make_fixtures.py",
+        "{first}"
+    );
+    // `--all-frames` keeps every frame as recorded.
+    let all = gpu(CPP_STACKS, &["-n", "1000", "--all-frames"]);
+    let frames = all["by_stack"][0]["frames"].as_array().unwrap();
+    assert_eq!(frames[0]["name"], "torch::unwind::unwind()");
+    assert_eq!(frames[0]["filename"], "??");
+    assert!(frames.len() > 40, "{}", frames.len());
+}

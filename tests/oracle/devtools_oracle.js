@@ -10,13 +10,16 @@
 //
 // Usage:
 //   node [--max-old-space-size=MB] tests/oracle/devtools_oracle.js \
-//        [--devtools DIR] [-o OUT.json] SNAPSHOT[.gz]
+//        [--devtools DIR] [--classes] [-o OUT.json] SNAPSHOT[.gz]
 //   DIR: folder where `npm install --ignore-scripts heap-snapshot-toolkit@1.1.3`
 //        was run (has node_modules/heap-snapshot-toolkit); defaults to
 //        $HEAPGRAPH_DEVTOOLS_DIR, then to this script's folder (tests/oracle:
 //        `npm ci --ignore-scripts` there installs the pinned packages).
 //   SNAPSHOT: .heapsnapshot or .heapsnapshot.gz (gunzipped as a stream).
 //   OUT.json: written with JSON.stringify; stdout when -o is missing.
+//   --classes: also write, per node, DevTools' node type name (`type`, null
+//        where `snapshot.meta.node_types` does not list the node's type number)
+//        and its class name (`class_name`, what the Summary view groups by).
 //
 // Output (arrays indexed by node ordinal = order in the file):
 //   {
@@ -50,17 +53,19 @@ const { pathToFileURL } = require('url');
 
 function usage(msg) {
   if (msg) console.error('devtools_oracle: ' + msg);
-  console.error('usage: devtools_oracle.js [--devtools DIR] [-o OUT.json] SNAPSHOT[.gz]');
+  console.error('usage: devtools_oracle.js [--devtools DIR] [--classes] [-o OUT.json] SNAPSHOT[.gz]');
   process.exit(2);
 }
 
 let toolkitDir = process.env.HEAPGRAPH_DEVTOOLS_DIR || null;
 let outFile = null;
+let classes = false;
 let file = null;
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === '--devtools') toolkitDir = argv[++i];
   else if (argv[i] === '-o' || argv[i] === '--out') outFile = argv[++i];
+  else if (argv[i] === '--classes') classes = true;
   else if (argv[i] === '-h' || argv[i] === '--help') usage();
   else if (file === null) file = argv[i];
   else usage('one snapshot only');
@@ -113,6 +118,17 @@ const toolkitVersion = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.jso
     no_distance: -5,
     ids, self, retained, dominator, distance,
   };
+  if (classes) {
+    out.type = new Array(n);
+    out.class_name = new Array(n);
+    const node = snapshot.createNode(0);
+    for (let i = 0; i < n; i++) {
+      node.nodeIndex = i * NF;
+      const type = node.type();
+      out.type[i] = type === undefined ? null : type;
+      out.class_name[i] = node.className();
+    }
+  }
   const text = JSON.stringify(out) + '\n';
   // Exit explicitly (the toolkit's MessageChannel can keep the loop alive), but
   // only once stdout has been flushed: writes to a pipe are asynchronous.

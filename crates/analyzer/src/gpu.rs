@@ -3,7 +3,7 @@
 //! of an out-of-memory event, and the allocated and reserved bytes over time from the trace.
 
 use crate::sites::{
-    SiteFrame, SiteKey, SiteOptions, SiteRow, fold_library_frames, site_frames, statistics,
+    SiteFrame, SiteKey, SiteOptions, SiteRow, fold_frames, site_frames, statistics,
 };
 use heapgraph_model::{AllocSnapshot, BlockState, CudaState, StackId, TraceAction};
 
@@ -148,11 +148,12 @@ fn state_name(snapshot: &AllocSnapshot, state: BlockState) -> String {
     }
 }
 
-/// The frames of `stack`, most recent call first, library frames folded unless `all_frames`.
+/// The frames of `stack`, most recent call first, folded unless `all_frames`: the frames
+/// PyTorch's own viewer hides (the unwinder, the interpreter's machinery), then library frames.
 pub fn stack_frames(snapshot: &AllocSnapshot, stack: StackId, all_frames: bool) -> Vec<SiteFrame> {
     let mut frames = site_frames(snapshot, stack);
     if !all_frames {
-        fold_library_frames(&mut frames);
+        fold_frames(snapshot.meta.source, &mut frames);
     }
     frames
 }

@@ -2,7 +2,7 @@
 //! snapshots, with exactly the rows and order of tracemalloc's `Snapshot.statistics` and
 //! `Snapshot.compare_to` (Python 3.9+), ties included.
 
-use heapgraph_model::{AllocSnapshot, LiveSite, StackId};
+use heapgraph_model::{AllocSnapshot, AllocSource, LiveSite, StackId};
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 
@@ -109,15 +109,88 @@ pub struct SitesView {
 }
 
 /// Whether a file belongs to a library rather than to the user's code: Python's
-/// (site-packages, the standard library), Rust's (the standard library's sources, crates from a
-/// registry or git), or a shared object named for a frame with no source (libc).
+/// (site-packages, the standard library, the interpreter's own C sources), Rust's (the standard
+/// library's sources, crates from a registry or git), PyTorch's C++ (`c10`, ATen, `torch/csrc`),
+/// a shared object named for a frame with no source (libc), or no file at all (`??`, or empty:
+/// what torch's symbolizer writes for a C++ frame without debug information).
 pub fn is_library_file(filename: &str) -> bool {
-    filename.contains("/site-packages/")
+    filename.is_empty()
+        || filename == "??"
+        || filename.contains("/site-packages/")
         || filename.contains("/dist-packages/")
         || filename.starts_with("<frozen ")
         || is_stdlib_path(filename)
+        || is_cpython_source(filename)
+        || is_torch_source(filename)
         || is_rust_library_path(filename)
         || is_shared_object(filename)
+}
+
+/// The C sources of CPython itself, as a Python with debug information names them
+/// (`/usr/local/src/conda/python-3.12.0/Objects/typeobject.c`).
+fn is_cpython_source(filename: &str) -> bool {
+    (filename.ends_with(".c") || filename.ends_with(".h"))
+        && filename.split('/').any(|part| {
+            part.starts_with("python-3.") || part.starts_with("Python-3.") || part == "cpython"
+        })
+}
+
+/// PyTorch's own C++ sources, as a torch with debug information names them
+/// (`/pytorch/c10/cuda/CUDACachingAllocator.cpp`, `…/build/aten/src/ATen/RegisterCUDA.cpp`).
+fn is_torch_source(filename: &str) -> bool {
+    filename.contains("/c10/")
+        || filename.contains("/aten/src/")
+        || filename.contains("/torch/csrc/")
+}
+
+/// Function names whose frames PyTorch's memory viewer never shows: `omit_functions` of
+/// `_frame_filter` in `torch/cuda/_memory_viz.py` (torch 2.15), matched as substrings: the
+/// unwinder and the traceback it gathers, the C runtime's start, and the interpreter's
+/// evaluation and call machinery.
+const TORCH_HIDDEN_FUNCTIONS: [&str; 8] = [
+    "unwind::unwind",
+    "CapturedTraceback::gather",
+    "gather_with_cpp",
+    "_start",
+    "__libc_start_main",
+    "PyEval_",
+    "PyObject_",
+    "PyFunction_",
+];
+
+/// Source files whose frames PyTorch's memory viewer never shows: `omit_filenames` of the same
+/// function, matched as substrings: the dispatcher's boxing, registration and redispatch code,
+/// and the interpreter's entry points and call paths.
+const TORCH_HIDDEN_FILES: [&str; 10] = [
+    "core/boxing",
+    "/Register",
+    "/Redispatch",
+    "pythonrun.c",
+    "Modules/main.c",
+    "Objects/call.c",
+    "Objects/methodobject.c",
+    "pycore_ceval.h",
+    "ceval.c",
+    "cpython/abstract.h",
+];
+
+/// Whether PyTorch's own viewer hides this frame of a CUDA snapshot's stack: with
+/// `stacks="all"`, every stack starts with the unwinder's frames and interleaves the
+/// interpreter's with the Python ones (`_frame_filter` in `torch/cuda/_memory_viz.py`).
+///
+/// The same substrings, on native frames only: a Python source frame (`.py`) is never hidden
+/// here, where torch's match would hide a user's function named `on_start` (`_start`).
+pub fn is_torch_hidden_frame(name: Option<&str>, filename: &str) -> bool {
+    if filename.ends_with(".py") {
+        return false;
+    }
+    name.is_some_and(|name| {
+        TORCH_HIDDEN_FUNCTIONS
+            .iter()
+            .any(|hidden| name.contains(hidden))
+    }) || TORCH_HIDDEN_FILES
+        .iter()
+        .any(|hidden| filename.contains(hidden))
 }
 
 /// Rust's standard library as its debug info names it (`/rustc/<commit>/library/…`, or the
@@ -160,6 +233,16 @@ pub fn site_frames(snapshot: &AllocSnapshot, stack: StackId) -> Vec<SiteFrame> {
             }
         })
         .collect()
+}
+
+/// Folds a stack of a snapshot of `source` for display: the frames PyTorch's viewer hides
+/// ([`is_torch_hidden_frame`], CUDA snapshots only) always, then the library frames where the
+/// user's own code remains ([`fold_library_frames`]).
+pub fn fold_frames(source: AllocSource, frames: &mut Vec<SiteFrame>) {
+    if source == AllocSource::TorchCuda {
+        frames.retain(|frame| !is_torch_hidden_frame(frame.name.as_deref(), &frame.filename));
+    }
+    fold_library_frames(frames);
 }
 
 /// Leaves out the library frames of a stack that has frames of the user's own code; a stack of
@@ -304,7 +387,7 @@ fn group(snapshot: &AllocSnapshot, options: &SiteOptions) -> Groups {
     {
         let mut frames = site_frames(snapshot, stack);
         if options.user_frames_only {
-            fold_library_frames(&mut frames);
+            fold_frames(snapshot.meta.source, &mut frames);
         }
         if !include.is_empty() || !exclude.is_empty() {
             // The most recent frame as grouped: with library frames folded away, the user's
@@ -532,5 +615,107 @@ mod tests {
         ];
         fold_library_frames(&mut frames);
         assert_eq!(frames, [frame("/work/app/src/main.rs", 12)]);
+    }
+
+    #[test]
+    fn torchs_hidden_frames_are_its_viewers_and_spare_python_sources() {
+        // Each substring of `_frame_filter`'s two lists hides a native frame.
+        for (name, filename) in [
+            ("torch::unwind::unwind()", "??"),
+            ("torch::CapturedTraceback::gather(bool, bool, bool)", "??"),
+            (
+                "torch::cuda::(anonymous namespace)::gather_with_cpp()",
+                "??",
+            ),
+            ("_start", "??"),
+            ("__libc_start_main", "??"),
+            ("_PyEval_EvalFrameDefault", "??"),
+            ("_PyObject_MakeTpCall", "??"),
+            ("_PyFunction_Vectorcall", "??"),
+            ("f", "/pytorch/aten/src/ATen/core/boxing/impl/boxing.h"),
+            ("f", "/pytorch/build/aten/src/ATen/RegisterCUDA.cpp"),
+            ("f", "/pytorch/build/aten/src/ATen/RedispatchFunctions.h"),
+            ("f", "/src/python-3.12.0/Python/pythonrun.c"),
+            ("f", "/src/python-3.12.0/Modules/main.c"),
+            ("f", "/src/python-3.12.0/Objects/call.c"),
+            ("f", "/src/python-3.12.0/Objects/methodobject.c"),
+            ("f", "/src/python-3.12.0/Include/internal/pycore_ceval.h"),
+            ("f", "/src/python-3.12.0/Python/ceval.c"),
+            ("f", "/src/python-3.10.4/Include/cpython/abstract.h"),
+        ] {
+            assert!(
+                is_torch_hidden_frame(Some(name), filename),
+                "{name} {filename}"
+            );
+        }
+        for (name, filename) in [
+            (
+                "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)",
+                "??",
+            ),
+            ("slot_tp_call", "/src/python-3.12.0/Objects/typeobject.c"),
+            // torch would hide these two; a Python function is the user's to see.
+            ("on_start", "/srv/app/server.py"),
+            ("PyEval_helper", "/srv/app/server.py"),
+        ] {
+            assert!(
+                !is_torch_hidden_frame(Some(name), filename),
+                "{name} {filename}"
+            );
+        }
+    }
+
+    #[test]
+    fn cuda_stacks_with_cpp_frames_fold_to_the_users_line() {
+        let frame = |filename: &str, lineno, name: &str| SiteFrame {
+            filename: filename.to_owned(),
+            lineno,
+            name: Some(name.to_owned()),
+        };
+        let user = frame("/srv/trainer/train.py", 59, "forward");
+        let stack = vec![
+            frame("??", 0, "torch::unwind::unwind()"),
+            frame(
+                "??",
+                0,
+                "torch::CapturedTraceback::gather(bool, bool, bool)",
+            ),
+            frame("/pytorch/c10/cuda/CUDACachingAllocator.cpp", 0, "malloc"),
+            frame(
+                "",
+                0,
+                "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)",
+            ),
+            frame(
+                "??",
+                0,
+                "torch::autograd::THPVariable_to(_object*, _object*, _object*)",
+            ),
+            user.clone(),
+            frame("??", 0, "_PyEval_EvalFrameDefault"),
+            frame(
+                "/src/python-3.12.0/Objects/typeobject.c",
+                8780,
+                "slot_tp_call",
+            ),
+            frame(
+                "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py",
+                1790,
+                "_call_impl",
+            ),
+            frame("??", 0, "Py_BytesMain"),
+            frame("??", 0, "_start"),
+        ];
+        let mut frames = stack.clone();
+        fold_frames(AllocSource::TorchCuda, &mut frames);
+        assert_eq!(frames, [user]);
+        // Without a frame of the user's, torch's hidden frames go and the rest stays.
+        let mut frames = stack[..5].to_vec();
+        fold_frames(AllocSource::TorchCuda, &mut frames);
+        assert_eq!(frames, stack[2..5]);
+        // Only CUDA snapshots take torch's rule: a Rust function may end in `_start`.
+        let mut frames = vec![frame("/work/app/src/main.rs", 3, "app::server_start")];
+        fold_frames(AllocSource::RustAlloc, &mut frames);
+        assert_eq!(frames.len(), 1);
     }
 }

@@ -2,7 +2,7 @@
 //! allocating site, and `gpu`.
 
 use crate::args::{DiffArgs, GpuArgs, OutputFormat, RankByArg, SiteArgs};
-use crate::load::load_alloc;
+use crate::load::{Holds, load_cuda};
 use anyhow::bail;
 use heapgraph_analyzer::gpu::GpuOptions;
 use heapgraph_analyzer::sites::{SiteKey, SiteOptions};
@@ -116,7 +116,7 @@ pub(crate) fn diff(
 
 /// `gpu`: what filled the GPU.
 pub(crate) fn gpu(args: &GpuArgs) -> anyhow::Result<String> {
-    let snapshot = load_alloc(&args.file)?;
+    let snapshot = load_cuda(&args.file)?;
     gpu_of(
         &args.file,
         &snapshot,
@@ -142,10 +142,12 @@ pub(crate) fn gpu_of(
         timeline,
     };
     let Some(view) = heapgraph_analyzer::gpu::gpu(snapshot, &options) else {
+        // `load_cuda` refuses such a snapshot first; `summary` never calls this with one.
         bail!(
-            "{}: is a {} snapshot, not a CUDA memory snapshot; `heapgraph top` reads it",
+            "{}: is a {} snapshot, not a CUDA memory snapshot; {}",
             path.display(),
-            snapshot.meta.source.name()
+            snapshot.meta.source.name(),
+            Holds::Allocations.read_by()
         );
     };
     let findings = heapgraph_analyzer::findings::gpu(&view);

@@ -262,8 +262,9 @@ pub(crate) struct SiteArgs {
     /// tracemalloc.Filter(False, GLOB)); may be repeated
     #[arg(long = "exclude", value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
-    /// CUDA snapshots: keep library frames (torch, the standard library) in stacks; by default
-    /// they are folded away so that stacks show the user's code
+    /// CUDA snapshots: keep library frames (torch, the standard library) in stacks, and the C++
+    /// and interpreter frames that PyTorch's own viewer hides; by default they are folded away
+    /// so that stacks show the user's code
     #[arg(long)]
     pub(crate) all_frames: bool,
 }
@@ -436,7 +437,8 @@ pub(crate) struct GpuArgs {
     /// Rows of each table
     #[arg(short = 'n', default_value_t = 10)]
     pub(crate) n: usize,
-    /// Keep library frames (torch, the standard library) in stacks
+    /// Keep library frames (torch, the standard library) in stacks, and the C++ and interpreter
+    /// frames that PyTorch's own viewer hides (stacks="all")
     #[arg(long)]
     pub(crate) all_frames: bool,
     /// Add allocated and reserved bytes over time, from the trace (JSON: [time_us, allocated,

@@ -61,25 +61,99 @@ pub(crate) enum Evidence {
     Timeline(Box<Timeline>),
 }
 
+/// What a file holds, as far as which verbs read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// Objects and references: a heap dump.
+    HeapGraph,
+    /// Allocations by stack with a CUDA allocator's state.
+    CudaSnapshot,
+    /// Allocations by stack alone (tracemalloc, the Rust recorder).
+    Allocations,
+    /// Memory over time (`heapgraph record`).
+    Timeline,
+}
+
+impl Holds {
+    /// What `evidence` holds.
+    pub(crate) fn of(evidence: &Evidence) -> Holds {
+        match evidence {
+            Evidence::Graph(_) => Holds::HeapGraph,
+            Evidence::Alloc(snapshot) if snapshot.cuda.is_some() => Holds::CudaSnapshot,
+            Evidence::Alloc(_) => Holds::Allocations,
+            Evidence::Timeline(_) => Holds::Timeline,
+        }
+    }
+
+    /// The verbs that read such a file: the one list every refusal names. The e2e test
+    /// `refusals_name_every_verb_that_reads_the_file` runs each verb on each kind of file and
+    /// checks that exactly these succeed.
+    pub(crate) fn readers(self) -> &'static [&'static str] {
+        match self {
+            Holds::HeapGraph => &[
+                "summary",
+                "top",
+                "who-holds",
+                "dominators",
+                "suspects",
+                "strings",
+                "diff",
+                "leaking",
+                "leaks",
+                "graph",
+                "report",
+                "convert",
+            ],
+            Holds::CudaSnapshot => &["summary", "top", "diff", "gpu", "report"],
+            Holds::Allocations => &["summary", "top", "diff", "report"],
+            Holds::Timeline => &["summary", "report"],
+        }
+    }
+
+    /// `` `heapgraph summary`, `top` and `report` read it ``.
+    pub(crate) fn read_by(self) -> String {
+        let verbs = self.readers();
+        let mut text = String::new();
+        for (index, verb) in verbs.iter().enumerate() {
+            if index > 0 {
+                text.push_str(if index + 1 == verbs.len() {
+                    " and "
+                } else {
+                    ", "
+                });
+            }
+            if index == 0 {
+                text.push_str(&format!("`heapgraph {verb}`"));
+            } else {
+                text.push_str(&format!("`{verb}`"));
+            }
+        }
+        format!("{text} read it")
+    }
+}
+
+/// The error for a verb that does not read what `path` holds.
+pub(crate) fn refusal(path: &Path, evidence: &Evidence) -> anyhow::Error {
+    let holds = Holds::of(evidence);
+    let what = match evidence {
+        Evidence::Graph(_) => "is a heap dump, not an allocation snapshot".to_owned(),
+        Evidence::Alloc(snapshot) => format!(
+            "holds allocations by stack (a {} snapshot), not an object graph",
+            snapshot.meta.source.name()
+        ),
+        Evidence::Timeline(_) => {
+            "is a recording of memory over time (heapgraph record), not a dump".to_owned()
+        }
+    };
+    anyhow::anyhow!("{}: {what}; {}", path.display(), holds.read_by())
+}
+
 /// Reads `path` into a heap graph.
 pub(crate) fn load(path: &Path, read: &ReadArgs) -> anyhow::Result<Loaded> {
     match load_evidence(path, read)? {
         Evidence::Graph(loaded) => Ok(*loaded),
-        Evidence::Alloc(_) => bail!(
-            "{}: holds allocations by stack, not an object graph; `heapgraph top`, `diff` and `gpu` read it",
-            path.display()
-        ),
-        Evidence::Timeline(_) => bail!("{}", timeline_misread(path)),
+        other => Err(refusal(path, &other)),
     }
-}
-
-/// The error for a timeline given to a verb that reads dumps.
-pub(crate) fn timeline_misread(path: &Path) -> String {
-    format!(
-        "{}: is a recording of memory over time (heapgraph record), not a dump; `heapgraph \
-         summary` and `report` read it",
-        path.display()
-    )
 }
 
 /// Reads the dump of `common` into a heap graph, with `--collapse-modules` applied.
@@ -102,15 +176,17 @@ pub(crate) fn load_evidence_for(common: &Common) -> anyhow::Result<Evidence> {
     Ok(evidence)
 }
 
-/// Reads `path` into an allocation snapshot.
-pub(crate) fn load_alloc(path: &Path) -> anyhow::Result<AllocSnapshot> {
+/// Reads `path` into a CUDA snapshot (an allocation snapshot with the allocator's state).
+pub(crate) fn load_cuda(path: &Path) -> anyhow::Result<AllocSnapshot> {
     match load_evidence(path, &ReadArgs::default())? {
-        Evidence::Alloc(snapshot) => Ok(*snapshot),
-        Evidence::Graph(_) => bail!(
-            "{}: is a heap dump, not an allocation snapshot (tracemalloc or CUDA)",
-            path.display()
+        Evidence::Alloc(snapshot) if snapshot.cuda.is_some() => Ok(*snapshot),
+        Evidence::Alloc(snapshot) => bail!(
+            "{}: is a {} snapshot, not a CUDA memory snapshot; {}",
+            path.display(),
+            snapshot.meta.source.name(),
+            Holds::Allocations.read_by()
         ),
-        Evidence::Timeline(_) => bail!("{}", timeline_misread(path)),
+        other => Err(refusal(path, &other)),
     }
 }
 

@@ -118,7 +118,9 @@ pub(crate) fn top(args: &TopArgs) -> anyhow::Result<String> {
                 args.common.format,
             );
         }
-        Evidence::Timeline(_) => bail!("{}", crate::load::timeline_misread(&args.common.file)),
+        timeline @ Evidence::Timeline(_) => {
+            return Err(crate::load::refusal(&args.common.file, &timeline));
+        }
     };
     let analysis = loaded.analyze(args.common.include_weak)?;
     let by = heap_rank(args.by)?;
@@ -387,6 +389,8 @@ fn diff_and_check(
         }
     }
     match (old, new) {
+        (timeline @ Evidence::Timeline(_), _) => Err(crate::load::refusal(&args.old, &timeline)),
+        (_, timeline @ Evidence::Timeline(_)) => Err(crate::load::refusal(&args.new, &timeline)),
         (Evidence::Alloc(old), Evidence::Alloc(new)) => crate::alloc::diff(args, &old, &new, rules),
         (Evidence::Graph(mut old), Evidence::Graph(mut new)) => {
             let by = heap_rank(args.by)?;

@@ -87,9 +87,12 @@ pub struct Options {}
 ///
 /// Node kinds are the snapshot's `node_types`; a node's type (what summaries group by) is
 /// DevTools' "class name": the node's name for `object` and `native` nodes, `(system)` for
-/// `hidden`, `(compiled code)` for `code`, and `(T)` for every other type `T`. Edge names of
-/// `element` and `hidden` edges are indices, all others strings. The root is node 0 (or
-/// `snapshot.root_index` where the header has one).
+/// `hidden`, `(compiled code)` for `code`, and `(T)` for every other type `T`. A node whose
+/// type number `node_types` does not list (V8 6.x wrote symbols so) is of a kind of its own,
+/// `undefined`, with the type `(undefined)` as DevTools names it, and a note counts such
+/// nodes. Ids and self sizes may be any integer up to `u64::MAX` (Julia writes addresses as
+/// ids). Edge names of `element` and `hidden` edges are indices, all others strings. The root
+/// is node 0 (or `snapshot.root_index` where the header has one).
 ///
 /// # Errors
 /// [`ImportError::Malformed`] with a byte offset when the text is not a well-formed snapshot,
@@ -131,8 +134,9 @@ fn import_with<R: BufRead>(
 enum NumberSection<C> {
     /// Decoded into the model's columns.
     Columns(C),
-    /// The raw integers, to be decoded once the layout is known.
-    Flat(Vec<u32>),
+    /// The raw integers, to be decoded once the layout is known, with the wide numbers their
+    /// [`numbers::WIDE`]s stand for.
+    Flat(Vec<u32>, numbers::Wide),
 }
 
 /// What has been read of the top-level object so far.
@@ -310,12 +314,15 @@ fn read_section<S: BlockSource>(
             let section = match &sections.layout {
                 Some(layout) => {
                     let mut nodes = NodeColumns::new(layout);
-                    numbers::read_array(cursor, "nodes", layout.node_fields, |records| {
-                        nodes.push(layout, records, offset)
+                    numbers::read_array(cursor, "nodes", layout.node_fields, |records, wide| {
+                        nodes.push(layout, records, wide, offset)
                     })?;
                     NumberSection::Columns(nodes)
                 }
-                None => NumberSection::Flat(numbers::read_flat_array(cursor, "nodes")?),
+                None => {
+                    let (values, wide) = numbers::read_flat_array(cursor, "nodes")?;
+                    NumberSection::Flat(values, wide)
+                }
             };
             sections.nodes = Some((offset, section));
         }
@@ -324,12 +331,15 @@ fn read_section<S: BlockSource>(
             let section = match &sections.layout {
                 Some(layout) => {
                     let mut edges = EdgeColumns::new(layout);
-                    numbers::read_array(cursor, "edges", layout.edge_fields, |records| {
-                        edges.push(layout, records, offset)
+                    numbers::read_array(cursor, "edges", layout.edge_fields, |records, wide| {
+                        edges.push(layout, records, wide, offset)
                     })?;
                     NumberSection::Columns(edges)
                 }
-                None => NumberSection::Flat(numbers::read_flat_array(cursor, "edges")?),
+                None => {
+                    let (values, wide) = numbers::read_flat_array(cursor, "edges")?;
+                    NumberSection::Flat(values, wide)
+                }
             };
             sections.edges = Some((offset, section));
         }

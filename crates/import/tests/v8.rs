@@ -165,7 +165,11 @@ fn oracle(text: &[u8]) -> (Vec<OracleNode>, Vec<OracleEdge>) {
     let mut oracle_edges = Vec::new();
     let mut next_edge = 0;
     for (ordinal, record) in nodes.chunks(nf).enumerate() {
-        let kind = node_types[record[field(&node_fields, "type")] as usize];
+        // A type the meta does not list is `undefined`, as DevTools' `nodeTypes[n]` is.
+        let kind = node_types
+            .get(record[field(&node_fields, "type")] as usize)
+            .copied()
+            .unwrap_or("undefined");
         let name = strings[record[field(&node_fields, "name")] as usize];
         let type_name = match kind {
             "hidden" => "(system)".to_owned(),
@@ -695,21 +699,19 @@ fn bad_references_are_malformed_at_their_array() {
         expect_malformed(&text, "node 1 is named by string 7"),
         offset_of(&text, "[2,1,1")
     );
-    // Node and edge types out of range.
-    let text = hand_made("2,1,1,0,2,3,2,3,16,1,0,3,5,24,0", EDGES, STRINGS, 3, 3);
-    expect_malformed(&text, "node 1 has type 3");
+    // An edge type out of range (a node's is read as a kind of its own, below).
     let text = hand_made(NODES, "1,0,5,7,4,10,2,3,10", STRINGS, 3, 3);
     expect_malformed(&text, "edge 1 has type 7");
 }
 
 #[test]
-fn numbers_that_are_not_u32_are_malformed_where_they_start() {
+fn numbers_that_are_not_unsigned_integers_are_malformed_where_they_start() {
+    // In a node's `self_size`, which may be any integer up to `u64::MAX`.
     for (bad, fragment) in [
         ("1.5", "fraction"),
         ("1e3", "fraction"),
         ("-1", "negative"),
-        ("4294967296", "larger than 4294967295"),
-        ("18446744073709551616", "larger than"),
+        ("18446744073709551616", "larger than 18446744073709551615"),
         ("99999999999999999999999999", "26-digit"),
         ("\"16\"", "expected an unsigned integer"),
         ("null", "expected an unsigned integer"),
@@ -726,10 +728,154 @@ fn numbers_that_are_not_u32_are_malformed_where_they_start() {
         };
         assert_eq!(offset, expected, "{bad}");
     }
-    // The largest value is fine.
+    // Fields that hold 32-bit values: a node's name and edge count, an edge's type, name and
+    // target.
+    for (nodes, edges, field) in [
+        (
+            "2,1,1,0,2,1,4294967296,3,16,1,0,3,5,24,0",
+            EDGES,
+            "a node's `name`",
+        ),
+        (
+            "2,1,1,0,2,1,2,3,16,4294967296,0,3,5,24,0",
+            EDGES,
+            "a node's `edge_count`",
+        ),
+        (NODES, "1,0,5,2,4,10,2,3,4294967300", "an edge's `to_node`"),
+        (
+            NODES,
+            "1,0,5,2,99999999999,10,2,3,10",
+            "an edge's `name_or_index`",
+        ),
+        (NODES, "1,0,5,4294967296,4,10,2,3,10", "an edge's `type`"),
+    ] {
+        let text = hand_made(nodes, edges, STRINGS, 3, 3);
+        let offset = expect_malformed(&text, &format!("largest value heapgraph reads in {field}"));
+        let number = ["4294967296", "4294967300", "99999999999"]
+            .into_iter()
+            .find(|number| text.windows(number.len()).any(|w| w == number.as_bytes()))
+            .unwrap();
+        assert_eq!(offset, offset_of(&text, number), "{field}");
+    }
+    // `u32::MAX` itself is an ordinary value there.
     let nodes = "2,1,1,0,2,1,2,4294967295,4294967295,1,0,3,5,24,0";
     let graph = import(&hand_made(nodes, EDGES, STRINGS, 3, 3)).unwrap();
     assert_eq!(graph.object_id(graph.node(1).unwrap()), u64::from(u32::MAX));
+    let graph = import(&hand_made(
+        NODES,
+        "1,4294967295,5,2,4,10,2,3,10",
+        STRINGS,
+        3,
+        3,
+    ))
+    .unwrap();
+    assert_eq!(graph.edge_name(0), EdgeName::Index(u32::MAX));
+}
+
+#[test]
+fn ids_and_sizes_up_to_u64_max_are_read_exactly() {
+    // Julia writes addresses as ids; JSON integers above 2^53 are exact all the same.
+    let nodes =
+        "2,1,18446744073709551615,0,2,1,2,9007199254740993,4294967296,1,0,3,4775375728,24,0";
+    let text = hand_made(nodes, EDGES, STRINGS, 3, 3);
+    // The same with `nodes` and `edges` before the header (decoded once the layout is known).
+    let text = String::from_utf8(text).unwrap();
+    let header_end = text.find("\n\"nodes\"").unwrap();
+    let strings_at = text.find("\n\"strings\"").unwrap();
+    let reordered = format!(
+        "{{{}{}{}",
+        &text[header_end + 1..strings_at],
+        &text[1..header_end],
+        &text[strings_at..]
+    );
+    for text in [text.as_bytes(), reordered.as_bytes()] {
+        let graph = import(text).unwrap();
+        check_against_oracle(text, &graph);
+        let ids: Vec<u64> = graph.nodes().map(|node| graph.object_id(node)).collect();
+        assert_eq!(ids, [u64::MAX, (1 << 53) + 1, 4_775_375_728]);
+        assert_eq!(graph.shallow_size(graph.node(1).unwrap()), 1 << 32);
+        assert_eq!(graph.find_object(u64::MAX), graph.node(0));
+    }
+}
+
+#[test]
+fn a_julia_shaped_snapshot_matches_the_oracle() {
+    // `fixtures/v8/make_julia_shaped.py` says which real file it stands for.
+    let path = fixture_path("julia-shaped.heapsnapshot.gz");
+    let graph = graph_of(heapgraph_import::import_path(&path, &Default::default()).unwrap());
+    let text = gunzip(&path);
+    check_against_oracle(&text, &graph);
+    assert!(
+        graph
+            .nodes()
+            .skip(1)
+            .all(|node| graph.object_id(node) > u64::from(u32::MAX))
+    );
+    assert!(graph.meta().notes.is_empty(), "{:?}", graph.meta().notes);
+}
+
+/// The tiny snapshot with `node_types` cut to the 12 types that V8 6.x listed (Node 8), so
+/// that its nodes of later types (`symbol`, `object shape`, …) have types the meta does not
+/// list, as in `fixtures/v8/node8-symbols.heapsnapshot.gz`.
+fn tiny_with_node8_types() -> Vec<u8> {
+    let mut doc = tiny_value();
+    doc["snapshot"]["meta"]["node_types"][0]
+        .as_array_mut()
+        .unwrap()
+        .truncate(12);
+    to_text(&doc)
+}
+
+#[test]
+fn node_types_the_meta_does_not_list_read_as_a_kind_of_their_own() {
+    let text = tiny_with_node8_types();
+    let graph = import(&text).unwrap();
+    check_against_oracle(&text, &graph);
+    let unknown = graph
+        .nodes()
+        .filter(|&node| graph.kind(node).name == "undefined")
+        .count();
+    assert!(unknown > 0);
+    assert!(
+        graph
+            .nodes()
+            .filter(|&node| graph.kind(node).name == "undefined")
+            .all(|node| graph.type_name(node) == "(undefined)")
+    );
+    let notes = &graph.meta().notes;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with(&format!("{unknown} node")),
+        "{notes:?}"
+    );
+    assert!(
+        notes[0].contains(
+            "a type that `snapshot.meta.node_types` does not list (it lists 12 types): type "
+        ),
+        "{notes:?}"
+    );
+    // One node of an unknown type, and many numbers: at most 8 listed, the rest summed.
+    let text = hand_made("2,1,1,0,2,1,2,3,16,1,7,3,5,24,0", EDGES, STRINGS, 3, 3);
+    let graph = import(&text).unwrap();
+    assert_eq!(graph.kind(graph.node(2).unwrap()).name, "undefined");
+    assert_eq!(
+        graph.meta().notes[0],
+        "1 node has a type that `snapshot.meta.node_types` does not list (it lists 3 types): \
+         type 7 (1 node); they are read as a kind of their own, `undefined`, summarised as \
+         `(undefined)`, as DevTools and memlab name them"
+    );
+    let many: Vec<String> = (0..12)
+        .map(|i| format!("{},0,{i},1,0", 10 + i))
+        .chain(["2,1,99,0,0".to_owned()])
+        .collect();
+    let text = hand_made(&many.join(","), "", r#""","x""#, 13, 0);
+    let graph = import(&text).unwrap();
+    let note = &graph.meta().notes[0];
+    assert!(note.starts_with("12 nodes have a type"), "{note}");
+    assert!(
+        note.contains("type 17 (1 node), and 4 of other types;"),
+        "{note}"
+    );
 }
 
 #[test]
@@ -833,17 +979,20 @@ fn sniff_says_yes_no_or_not_yet() {
 
 #[test]
 fn every_cut_of_a_real_snapshot_is_truncated() {
-    let text = tiny_snapshot();
-    let cuts = (0..4096.min(text.len())).chain((4096..text.len()).step_by(7));
-    for cut in cuts {
-        match import(&text[..cut]) {
-            Err(ImportError::Truncated { offset, .. }) => {
-                assert_eq!(offset, cut as u64, "cut at {cut}")
+    // Node.js's, Julia's (wide ids) and Node 8's shape (types the meta does not list).
+    let julia = gunzip(&fixture_path("julia-shaped.heapsnapshot.gz"));
+    for text in [tiny_snapshot(), julia, tiny_with_node8_types()] {
+        let cuts = (0..4096.min(text.len())).chain((4096..text.len()).step_by(7));
+        for cut in cuts {
+            match import(&text[..cut]) {
+                Err(ImportError::Truncated { offset, .. }) => {
+                    assert_eq!(offset, cut as u64, "cut at {cut}")
+                }
+                other => panic!("cut at {cut}: {other:?}"),
             }
-            other => panic!("cut at {cut}: {other:?}"),
         }
+        assert!(import(&text).is_ok());
     }
-    assert!(import(&text).is_ok());
 }
 
 proptest! {
@@ -870,9 +1019,14 @@ proptest! {
 
     #[test]
     fn mutated_real_snapshots_never_panic(
+        which in 0..3u8,
         edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..8)
     ) {
-        let mut text = tiny_snapshot();
+        let mut text = match which {
+            0 => tiny_snapshot(),
+            1 => gunzip(&fixture_path("julia-shaped.heapsnapshot.gz")),
+            _ => tiny_with_node8_types(),
+        };
         for (index, byte, how) in edits {
             let at = index.index(text.len());
             match how {

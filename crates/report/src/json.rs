@@ -44,6 +44,8 @@ struct Object<'a> {
     name: &'a str,
     shallow_size: u64,
     retained_size: Option<u64>,
+    /// The text's "objects held".
+    retained_count: u64,
     distance: Option<u32>,
 }
 
@@ -56,6 +58,7 @@ impl<'a> From<&'a ObjectView> for Object<'a> {
             name: &view.name,
             shallow_size: view.shallow_size,
             retained_size: view.retained_size,
+            retained_count: view.retained_count,
             distance: view.distance,
         }
     }

@@ -2,6 +2,7 @@
 //! that checks them against each other and the header and builds the [`HeapGraph`].
 
 use super::header::Layout;
+use super::numbers::{WIDE, Wide};
 use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
@@ -80,12 +81,94 @@ fn reserve_toward(column: &mut impl Growing, additional: usize, claimed: u64) {
     column.reserve_exact(target - column.len());
 }
 
+/// Distinct type numbers that a note lists for nodes whose type `node_types` does not list;
+/// nodes of further numbers are counted together.
+const UNKNOWN_TYPES_LISTED: usize = 8;
+
+/// Nodes whose type number `node_types` does not list.
+#[derive(Debug, Default)]
+struct UnknownTypes {
+    /// (type number, nodes), in the order first seen; at most [`UNKNOWN_TYPES_LISTED`].
+    listed: Vec<(u32, u64)>,
+    /// Nodes of any unknown type.
+    total: u64,
+}
+
+impl UnknownTypes {
+    fn add(&mut self, type_number: u32) {
+        self.total += 1;
+        if let Some(entry) = self
+            .listed
+            .iter_mut()
+            .find(|(number, _)| *number == type_number)
+        {
+            entry.1 += 1;
+        } else if self.listed.len() < UNKNOWN_TYPES_LISTED {
+            self.listed.push((type_number, 1));
+        }
+    }
+
+    /// The note for these nodes, given the types the meta lists.
+    fn note(&self, kind_names: &[String]) -> String {
+        let listed: Vec<String> = self
+            .listed
+            .iter()
+            .map(|(number, nodes)| format!("type {number} ({nodes} {})", plural(*nodes, "node")))
+            .collect();
+        let in_listed: u64 = self.listed.iter().map(|(_, nodes)| nodes).sum();
+        let others = if in_listed < self.total {
+            format!(", and {} of other types", self.total - in_listed)
+        } else {
+            String::new()
+        };
+        // V8 6.x (Node 8, Chrome of 2017) numbered symbols 12 but listed only the 12 types
+        // before `symbol` (seen in a snapshot of Node 8.17.0, V8 6.2).
+        let symbols = if kind_names.len() == 12
+            && kind_names
+                .last()
+                .is_some_and(|name| name == "sliced string")
+            && self.listed.iter().any(|(number, _)| *number == 12)
+        {
+            "; V8 of that age (Node 8) wrote its symbols as type 12"
+        } else {
+            ""
+        };
+        let (nodes, have) = if self.total == 1 {
+            ("node", "has")
+        } else {
+            ("nodes", "have")
+        };
+        format!(
+            "{} {nodes} {have} a type that `snapshot.meta.node_types` does not list (it lists {} \
+             types): {}{others}; they are read as a kind of their own, `{UNKNOWN_KIND}`, \
+             summarised as `({UNKNOWN_KIND})`, as DevTools and memlab name them{symbols}",
+            self.total,
+            kind_names.len(),
+            listed.join(", "),
+        )
+    }
+}
+
+/// The kind of nodes whose type `node_types` does not list: what DevTools and memlab call
+/// their type (`nodeTypes[n]` is `undefined` in JavaScript), so that the summary's class name
+/// is theirs, `(undefined)`.
+const UNKNOWN_KIND: &str = "undefined";
+
+/// `word`, or its plural for a count other than one.
+fn plural(count: u64, word: &str) -> String {
+    if count == 1 {
+        word.to_owned()
+    } else {
+        format!("{word}s")
+    }
+}
+
 /// The node columns, filled record by record.
 ///
 /// Invariants: all per-node vectors have the same length; `first_edge` has one more entry,
 /// starts at 0 and is the running sum of the nodes' edge counts.
 pub(super) struct NodeColumns {
-    /// Index into the layout's node kinds.
+    /// Index into the layout's node kinds; the kinds' count for a type they do not list.
     kind: Vec<u8>,
     /// V8 string index of the name (mapped to our ids at the end).
     name: Vec<u32>,
@@ -99,6 +182,8 @@ pub(super) struct NodeColumns {
     claimed: u64,
     /// The largest string index of a name, plus one (0 when there are no nodes).
     strings_named: u32,
+    /// Nodes of types that the layout does not list.
+    unknown_types: UnknownTypes,
 }
 
 impl NodeColumns {
@@ -112,11 +197,17 @@ impl NodeColumns {
             first_edge: EdgeOffsets::from(vec![0]),
             claimed: layout.node_count,
             strings_named: 0,
+            unknown_types: UnknownTypes::default(),
         }
     }
 
     /// Decodes a flat `nodes` array read before the layout was known.
-    fn from_flat(layout: &Layout, values: &[u32], offset: u64) -> Result<Self, ImportError> {
+    fn from_flat(
+        layout: &Layout,
+        values: &[u32],
+        wide: &mut Wide,
+        offset: u64,
+    ) -> Result<Self, ImportError> {
         let fields = layout.node_fields;
         if !values.len().is_multiple_of(fields) {
             return Err(malformed(
@@ -129,20 +220,22 @@ impl NodeColumns {
         }
         let mut nodes = NodeColumns::new(layout);
         for records in values.chunks(fields.saturating_mul(FLAT_RECORDS_PER_PUSH)) {
-            nodes.push(layout, records, offset)?;
+            nodes.push(layout, records, wide, offset)?;
         }
         Ok(nodes)
     }
 
-    /// Appends whole node records (`records.len()` is a multiple of the node field count).
+    /// Appends whole node records (`records.len()` is a multiple of the node field count),
+    /// taking from `wide` the numbers that their [`WIDE`]s stand for.
     ///
     /// # Errors
-    /// [`ImportError::Malformed`], at the array's offset `array_offset`, for a node type
-    /// outside `node_types`.
+    /// [`ImportError::Malformed`] for a type, name or edge count over `u32::MAX` (at the
+    /// number), which no snapshot writes.
     pub(super) fn push(
         &mut self,
         layout: &Layout,
         records: &[u32],
+        wide: &mut Wide,
         array_offset: u64,
     ) -> Result<(), ImportError> {
         let count = records.len() / layout.node_fields;
@@ -152,25 +245,33 @@ impl NodeColumns {
         reserve_toward(&mut self.shallow_size, count, self.claimed);
         reserve_toward(&mut self.first_edge, count, self.claimed.saturating_add(1));
         let fields = layout.node_fields;
+        // Ids and sizes of `u32::MAX` or more, by record in this batch.
+        let (wide_ids, wide_sizes) = if wide.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            take_wide_nodes(layout, records, wide, array_offset)?
+        };
         let n_kinds = layout.node_kinds.len();
-        // Check first, then fill each column in its own tight pass over the (cache-hot) batch.
-        let bad_type = records
-            .chunks_exact(fields)
-            .position(|record| record[layout.node_type] as usize >= n_kinds);
-        if let Some(bad) = bad_type {
-            return Err(malformed(
-                array_offset,
-                format!(
-                    "node {} has type {}, but `snapshot.meta.node_types` lists {n_kinds} types",
-                    self.kind.len() + bad,
-                    records[bad * fields + layout.node_type]
-                ),
-            ));
-        }
         let records = records.chunks_exact(fields);
-        // Below `n_kinds`, at most 256 (checked by the layout), so the type fits.
-        self.kind
-            .extend(records.clone().map(|record| record[layout.node_type] as u8));
+        if records
+            .clone()
+            .any(|record| record[layout.node_type] as usize >= n_kinds)
+        {
+            for record in records.clone() {
+                if record[layout.node_type] as usize >= n_kinds {
+                    self.unknown_types.add(record[layout.node_type]);
+                }
+            }
+        }
+        // Fill each column in its own tight pass over the (cache-hot) batch. A type the layout
+        // does not list becomes kind `n_kinds`, which fits in a byte (the layout has at most
+        // 255 kinds).
+        let unknown_kind = n_kinds as u32;
+        self.kind.extend(
+            records
+                .clone()
+                .map(|record| record[layout.node_type].min(unknown_kind) as u8),
+        );
         let first_name = self.name.len();
         self.name
             .extend(records.clone().map(|record| record[layout.node_name]));
@@ -179,19 +280,116 @@ impl NodeColumns {
             .fold(self.strings_named, |most, &name| {
                 most.max(name.saturating_add(1))
             });
-        for record in records.clone() {
-            self.object_id.push(u64::from(record[layout.node_id]));
-        }
-        for record in records.clone() {
-            self.shallow_size
-                .push(u64::from(record[layout.node_self_size]));
-        }
+        push_u64_field(
+            &mut self.object_id,
+            records.clone(),
+            layout.node_id,
+            &wide_ids,
+        );
+        push_u64_field(
+            &mut self.shallow_size,
+            records.clone(),
+            layout.node_self_size,
+            &wide_sizes,
+        );
         let mut edge_total = self.first_edge.last().unwrap_or(0);
         for record in records {
             edge_total = edge_total.saturating_add(u64::from(record[layout.node_edge_count]));
             self.first_edge.push(edge_total);
         }
         Ok(())
+    }
+}
+
+/// Values of `u32::MAX` or more of one field, as (record in the batch, value), in record order.
+type WideValues = Vec<(usize, u64)>;
+
+/// The ids and self sizes of `u32::MAX` or more in `records`, taken from `wide`.
+///
+/// # Errors
+/// [`ImportError::Malformed`] for a type, name or edge count over `u32::MAX`, or (never while
+/// `wide` keeps its invariant) a [`WIDE`] without a wide number, at the array's offset.
+fn take_wide_nodes(
+    layout: &Layout,
+    records: &[u32],
+    wide: &mut Wide,
+    array_offset: u64,
+) -> Result<(WideValues, WideValues), ImportError> {
+    let (mut ids, mut sizes) = (Vec::new(), Vec::new());
+    for (index, record) in records.chunks_exact(layout.node_fields).enumerate() {
+        for (field, &number) in record.iter().enumerate() {
+            if number != WIDE {
+                continue;
+            }
+            let (offset, value) = take_one(wide, "nodes", array_offset)?;
+            if field == layout.node_id {
+                ids.push((index, value));
+            } else if field == layout.node_self_size {
+                sizes.push((index, value));
+            } else if value > u64::from(u32::MAX) {
+                let name = if field == layout.node_type {
+                    "type"
+                } else if field == layout.node_name {
+                    "name"
+                } else if field == layout.node_edge_count {
+                    "edge_count"
+                } else {
+                    // A field heapgraph does not read (`trace_node_id`, `detachedness`).
+                    continue;
+                };
+                return Err(too_wide(offset, value, "nodes", "a node's", name));
+            }
+        }
+    }
+    Ok((ids, sizes))
+}
+
+/// The next wide number of `wide`, which the records promise.
+fn take_one(wide: &mut Wide, array: &str, array_offset: u64) -> Result<(u64, u64), ImportError> {
+    wide.take().ok_or_else(|| {
+        malformed(
+            array_offset,
+            format!("`{array}`: a number of 4294967295 or more was lost (a bug in heapgraph)"),
+        )
+    })
+}
+
+/// The error for `value`, at `offset` in `array`, in a field (`what`'s `field`) that holds
+/// 32-bit values only.
+fn too_wide(offset: u64, value: u64, array: &str, what: &str, field: &str) -> ImportError {
+    malformed(
+        offset,
+        format!(
+            "{value} in `{array}` is larger than {}, the largest value heapgraph reads in {what} `{field}`",
+            u32::MAX
+        ),
+    )
+}
+
+/// Appends field `field` of every record to `column`, the values in `wide_values` (record,
+/// value; in record order) in place of their records' [`WIDE`].
+fn push_u64_field<'a>(
+    column: &mut PackedU64,
+    records: impl Iterator<Item = &'a [u32]>,
+    field: usize,
+    wide_values: &[(usize, u64)],
+) {
+    if wide_values.is_empty() {
+        for record in records {
+            column.push(u64::from(record[field]));
+        }
+        return;
+    }
+    let mut wide_values = wide_values.iter().peekable();
+    for (index, record) in records.enumerate() {
+        let value = match wide_values.peek() {
+            Some(&&(at, value)) if at == index => {
+                wide_values.next();
+                value
+            }
+            _ => u64::from(record[field]),
+        };
+        column.push(value);
     }
 }
 
@@ -232,7 +430,12 @@ impl EdgeColumns {
     }
 
     /// Decodes a flat `edges` array read before the layout was known.
-    fn from_flat(layout: &Layout, values: &[u32], offset: u64) -> Result<Self, ImportError> {
+    fn from_flat(
+        layout: &Layout,
+        values: &[u32],
+        wide: &mut Wide,
+        offset: u64,
+    ) -> Result<Self, ImportError> {
         let fields = layout.edge_fields;
         if !values.len().is_multiple_of(fields) {
             return Err(malformed(
@@ -245,22 +448,28 @@ impl EdgeColumns {
         }
         let mut edges = EdgeColumns::new(layout);
         for records in values.chunks(fields.saturating_mul(FLAT_RECORDS_PER_PUSH)) {
-            edges.push(layout, records, offset)?;
+            edges.push(layout, records, wide, offset)?;
         }
         Ok(edges)
     }
 
-    /// Appends whole edge records (`records.len()` is a multiple of the edge field count).
+    /// Appends whole edge records (`records.len()` is a multiple of the edge field count),
+    /// taking from `wide` the numbers that their [`WIDE`]s stand for.
     ///
     /// # Errors
     /// [`ImportError::Malformed`], at the array's offset `array_offset`, for an edge type
-    /// outside `edge_types` or a `to_node` that is not a multiple of the node field count.
+    /// outside `edge_types` or a `to_node` that is not a multiple of the node field count; at
+    /// the number, for a type, name or `to_node` over `u32::MAX`.
     pub(super) fn push(
         &mut self,
         layout: &Layout,
         records: &[u32],
+        wide: &mut Wide,
         array_offset: u64,
     ) -> Result<(), ImportError> {
+        if !wide.is_empty() {
+            check_wide_edges(layout, records, wide, array_offset)?;
+        }
         // A constant divisor turns the per-edge division into a multiplication.
         match layout.node_fields {
             7 => self.push_records::<7>(layout, records, array_offset),
@@ -340,6 +549,41 @@ impl EdgeColumns {
     }
 }
 
+/// Takes from `wide` the numbers that the [`WIDE`]s of `records` stand for: an edge holds
+/// none over `u32::MAX` in the fields heapgraph reads (a graph has fewer than 2^32 nodes).
+///
+/// # Errors
+/// [`ImportError::Malformed`] at the number for one that is over `u32::MAX`.
+fn check_wide_edges(
+    layout: &Layout,
+    records: &[u32],
+    wide: &mut Wide,
+    array_offset: u64,
+) -> Result<(), ImportError> {
+    for record in records.chunks_exact(layout.edge_fields) {
+        for (field, &number) in record.iter().enumerate() {
+            if number != WIDE {
+                continue;
+            }
+            let (offset, value) = take_one(wide, "edges", array_offset)?;
+            if value <= u64::from(u32::MAX) {
+                continue;
+            }
+            let name = if field == layout.edge_type {
+                "type"
+            } else if field == layout.edge_name {
+                "name_or_index"
+            } else if field == layout.edge_to {
+                "to_node"
+            } else {
+                continue;
+            };
+            return Err(too_wide(offset, value, "edges", "an edge's", name));
+        }
+    }
+    Ok(())
+}
+
 impl EdgeColumns {
     /// How many strings the names seen so far need at least.
     pub(super) fn strings_named(&self) -> u32 {
@@ -371,14 +615,18 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
         .ok_or_else(|| missing_section("nodes", end_offset))?;
     let nodes = match nodes {
         NumberSection::Columns(nodes) => nodes,
-        NumberSection::Flat(values) => NodeColumns::from_flat(&layout, &values, nodes_offset)?,
+        NumberSection::Flat(values, mut wide) => {
+            NodeColumns::from_flat(&layout, &values, &mut wide, nodes_offset)?
+        }
     };
     let (edges_offset, edges) = sections
         .edges
         .ok_or_else(|| missing_section("edges", end_offset))?;
     let mut edges = match edges {
         NumberSection::Columns(edges) => edges,
-        NumberSection::Flat(values) => EdgeColumns::from_flat(&layout, &values, edges_offset)?,
+        NumberSection::Flat(values, mut wide) => {
+            EdgeColumns::from_flat(&layout, &values, &mut wide, edges_offset)?
+        }
     };
     let strings = sections
         .strings
@@ -410,6 +658,10 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     let (mut table, ids) = strings.into_parts();
     let ids = ids.as_slice();
     let node_fields = layout.node_fields;
+    let mut kind_names = layout.node_kinds.clone();
+    if nodes.unknown_types.total > 0 {
+        kind_names.push(UNKNOWN_KIND.to_owned());
+    }
     // The edges' checks and names on a helper thread while this one names the nodes.
     let (edges_named, named_nodes) = std::thread::scope(|scope| {
         let edge_job = std::thread::Builder::new()
@@ -419,7 +671,7 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
             })
             .ok();
         let named_nodes = name_nodes(&nodes.name, ids, nodes_offset).map(|node_name| {
-            let node_type = summary_types(&layout.node_kinds, &nodes.kind, &node_name, &mut table);
+            let node_type = summary_types(&kind_names, &nodes.kind, &node_name, &mut table);
             (node_name, node_type)
         });
         let edges_named = edge_job.map(|job| match job.join() {
@@ -454,14 +706,17 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     };
 
     let mut meta = GraphMeta::new(Runtime::V8, "v8-heapsnapshot");
+    if nodes.unknown_types.total > 0 {
+        meta.notes
+            .push(nodes.unknown_types.note(&layout.node_kinds));
+    }
     if !layout.unknown_edge_types.is_empty() {
         meta.notes.push(format!(
             "edges of types unknown to heapgraph were read as `internal`: {}",
             layout.unknown_edge_types.join(", ")
         ));
     }
-    let node_kinds = layout
-        .node_kinds
+    let node_kinds = kind_names
         .into_iter()
         .map(|name| NodeKindInfo {
             synthetic: name == "synthetic",

@@ -37,7 +37,8 @@ fn eight_digits(digits: u64) -> u32 {
 }
 
 /// The number at `bytes[at..]` and its length in bytes, if it has one to ten digits, no
-/// leading zero and fits in `u32`; `None` for anything else.
+/// leading zero and is below `u32::MAX`; `None` for anything else (`u32::MAX` itself is the
+/// scanner's marker for wide numbers, which only the byte loop reads).
 ///
 /// Needs [`FAST_PATH_BYTES`] bytes at `at`.
 #[inline(always)]
@@ -71,7 +72,10 @@ pub(super) fn fast_number(bytes: &[u8], at: usize) -> Option<(u32, usize)> {
         return None;
     }
     let value = u64::from(value) * 100 + u64::from(ninth) * 10 + u64::from(tenth);
-    u32::try_from(value).ok().map(|value| (value, 10))
+    u32::try_from(value)
+        .ok()
+        .filter(|&value| value != u32::MAX)
+        .map(|value| (value, 10))
 }
 
 /// The position after the comma that follows a number ending at `at`, if what follows is
@@ -109,13 +113,14 @@ mod tests {
             100000000,
             999999999,
             1000000000,
-            u32::MAX,
+            u32::MAX - 1,
         ] {
             let text = padded(&format!("{number},"));
             let len = number.to_string().len();
             assert_eq!(fast_number(text.as_bytes(), 0), Some((number, len)));
         }
         for text in [
+            "4294967295,",
             "4294967296,",
             "12345678901,",
             "01,",

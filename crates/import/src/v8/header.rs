@@ -52,7 +52,8 @@ pub(super) struct Layout {
     pub(super) node_self_size: usize,
     /// Position of `edge_count`.
     pub(super) node_edge_count: usize,
-    /// Node type names, indexed by a node's `type` (at most 256 of them).
+    /// Node type names, indexed by a node's `type` (at most 255 of them, so that the kind of
+    /// the types it does not list fits in a byte too).
     pub(super) node_kinds: Vec<String>,
     /// Fields per edge record.
     pub(super) edge_fields: usize,
@@ -117,11 +118,11 @@ impl Layout {
         let edge_name = edge_field("name_or_index")?;
         let edge_to = edge_field("to_node")?;
         let node_kinds = type_names(&meta.node_types, "node_types", offset)?;
-        if node_kinds.len() > usize::from(u8::MAX) + 1 {
+        if node_kinds.len() > usize::from(u8::MAX) {
             return Err(malformed(
                 offset,
                 format!(
-                    "`snapshot.meta.node_types` lists {} node types; at most 256 are supported",
+                    "`snapshot.meta.node_types` lists {} node types; at most 255 are supported",
                     node_kinds.len()
                 ),
             ));

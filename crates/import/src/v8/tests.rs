@@ -1,5 +1,7 @@
 //! Unit tests of the V8 importer that need its internals: every way of reading (pipelined or
-//! plain, with or without pre-scanning, blocks from one byte up) must give the same graph.
+//! plain, with or without pre-scanning, blocks from one byte up) must give the same graph, on
+//! a snapshot of Node.js and on one shaped as Julia writes them (ids above `u32::MAX`, whose
+//! numbers take the scanner's wide path).
 
 use super::cursor::{Prescan, ReadPlan};
 use super::{Options, Reading, import_with};
@@ -12,6 +14,20 @@ fn tiny_snapshot() -> Vec<u8> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/v8-tiny.heapsnapshot.gz"
+    );
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut text)
+        .unwrap();
+    text
+}
+
+/// A snapshot as Julia writes them (`fixtures/v8/make_julia_shaped.py`): every id but the
+/// root's is an address above `u32::MAX`.
+fn julia_shaped_snapshot() -> Vec<u8> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/v8/julia-shaped.heapsnapshot.gz"
     );
     let mut text = Vec::new();
     flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
@@ -69,8 +85,13 @@ fn fingerprint(graph: &HeapGraph) -> String {
 
 #[test]
 fn every_way_of_reading_gives_the_same_graph() {
-    let text = tiny_snapshot();
-    let expected = fingerprint(&import(&text, Reading::Pipelined(ReadPlan::DEFAULT)).unwrap());
+    for text in [tiny_snapshot(), julia_shaped_snapshot()] {
+        every_way_of_reading_gives(&text);
+    }
+}
+
+fn every_way_of_reading_gives(text: &[u8]) {
+    let expected = fingerprint(&import(text, Reading::Pipelined(ReadPlan::DEFAULT)).unwrap());
     for prescan in [Prescan::Never, Prescan::Always, Prescan::WhenBehind] {
         for (first, max) in [
             (1, 1),
@@ -85,7 +106,7 @@ fn every_way_of_reading_gives_the_same_graph() {
                 Reading::Direct(plan(first, max, prescan)),
                 Reading::Pipelined(plan(first, max, prescan)),
             ] {
-                let graph = import(&text, reading).unwrap();
+                let graph = import(text, reading).unwrap();
                 assert_eq!(fingerprint(&graph), expected, "{reading:?}");
             }
         }
@@ -117,7 +138,12 @@ fn pre_scanned_blocks_read_like_scanned_ones_on_a_real_snapshot() {
 
 #[test]
 fn cuts_read_in_tiny_blocks_are_truncated_at_the_cut() {
-    let text = tiny_snapshot();
+    for text in [tiny_snapshot(), julia_shaped_snapshot()] {
+        cuts_read_in_tiny_blocks_are_truncated(&text);
+    }
+}
+
+fn cuts_read_in_tiny_blocks_are_truncated(text: &[u8]) {
     // A thread hand-off per tiny block is slow, so the pipeline gets fewer cuts.
     let direct = (0..text.len())
         .step_by(11)
@@ -149,7 +175,26 @@ fn errors_are_the_same_whatever_the_blocks() {
     let mut bad_escape = text.clone().into_bytes();
     let quote = strings_at + text[strings_at..].find("\",").unwrap();
     bad_escape.splice(quote..quote, b"\\x".iter().copied());
-    for bad in [bad_number, bad_escape] {
+    // A name (a 32-bit field) over `u32::MAX` where Julia-shaped ids take the wide path.
+    let julia = String::from_utf8(julia_shaped_snapshot()).unwrap();
+    let root = "\"nodes\":[0,1,0,";
+    assert!(julia.contains(root));
+    let wide_name = julia.replace(root, "\"nodes\":[0,5000000000,0,");
+    let name_at = (wide_name.find("5000000000").unwrap()) as u64;
+    let expected = import(
+        wide_name.as_bytes(),
+        Reading::Direct(plan(1 << 20, 1 << 20, Prescan::Never)),
+    );
+    match &expected {
+        Err(ImportError::Malformed {
+            offset, message, ..
+        }) => {
+            assert_eq!(*offset, name_at);
+            assert!(message.contains("a node's `name`"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    for bad in [bad_number, bad_escape, wide_name.into_bytes()] {
         let expected = import(
             &bad,
             Reading::Direct(plan(1 << 20, 1 << 20, Prescan::Never)),
