@@ -224,6 +224,21 @@ pub fn executable(pid: u32) -> Option<PathBuf> {
     fs::read_link(format!("/proc/{pid}/exe")).ok()
 }
 
+/// `/proc/PID/root` when process `pid` has another root directory than this process (it runs
+/// in a chroot or a container): its path `/tmp/x` is then `/proc/PID/root/tmp/x` here. `None`
+/// when it shares ours.
+///
+/// # Errors
+/// The I/O error of looking at its root: permission denied for another user's process.
+pub fn separate_root(pid: u32) -> io::Result<Option<PathBuf>> {
+    use std::os::unix::fs::MetadataExt;
+    let root = PathBuf::from(format!("/proc/{pid}/root"));
+    let theirs = fs::metadata(&root)?;
+    let ours = fs::metadata("/")?;
+    let same = theirs.dev() == ours.dev() && theirs.ino() == ours.ino();
+    Ok((!same).then_some(root))
+}
+
 /// A process's memory cgroup: where its usage and limit are read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cgroup {

@@ -443,18 +443,61 @@ fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
         .file_name()
         .ok_or_else(|| format!("{} has no file name", from.display()))?;
     let to = dir.join(name);
-    if fs::rename(from, &to).is_ok() {
-        return Ok(to);
-    }
-    fs::copy(from, &to).map_err(|err| {
-        format!(
-            "cannot copy {} into {}: {err}",
-            from.display(),
-            dir.display()
-        )
-    })?;
-    let _ = fs::remove_file(from);
+    move_file(from, &to)?;
     Ok(to)
+}
+
+/// Moves `from` to `to`, across file systems if need be (out of a container's root, say).
+///
+/// # Errors
+/// Why it could not be copied.
+pub fn move_file(from: &Path, to: &Path) -> Result<(), String> {
+    if fs::rename(from, to).is_ok() {
+        return Ok(());
+    }
+    fs::copy(from, to)
+        .map_err(|err| format!("cannot copy {} to {}: {err}", from.display(), to.display()))?;
+    let _ = fs::remove_file(from);
+    Ok(())
+}
+
+/// A file that a process reads or writes, named as it sees it (`inner`) and as this process
+/// reaches it (`outer`). They differ for a process in a chroot or a container, which sees its
+/// own root: there the file is `NAME` in its `/tmp`, `/proc/PID/root/tmp/NAME` from here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shared {
+    /// The path in the process's own root.
+    pub inner: PathBuf,
+    /// The same file from here.
+    pub outer: PathBuf,
+}
+
+impl Shared {
+    /// `wanted` itself when process `pid` shares this process's root, else `name` in the
+    /// process's `/tmp`.
+    ///
+    /// # Errors
+    /// The process's root cannot be looked at (another user's process, or it ended).
+    pub fn for_process(pid: u32, wanted: &Path, name: &str) -> Result<Shared, String> {
+        match procfs::separate_root(pid) {
+            Ok(None) => Ok(Shared {
+                inner: wanted.to_owned(),
+                outer: wanted.to_owned(),
+            }),
+            Ok(Some(root)) => Ok(Shared {
+                inner: Path::new("/tmp").join(name),
+                outer: root.join("tmp").join(name),
+            }),
+            Err(err) => Err(format!(
+                "cannot see process {pid}'s root directory (/proc/{pid}/root): {err}"
+            )),
+        }
+    }
+
+    /// Whether the process sees the file where this one does.
+    pub fn same_root(&self) -> bool {
+        self.inner == self.outer
+    }
 }
 
 /// Signals a Node process started with `--heapsnapshot-signal`, waits for the snapshot it
