@@ -333,22 +333,37 @@ pub fn python_signal(
         "/proc/{}/root/tmp/heapgraph-request-{}",
         target.pid, target.own_pid
     );
+    // A process in a chroot or a container writes into its own /tmp; the dump is moved here.
+    let name = format!(
+        "heapgraph-dump-{}-{}.hgd",
+        target.own_pid,
+        std::process::id()
+    );
+    let dump = Shared::for_process(target.pid, path, &name)?;
     let text = format!(
         "{{\"path\": {}, \"cuda_snapshot\": {cuda}}}\n",
-        json_string(&path.display().to_string())
+        json_string(&dump.inner.display().to_string())
     );
     let _ = fs::remove_file(path);
-    fs::write(&request, text)
-        .map_err(|err| format!("cannot write the dump request {request}: {err}"))?;
+    let _ = fs::remove_file(&dump.outer);
+    write_request(&request, &text)?;
     send(target.pid, signal)?;
     let started = Instant::now();
     while started.elapsed() < timeout {
-        if path.exists() {
+        if dump.outer.exists() {
+            let cuda_outer = PathBuf::from(format!("{}.cuda.pickle", dump.outer.display()));
+            let cuda_path = PathBuf::from(format!("{}.cuda.pickle", path.display()));
+            if !dump.same_root() {
+                // The CUDA snapshot is complete before the dump appears.
+                move_file(&dump.outer, path)?;
+                if cuda_outer.exists() {
+                    move_file(&cuda_outer, &cuda_path)?;
+                }
+            }
             let mut dumped = vec![Dumped {
                 path: path.to_owned(),
                 kind: "python-hgd",
             }];
-            let cuda_path = PathBuf::from(format!("{}.cuda.pickle", path.display()));
             if cuda_path.exists() {
                 dumped.push(Dumped {
                     path: cuda_path,
@@ -372,6 +387,24 @@ pub fn python_signal(
         target.pid,
         timeout.as_secs()
     ))
+}
+
+/// Writes the request for a dump, as a new file: a file or link that someone else left at
+/// that name in the world-writable `/tmp` is removed first, and never written through.
+fn write_request(request: &str, text: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = fs::remove_file(request);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        // Readable by the process, which may run as another user than the recorder.
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(request)
+        .map_err(|err| format!("cannot write the dump request {request}: {err}"))?;
+    file.write_all(text.as_bytes())
+        .map_err(|err| format!("cannot write the dump request {request}: {err}"))
 }
 
 fn json_string(text: &str) -> String {
