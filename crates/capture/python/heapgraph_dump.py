@@ -758,6 +758,26 @@ def _chunks(columns, header_pairs):
     yield _record([("type", "end"), ("chunks", count)])
 
 
+def _write_new(path, write):
+    """Writes a file at `path` with `write(file)`: into a new file of a random name beside it,
+    created with O_EXCL and O_NOFOLLOW so that nothing another user planted at a name in a
+    shared directory (/tmp) is written through, then renamed over `path`, which replaces a link
+    there rather than following it. Whoever waits for `path` finds it whole."""
+    name = "%s.%s.tmp" % (path, os.urandom(8).hex())
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        with os.fdopen(os.open(name, flags, 0o644), "wb") as out:
+            write(out)
+        os.replace(name, path)
+    except BaseException:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+        raise
+
+
 def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
     """Writes this process's object graph to `path` (a .hgd file) and returns the number of
     objects written. `objects`, if given, is the list of gc-tracked objects to write (by default
@@ -825,16 +845,8 @@ def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
     # dump (heapgraph record) finds both.
     if cuda is not None:
         import pickle
-        cuda_path = str(path) + ".cuda.pickle"
-        cuda_tmp = "%s.tmp-%d" % (cuda_path, os.getpid())
-        with open(cuda_tmp, "wb") as out:
-            pickle.dump(cuda, out)
-        os.replace(cuda_tmp, cuda_path)
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "wb") as out:
-        for chunk in _chunks(columns, header):
-            out.write(chunk)
-    os.replace(tmp, path)
+        _write_new(str(path) + ".cuda.pickle", lambda out: pickle.dump(cuda, out))
+    _write_new(path, lambda out: out.writelines(_chunks(columns, header)))
     return len(columns.object_id)
 
 
@@ -914,13 +926,12 @@ def install(signal=_signal.SIGUSR2, path=None):
     previous = _signal.signal(signal, handler)
     marker = MARKER % os.getpid()
     try:
-        tmp = "%s.tmp" % marker
-        with open(tmp, "w") as out:
-            out.write('{"signal": %d, "format_version": %d}\n' % (int(signal), FORMAT_VERSION))
-        os.replace(tmp, marker)
+        text = b'{"signal": %d, "format_version": %d}\n' % (int(signal), FORMAT_VERSION)
+        _write_new(marker, lambda out: out.write(text))
         import atexit
         atexit.register(_remove_marker, marker)
     except OSError as error:
         sys.stderr.write("heapgraph_dump: %s not written (%s); heapgraph record will dump this "
-                         "process through gdb instead of the signal\n" % (marker, error))
+                         "process by injection (gdb, or sys.remote_exec from Python 3.14) "
+                         "instead of the signal\n" % (marker, error))
     return previous
