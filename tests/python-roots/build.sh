@@ -64,12 +64,23 @@ if ! echo "$OBJGRAPH_SHA256  $wheel" | sha256sum --check --status 2>/dev/null; t
     echo "$OBJGRAPH_SHA256  $wheel" | sha256sum --check --quiet
 fi
 
+# Removes a root, after unmounting what a killed test run may have left mounted in it (its
+# /proc), and never crossing into another file system.
+clear() {
+    local dir=$1
+    [[ -e $dir ]] || return 0
+    findmnt -rn -o TARGET | grep -F "$dir/" | sort -r | while read -r mounted; do
+        umount "$mounted" || umount -l "$mounted"
+    done
+    rm -rf --one-file-system "$dir"
+}
+
 build() {
     local name=$1 suite=$2 packages=$3
     local dir=$ROOTS/$name
     local version=${packages#python}
     echo "== $dir: debootstrap $suite with $packages"
-    rm -rf "$dir.new"
+    clear "$dir.new"
     # The interpreter is installed by the root's own apt, not with `--include`: bookworm's
     # debootstrap (1.0.128) lists a package twice when sid's dependencies and --include's meet
     # ("Tried to extract package, but file already exists", libssl3t64). A mirror whose
@@ -90,7 +101,7 @@ build() {
     chroot "$dir.new" apt-get clean
     rm -rf "$dir.new"/var/lib/apt/lists/*
     recipe "$@" >"$dir.new/.heapgraph-root"
-    rm -rf "$dir"
+    clear "$dir"
     mv "$dir.new" "$dir"
 }
 
