@@ -7,6 +7,7 @@ mod examples;
 mod hprof;
 mod oracle;
 mod python;
+mod python_checks;
 mod record;
 mod report;
 mod rust_alloc;
