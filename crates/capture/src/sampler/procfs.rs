@@ -374,6 +374,13 @@ pub fn find_cgroup(membership: &str, mountinfo: &str) -> Option<Cgroup> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_process_shares_its_own_root() {
+        // A process in another root is the Python version tier's case (tests/python_versions).
+        assert_eq!(separate_root(std::process::id()).unwrap(), None);
+        assert!(separate_root(u32::MAX).is_err());
+    }
+
     // Read off this machine (Linux 6.18, cgroup v1 with a memory controller): the texts are the
     // kernel's own.
     const STATUS: &str = "Name:\tcat\nUmask:\t0022\nState:\tR (running)\nTgid:\t16926\n\
