@@ -385,3 +385,30 @@ fn remote_exec_refusals_name_their_cause_py3_14() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// heapgraph beside the process inside the 3.14 root, as in a container that has no gdb: they
+/// share a root, and `sys.remote_exec` is run by the process's own executable
+/// (`/proc/PID/exe`).
+#[test]
+fn capture_from_inside_the_root_py3_14() {
+    let python = Python::get("3.14");
+    let root = python.root.clone().unwrap();
+    let _proc = python.proc_mounted();
+    let shared = python.shared_dir("inside");
+    std::fs::copy(env!("CARGO_BIN_EXE_heapgraph"), shared.outer("heapgraph")).unwrap();
+    let child = Waiting::planted(&python);
+    let output = Command::new("chroot")
+        .arg(&root)
+        .arg(shared.inner("heapgraph"))
+        .args(["capture", "python", "--pid", &child.pid(), "-o"])
+        .arg(shared.inner("live.hgd"))
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .output()
+        .expect("chroot runs");
+    drop(child);
+    let stderr = stderr_of(&output);
+    assert!(output.status.success(), "{stderr}");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(!said.contains("in its own root"), "{said}");
+    check_planted_dump(&shared.outer("live.hgd"), python.version);
+}
