@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A Python process of about a million objects, dumped by heapgraph_dump; prints one JSON line.
 
-Usage: python3 benches/python_dump_program.py OUT.hgd [--objects N]
+Usage: python3 benches/python_dump_program.py OUT.hgd [--objects N] [--peer]
 
 The heap looks like a small service's: request objects with a headers dict, a body string and
 a payload list, kept in a cache; modules and classes as any program has. It reports the dump's
 object count, wall time and objects per second (the dumper's own speed: gc.get_objects, the walk
-and writing the file).
+and writing the file). With --peer, also the time objgraph takes for its whole-heap questions on
+the same process, right after: `typestats` and `get_leaking_objects` on one `gc.get_objects()`
+list (every object's type, and every object's referents).
 """
 import argparse
 import gc
@@ -36,6 +38,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--objects", type=int, default=1_000_000)
+    parser.add_argument("--peer", action="store_true", help="time objgraph too")
     args = parser.parse_args()
     cache = Cache()
     # Each request is about 8 objects: itself, 2 dicts' worth, 5 strings, ints, a list.
@@ -44,14 +47,24 @@ def main():
     started = time.perf_counter()
     written = heapgraph_dump.dump(args.out)
     seconds = time.perf_counter() - started
-    print(json.dumps({
+    peer = {}
+    if args.peer:
+        import objgraph
+        started = time.perf_counter()
+        objects = gc.get_objects()
+        objgraph.typestats(objects, shortnames=False)
+        objgraph.get_leaking_objects(objects)
+        objects = None
+        peer = {"objgraph": objgraph.__version__,
+                "objgraph_seconds": round(time.perf_counter() - started, 3)}
+    print(json.dumps(dict({
         "python": "%d.%d.%d" % sys.version_info[:3],
         "objects": written,
         "gc_tracked": len(gc.get_objects()),
         "seconds": round(seconds, 3),
         "objects_per_second": int(written / seconds),
         "bytes": os.path.getsize(args.out),
-    }))
+    }, **peer)))
 
 
 if __name__ == "__main__":

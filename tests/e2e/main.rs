@@ -9,6 +9,7 @@ mod hprof_real_world;
 mod oracle;
 mod phd;
 mod python;
+mod python_checks;
 mod record;
 mod refusals;
 mod report;

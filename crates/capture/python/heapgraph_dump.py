@@ -312,11 +312,46 @@ def _buffer_of(obj, cls, columns, node):
         pass
 
 
+# A reference count at or above 2**31 is an immortal object's (CPython 3.12 on: `_Py_IsImmortal`
+# tests the low 32 bits' sign). It says nothing about holders: the runtime keeps the object for
+# ever, so it is written as the largest count, which the reader makes a root.
+IMMORTAL_COUNT = 1 << 31
+MAX_COUNT = 0xFFFFFFFF
+
+
+def _raw_counts(objects, getrefcount=sys.getrefcount):
+    """`sys.getrefcount` of each object, in C (`map`): each count includes the list's
+    reference and the one `map` holds during the call, whatever the interpreter's bytecode
+    borrows (3.14's LOAD_FAST_BORROW does not count a local's push, so a count taken inside a
+    Python function depends on how it was called)."""
+    return list(map(getrefcount, objects))
+
+
+def _walk_references():
+    """The references `_raw_counts` itself adds to an object's count: measured on an object
+    that only its list holds, by the very same code, on this interpreter."""
+    return _raw_counts([object()])[0]
+
+
+def _references(raw, walk_references):
+    """An object's count less the walk's own references; immortal objects' counts are
+    `MAX_COUNT`."""
+    if raw >= IMMORTAL_COUNT:
+        return MAX_COUNT
+    return max(raw - walk_references, 0)
+
+
 def _walk(columns, root_frames, objects, skip, max_untracked):
     """Encodes `objects` (gc-tracked) and what they refer to into `columns`. Returns notes.
 
     Written for speed: every per-object step is a local name, and atoms (str, int, …), most of
-    the untracked objects, take a short path with no referents to look at."""
+    the untracked objects, take a short path with no referents to look at.
+
+    Reference counts are taken first, for all the gc-tracked objects at once, before the
+    walk's own tables (types, attribute names) hold any of them; those of untracked objects
+    once the walk has found them all."""
+    walk_references = _walk_references()
+    object_counts = _raw_counts(objects)
     notes = []
     type_ids = {}
     attribute_names = _AttributeNames()
@@ -334,7 +369,6 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     edge_count = columns.edge_count
     edge_count_append = edge_count.append
     refcount_append = columns.refcount.append
-    getrefcount = sys.getrefcount
     edge_to = columns.edge_to
     edge_to_append = edge_to.append
     edge_kind_append = columns.edge_kind.append
@@ -416,11 +450,13 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     class_name = name_id("__class__")
     referent_name = name_id("referent")
     cell_name = name_id("cell_contents")
+    f_back_name = name_id("f_back")
+    f_code_name = name_id("f_code")
+    f_locals_name = name_id("f_locals")
+    f_globals_name = name_id("f_globals")
+    f_builtins_name = name_id("f_builtins")
 
-    def encode(obj, kind, walk_references):
-        # `walk_references`: the references this walk itself holds while it counts (the object
-        # list's, the loop's, this call's and getrefcount's own).
-        references = getrefcount(obj) - walk_references
+    def encode(obj, kind, references):
         cls = type(obj)
         type_id = type_ids.get(cls)
         if type_id is None:
@@ -440,8 +476,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
         else:
             node_name_append(0)
         edge_count_append(0)
-        refcount_append(references if 0 <= references <= 0xFFFFFFFF
-                        else (0 if references < 0 else 0xFFFFFFFF))
+        refcount_append(references)
         start = len(edge_to)
         if cls is dict:
             # The hot loops: `refer` written out, as a call per reference is most of the cost.
@@ -495,20 +530,41 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
             for target in get_referents(obj):
                 refer(target, INTERNAL, cell_name)
         elif cls is frame_type:
-            # A running frame's collector traversal gives only f_back: its code, locals and
-            # (for module code) namespace are named here from the frame's own attributes.
-            for target in get_referents(obj):
-                refer(target, INTERNAL, name_id("f_back"))
-            refer(obj.f_code, INTERNAL, name_id("f_code"))
+            # What a frame holds, named by identity: its code, namespaces and locals. The
+            # collector's traversal of a frame gives everything it holds up to 3.10 (locals,
+            # temporaries on its stack), and only `f_back` from 3.11; what it did not give is
+            # added from the frame's own attributes, so each reference is one edge either way.
+            own = []
             try:
                 local_vars = obj.f_locals
             except Exception:
                 local_vars = None
             if local_vars is not None and local_vars is obj.f_globals:
-                refer(local_vars, INTERNAL, name_id("f_locals"))
+                own.append((local_vars, INTERNAL, f_locals_name))
             elif local_vars is not None:
                 for name, value in list(local_vars.items()):
-                    refer(value, PROPERTY, name_id(name))
+                    own.append((value, PROPERTY, name_id(name)))
+            own.append((obj.f_code, INTERNAL, f_code_name))
+            # A running frame's `f_back` is made on request from 3.11: not traversed.
+            back = obj.f_back
+            if back is not None:
+                own.append((back, INTERNAL, f_back_name))
+            names = {}
+            for target, kind_, name in own:
+                names.setdefault(id(target), (kind_, name))
+            if back is not None:
+                names[id(back)] = (INTERNAL, f_back_name)
+            names.setdefault(id(obj.f_globals), (INTERNAL, f_globals_name))
+            names.setdefault(id(obj.f_builtins), (INTERNAL, f_builtins_name))
+            traversed = set()
+            for target in get_referents(obj):
+                traversed.add(id(target))
+                kind_, name = names.get(id(target), (INTERNAL, 0))
+                refer(target, kind_, name)
+            for target, kind_, name in own:
+                if id(target) not in traversed:
+                    refer(target, kind_, name)
+            own = names = traversed = local_vars = back = None
         elif cls is code_type:
             for field in code_fields:
                 target = getattr(obj, field, None)
@@ -560,15 +616,36 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
             _buffer_of(obj, cls, columns, node)
 
     # The threads' stacks first: frame objects made while listing the roots are not in
-    # `objects`, and without them nothing would hold the frames' locals.
+    # `objects`, and without them nothing would hold the frames' locals. They are encoded
+    # here, once: references to them do not queue them again.
+    untracked_seen.update(map(id, root_frames))
     for obj in root_frames:
-        # A running frame's object is not tracked by the collector until its frame returns.
-        encode(obj, KIND_OBJECT if is_tracked(obj) else KIND_UNTRACKED, 4)
-    for obj in objects:
+        # A running frame's object is not tracked by the collector until its frame returns
+        # (from 3.11). It is held by its thread, which the thread's node and the `f_back`
+        # chain stand for; the count is not written (0), or the C stack's reference (up to
+        # 3.10) would make each frame a root of its own, beside its thread.
+        encode(obj, KIND_OBJECT if is_tracked(obj) else KIND_UNTRACKED, 0)
+    for obj, raw in zip(objects, object_counts):
         if id(obj) not in skip:
-            encode(obj, KIND_OBJECT, 4)
+            references = raw - walk_references
+            if not 0 <= references < IMMORTAL_COUNT:
+                references = _references(raw, walk_references)
+            encode(obj, KIND_OBJECT, references)
+    object_counts = None
+    # Untracked objects other than atoms (tuples and dicts of atoms, built-in types, code):
+    # counted once all are found, when only `walked` holds them beside their own holders.
+    walked = []
+    walked_nodes = array("I")
     while pending:
-        encode(pending.pop(), KIND_UNTRACKED, 2)
+        obj = pending.pop()
+        walked_nodes.append(len(edge_count))
+        walked.append(obj)
+        encode(obj, KIND_UNTRACKED, 0)
+    obj = None
+    refcount = columns.refcount
+    for node, raw in zip(walked_nodes, _raw_counts(walked)):
+        refcount[node] = _references(raw, walk_references)
+    walked = None
     for batch, labelled_batch in ((atom_others, False), (atom_strs, True)):
         count = len(batch)
         columns.object_id.extend(map(id, batch))
@@ -681,6 +758,26 @@ def _chunks(columns, header_pairs):
     yield _record([("type", "end"), ("chunks", count)])
 
 
+def _write_new(path, write):
+    """Writes a file at `path` with `write(file)`: into a new file of a random name beside it,
+    created with O_EXCL and O_NOFOLLOW so that nothing another user planted at a name in a
+    shared directory (/tmp) is written through, then renamed over `path`, which replaces a link
+    there rather than following it. Whoever waits for `path` finds it whole."""
+    name = "%s.%s.tmp" % (path, os.urandom(8).hex())
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        with os.fdopen(os.open(name, flags, 0o644), "wb") as out:
+            write(out)
+        os.replace(name, path)
+    except BaseException:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+        raise
+
+
 def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
     """Writes this process's object graph to `path` (a .hgd file) and returns the number of
     objects written. `objects`, if given, is the list of gc-tracked objects to write (by default
@@ -748,16 +845,8 @@ def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
     # dump (heapgraph record) finds both.
     if cuda is not None:
         import pickle
-        cuda_path = str(path) + ".cuda.pickle"
-        cuda_tmp = "%s.tmp-%d" % (cuda_path, os.getpid())
-        with open(cuda_tmp, "wb") as out:
-            pickle.dump(cuda, out)
-        os.replace(cuda_tmp, cuda_path)
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "wb") as out:
-        for chunk in _chunks(columns, header):
-            out.write(chunk)
-    os.replace(tmp, path)
+        _write_new(str(path) + ".cuda.pickle", lambda out: pickle.dump(cuda, out))
+    _write_new(path, lambda out: out.writelines(_chunks(columns, header)))
     return len(columns.object_id)
 
 
@@ -837,13 +926,12 @@ def install(signal=_signal.SIGUSR2, path=None):
     previous = _signal.signal(signal, handler)
     marker = MARKER % os.getpid()
     try:
-        tmp = "%s.tmp" % marker
-        with open(tmp, "w") as out:
-            out.write('{"signal": %d, "format_version": %d}\n' % (int(signal), FORMAT_VERSION))
-        os.replace(tmp, marker)
+        text = b'{"signal": %d, "format_version": %d}\n' % (int(signal), FORMAT_VERSION)
+        _write_new(marker, lambda out: out.write(text))
         import atexit
         atexit.register(_remove_marker, marker)
     except OSError as error:
         sys.stderr.write("heapgraph_dump: %s not written (%s); heapgraph record will dump this "
-                         "process through gdb instead of the signal\n" % (marker, error))
+                         "process by injection (gdb, or sys.remote_exec from Python 3.14) "
+                         "instead of the signal\n" % (marker, error))
     return previous

@@ -73,7 +73,8 @@ pub(crate) enum Command {
 #[derive(Subcommand, Debug)]
 pub(crate) enum CaptureCommand {
     /// Dump a running Python process's objects to a .hgd file, with nothing installed in it
-    /// beforehand: through sys.remote_exec on Python 3.14+, through gdb before that
+    /// beforehand: through sys.remote_exec on Python 3.14+ (no gdb needed), through gdb before
+    /// that; a process in a container or a chroot too, through its own /tmp
     Python(CaptureArgs),
 }
 
@@ -82,7 +83,8 @@ pub(crate) struct CaptureArgs {
     /// The process to dump
     #[arg(long, required_unless_present = "print_dumper")]
     pub(crate) pid: Option<u32>,
-    /// Where to write the dump (.hgd); the process itself writes it, so it must be able to
+    /// Where to write the dump (.hgd). The process itself writes it: here if it shares this
+    /// root, so its user must be able to; else into its own /tmp, whence it is moved here
     #[arg(short = 'o', long = "output", required_unless_present = "print_dumper")]
     pub(crate) output: Option<PathBuf>,
     /// Seconds to wait for the process to finish writing

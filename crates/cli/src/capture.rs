@@ -1,11 +1,17 @@
 //! `heapgraph capture python`: dumps a running Python process from outside, by injecting the
-//! embedded dumper. Python 3.14 and later take it through `sys.remote_exec` (run by a matching
-//! interpreter); older ones through gdb, which takes the GIL with `PyGILState_Ensure`, runs the
-//! dumper with `PyRun_SimpleString` and releases the GIL.
+//! embedded dumper. Python 3.14 and later take it through `sys.remote_exec` (run by the
+//! target's own interpreter); older ones through gdb, which takes the GIL with
+//! `PyGILState_Ensure`, runs the dumper with `PyRun_SimpleString` and releases the GIL.
+//!
+//! A process in a chroot or a container sees its own root: the dumper and the dump are
+//! exchanged through its `/tmp` (`/proc/PID/root/tmp` from here), the dump is then moved to
+//! where the caller asked, and gdb reads the process's libraries from its root.
 
 use crate::args::CaptureArgs;
 use anyhow::{Context, bail};
 use heapgraph_capture::python::{DUMPER_SOURCE, SUPPORTED};
+use heapgraph_capture::sampler::procfs;
+use heapgraph_capture::sampler::trigger::{Shared, move_file};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,9 +19,13 @@ use std::time::{Duration, Instant};
 /// What `/proc` says about the target.
 struct Target {
     pid: u32,
+    /// Its pid in its own pid namespace (what `/proc` shows inside its root).
+    own_pid: u32,
     /// `(major, minor)`, from the executable's or libpython's name.
     version: Option<(u32, u32)>,
     exe: String,
+    /// `/proc/PID/root`, when the process has another root than ours.
+    root: Option<PathBuf>,
 }
 
 /// `3.11` out of names like `python3.11`, `libpython3.11.so.1.0`.
@@ -28,6 +38,25 @@ fn version_in(name: &str) -> Option<(u32, u32)> {
     Some((3, digits.parse().ok()?))
 }
 
+/// Why this process may not look into process `pid`, and what to do.
+fn refused(pid: u32, what: &str, error: &std::io::Error) -> String {
+    format!(
+        "cannot read process {pid}'s {what} ({error}): the kernel refuses this user ptrace access \
+         to it (it runs as another user, or is not dumpable{}); run heapgraph as root or as the \
+         process's user, or in a container grant CAP_SYS_PTRACE",
+        yama_scope().map_or_else(String::new, |scope| format!(
+            ", or kernel.yama.ptrace_scope is {scope}"
+        ))
+    )
+}
+
+/// `kernel.yama.ptrace_scope` when it restricts attaching (1 or more).
+fn yama_scope() -> Option<String> {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok()?;
+    let scope = scope.trim().to_owned();
+    (scope != "0").then_some(scope)
+}
+
 fn inspect(pid: u32) -> anyhow::Result<Target> {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     if !proc_dir.exists() {
@@ -35,9 +64,7 @@ fn inspect(pid: u32) -> anyhow::Result<Target> {
     }
     let exe = std::fs::read_link(proc_dir.join("exe"))
         .map(|path| path.display().to_string())
-        .with_context(|| {
-            format!("cannot see process {pid}'s executable: is it another user's? run heapgraph as that user or as root")
-        })?;
+        .map_err(|error| anyhow::anyhow!(refused(pid, "executable", &error)))?;
     let maps = std::fs::read_to_string(proc_dir.join("maps")).unwrap_or_default();
     let libpython = maps
         .lines()
@@ -54,11 +81,25 @@ fn inspect(pid: u32) -> anyhow::Result<Target> {
              `heapgraph capture python` attaches to python3 processes only"
         );
     }
+    let root = procfs::separate_root(pid)
+        .map_err(|error| anyhow::anyhow!(refused(pid, "root directory", &error)))?;
     let version = libpython
         .and_then(version_in)
         .or_else(|| version_in(&exe_name))
-        .or_else(|| ask_version(&exe));
-    Ok(Target { pid, version, exe })
+        .or_else(|| root.is_none().then(|| ask_version(&exe)).flatten());
+    let status = procfs::status(pid).unwrap_or_default();
+    let own_pid = if status.own_pid == 0 {
+        pid
+    } else {
+        status.own_pid
+    };
+    Ok(Target {
+        pid,
+        own_pid,
+        version,
+        exe,
+        root,
+    })
 }
 
 /// The interpreter's version, from running its own executable (`python3` names carry none).
@@ -104,6 +145,45 @@ pub(crate) fn python(args: &CaptureArgs) -> anyhow::Result<String> {
     Ok(format!("wrote {} ({done})\n", output.display()))
 }
 
+/// The files exchanged with the target: the dumper it runs, the script `sys.remote_exec`
+/// hands it, and the dump it writes. Removed when dropped, but for a dump that was moved.
+struct Exchange {
+    dumper: Shared,
+    script: Shared,
+    dump: Shared,
+}
+
+impl Exchange {
+    fn new(target: &Target, output: &Path) -> anyhow::Result<Exchange> {
+        let tag = format!("{}-{}", target.own_pid, std::process::id());
+        let shared = |wanted: &Path, name: String| {
+            Shared::for_process(target.pid, wanted, &name).map_err(anyhow::Error::msg)
+        };
+        let temp = std::env::temp_dir();
+        Ok(Exchange {
+            dumper: shared(
+                &temp.join(format!("heapgraph-dumper-{tag}.py")),
+                format!("heapgraph-dumper-{tag}.py"),
+            )?,
+            script: shared(
+                &temp.join(format!("heapgraph-dumper-{tag}.run.py")),
+                format!("heapgraph-dumper-{tag}.run.py"),
+            )?,
+            dump: shared(output, format!("heapgraph-dump-{tag}.hgd"))?,
+        })
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.dumper.outer);
+        let _ = std::fs::remove_file(&self.script.outer);
+        if !self.dump.same_root() {
+            let _ = std::fs::remove_file(&self.dump.outer);
+        }
+    }
+}
+
 /// Injects the dumper into Python process `pid` and waits until it has written `output`
 /// (absolute); says which interpreter it was.
 pub(crate) fn dump_python(pid: u32, output: &Path, timeout: Duration) -> anyhow::Result<String> {
@@ -121,65 +201,177 @@ pub(crate) fn dump_python(pid: u32, output: &Path, timeout: Duration) -> anyhow:
             SUPPORTED.1.1
         );
     }
-    let output_text = plain_path(output)?;
+    plain_path(output)?;
+    let exchange = Exchange::new(&target, output)?;
     let _ = std::fs::remove_file(output);
-    let dumper =
-        std::env::temp_dir().join(format!("heapgraph-dumper-{pid}-{}.py", std::process::id()));
-    std::fs::write(&dumper, DUMPER_SOURCE)
-        .with_context(|| format!("cannot write the dumper to {}", dumper.display()))?;
-    let dumper_text = plain_path(&dumper)?;
+    let _ = std::fs::remove_file(&exchange.dump.outer);
+    std::fs::write(&exchange.dumper.outer, DUMPER_SOURCE).with_context(|| {
+        format!(
+            "cannot write the dumper to {}",
+            exchange.dumper.outer.display()
+        )
+    })?;
     let code = format!(
-        "import runpy; runpy.run_path('{dumper_text}', run_name='heapgraph_dump')['dump']('{output_text}')"
+        "import runpy; runpy.run_path('{}', run_name='heapgraph_dump')['dump']('{}')",
+        plain_path(&exchange.dumper.inner)?,
+        plain_path(&exchange.dump.inner)?
     );
-    let how = if target.version.is_some_and(|v| v >= (3, 14)) {
-        remote_exec(&target, &dumper, &code)
+    let remote = target.version.is_some_and(|v| v >= (3, 14));
+    if remote {
+        remote_exec(&target, &exchange, &code)?;
     } else {
-        gdb(&target, &code)
-    };
-    let _ = std::fs::remove_file(&dumper);
-    how?;
-    wait_for(output, timeout, pid)?;
+        gdb(&target, &code)?;
+    }
+    wait_for(&exchange.dump.outer, timeout, pid, remote)?;
+    if !exchange.dump.same_root() {
+        move_file(&exchange.dump.outer, output).map_err(anyhow::Error::msg)?;
+    }
     Ok(format!(
-        "Python {} process {pid}, {}",
+        "Python {} process {pid}, {}{}",
         target.version.map_or_else(
             || "3".to_owned(),
             |(major, minor)| format!("{major}.{minor}")
         ),
-        target.exe
+        target.exe,
+        if target.root.is_some() {
+            " (in its own root, through its /tmp)"
+        } else {
+            ""
+        }
     ))
 }
 
-/// Python 3.14's `sys.remote_exec`, run by an interpreter of the same version.
-fn remote_exec(target: &Target, dumper: &Path, code: &str) -> anyhow::Result<()> {
-    let (major, minor) = target.version.unwrap_or((3, 14));
-    let script = dumper.with_extension("run.py");
-    std::fs::write(&script, code)?;
-    let interpreter = format!("python{major}.{minor}");
-    let status = Command::new(&interpreter)
-        .args([
-            "-c",
-            &format!("import sys; sys.remote_exec({}, {:?})", target.pid, script.display().to_string()),
-        ])
-        .status()
-        .with_context(|| {
-            format!("process {} runs Python {major}.{minor}, whose sys.remote_exec needs {interpreter} on PATH", target.pid)
-        })?;
-    if !status.success() {
-        bail!(
-            "{interpreter} could not run sys.remote_exec on process {} (see its message above); \
-             attaching needs the same user or root, and remote debugging enabled in the target",
-            target.pid
-        );
+/// Whether the process was started with remote debugging turned off: `PYTHON_DISABLE_REMOTE_DEBUG`
+/// in its environment, or `-X disable-remote-debug` on its command line.
+fn remote_debug_disabled(pid: u32) -> Option<&'static str> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    if environ
+        .split(|&byte| byte == 0)
+        .any(|entry| entry.starts_with(b"PYTHON_DISABLE_REMOTE_DEBUG="))
+    {
+        return Some("PYTHON_DISABLE_REMOTE_DEBUG is set in its environment");
     }
-    Ok(())
+    let args = procfs::command_line(pid);
+    let disabled = args
+        .windows(2)
+        .any(|pair| pair[0] == "-X" && pair[1] == "disable-remote-debug")
+        || args.iter().any(|arg| arg == "-Xdisable-remote-debug");
+    disabled.then_some("it was started with -X disable-remote-debug")
 }
 
-/// gdb: take the GIL, run the dumper, release the GIL.
+/// What to do when remote debugging is off in the target.
+const NO_REMOTE_DEBUG: &str = "restart it without that, or have the program call \
+     heapgraph_dump.install() and dump it with `kill -USR2` or `heapgraph record --act` \
+     (`heapgraph capture python --print-dumper` prints the module)";
+
+/// Python 3.14's `sys.remote_exec`, run by the target's own interpreter: the one on its
+/// executable's path when it shares our root, else inside its root (`chroot`), where its
+/// `/proc` must be mounted, as `sys.remote_exec` reads the target through it.
+fn remote_exec(target: &Target, exchange: &Exchange, code: &str) -> anyhow::Result<()> {
+    let pid = target.pid;
+    if let Some(reason) = remote_debug_disabled(pid) {
+        bail!("process {pid} cannot run sys.remote_exec: {reason}; {NO_REMOTE_DEBUG}");
+    }
+    std::fs::write(&exchange.script.outer, code).with_context(|| {
+        format!(
+            "cannot write the script to {}",
+            exchange.script.outer.display()
+        )
+    })?;
+    let script = plain_path(&exchange.script.inner)?;
+    let mut command = match &target.root {
+        None => {
+            // Its executable through /proc: there even when the file was replaced since.
+            let mut command = Command::new(format!("/proc/{pid}/exe"));
+            command.arg("-I");
+            command.args([
+                "-c",
+                &format!("import sys; sys.remote_exec({pid}, '{script}')"),
+            ]);
+            command
+        }
+        Some(root) => {
+            let own_pid = target.own_pid;
+            if !root.join(format!("proc/{own_pid}")).exists() {
+                bail!(
+                    "process {pid} runs in another root ({}), whose /proc is not mounted; \
+                     sys.remote_exec reads the process through /proc: mount it there \
+                     (`mount -t proc proc {}/proc`), or have the program call \
+                     heapgraph_dump.install()",
+                    display_root(root),
+                    display_root(root)
+                );
+            }
+            // The interpreter of the process's own root, found through that root's /proc.
+            let mut command = Command::new("chroot");
+            command.arg(root).arg(format!("/proc/{own_pid}/exe")).args([
+                "-I",
+                "-c",
+                &format!("import sys; sys.remote_exec({own_pid}, '{script}')"),
+            ]);
+            command
+        }
+    };
+    let output = command.output().with_context(|| {
+        format!("cannot run process {pid}'s interpreter to call sys.remote_exec")
+    })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr.lines().last().unwrap_or("").trim().to_owned();
+    if stderr.contains("Remote debugging is not enabled") {
+        bail!(
+            "process {pid} has remote debugging turned off (PYTHON_DISABLE_REMOTE_DEBUG, \
+             -X disable-remote-debug, or an interpreter built --without-remote-debug): {last}; \
+             {NO_REMOTE_DEBUG}"
+        );
+    }
+    if stderr.contains("PyRuntime") {
+        bail!(
+            "sys.remote_exec found no PyRuntime section in process {pid}'s executable ({}): \
+             its interpreter hides the symbols that remote debugging needs ({last}); have the \
+             program call heapgraph_dump.install() instead",
+            target.exe
+        );
+    }
+    if stderr.contains("Permission denied") || stderr.contains("Operation not permitted") {
+        let denied = std::io::Error::from_raw_os_error(libc::EPERM);
+        bail!("{} ({last})", refused(pid, "memory", &denied));
+    }
+    if target.root.is_some() && stderr.contains("chroot:") {
+        bail!(
+            "cannot enter process {pid}'s root ({}) to run its interpreter: {last}; entering \
+             another root (chroot) needs root",
+            target
+                .root
+                .as_deref()
+                .map_or_else(String::new, display_root)
+        );
+    }
+    bail!("sys.remote_exec on process {pid} failed: {last}")
+}
+
+/// Where `/proc/PID/root` points, for messages.
+fn display_root(root: &Path) -> String {
+    std::fs::read_link(root).map_or_else(
+        |_| root.display().to_string(),
+        |path| path.display().to_string(),
+    )
+}
+
+/// gdb: take the GIL, run the dumper, release the GIL. The libraries are read from the
+/// process's own root: a chroot's libc is not ours, and calling into it at our addresses would
+/// crash the process.
 fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
     let pid = target.pid.to_string();
     let run = format!("call (int) PyRun_SimpleString(\"{code}\")");
     let output = Command::new("gdb")
-        .args(["-p", &pid, "-batch", "-nx", "-ex", "set confirm off"])
+        .args(["-batch", "-nx"])
+        .args(["-ex", &format!("set sysroot /proc/{pid}/root")])
+        .args(["-ex", &format!("file /proc/{pid}/exe")])
+        .args(["-ex", &format!("attach {pid}")])
+        .args(["-ex", "set confirm off"])
         .args(["-ex", "call (int) PyGILState_Ensure()"])
         .args(["-ex", &run])
         .args(["-ex", "call (void) PyGILState_Release($1)"])
@@ -197,22 +389,27 @@ fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
     };
     let stderr = String::from_utf8_lossy(&output.stderr);
     if stderr.contains("ptrace: Operation not permitted") {
-        let scope =
-            std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").unwrap_or_default();
         bail!(
-            "gdb may not attach to process {} (ptrace: Operation not permitted; \
-             kernel.yama.ptrace_scope is {}): run heapgraph as root or as the process's user with \
-             `sudo sysctl kernel.yama.ptrace_scope=0`, or in a container grant CAP_SYS_PTRACE",
+            "gdb may not attach to process {} (ptrace: Operation not permitted: another \
+             debugger or tracer is attached to it, or the kernel refuses this user{}): detach \
+             the other tracer, run heapgraph as root or as the process's user, or in a \
+             container grant CAP_SYS_PTRACE",
             target.pid,
-            scope.trim()
+            yama_scope().map_or_else(String::new, |scope| format!(
+                " (kernel.yama.ptrace_scope is {scope}: `sudo sysctl kernel.yama.ptrace_scope=0`)"
+            ))
         );
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
-    if stdout.contains("No symbol table") || stderr.contains("No symbol \"PyGILState_Ensure\"") {
+    if stdout.contains("No symbol table")
+        || stderr.contains("No symbol table")
+        || stderr.contains("No symbol \"PyGILState_Ensure\"")
+    {
         bail!(
-            "gdb found no PyGILState_Ensure in process {}: its interpreter hides its symbols; \
-             have the program call heapgraph_dump.install() instead",
-            target.pid
+            "gdb found no PyGILState_Ensure in process {} ({}): its interpreter hides its \
+             symbols; have the program call heapgraph_dump.install() instead",
+            target.pid,
+            target.exe
         );
     }
     // `$2 = -1`: PyRun_SimpleString raised; the traceback went to the target's stderr.
@@ -225,21 +422,39 @@ fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
             target.pid
         );
     }
+    if !stdout
+        .lines()
+        .any(|line| line.trim_start().starts_with("$2 = 0"))
+    {
+        let last = stderr.lines().last().unwrap_or("").trim();
+        bail!(
+            "gdb could not run the dumper in process {}: {last}",
+            target.pid
+        );
+    }
     Ok(())
 }
 
-fn wait_for(output: &Path, timeout: Duration, pid: u32) -> anyhow::Result<()> {
+fn wait_for(output: &Path, timeout: Duration, pid: u32, remote: bool) -> anyhow::Result<()> {
     let started = Instant::now();
     while started.elapsed() < timeout {
         if output.metadata().is_ok_and(|meta| meta.len() > 0) {
             return Ok(());
         }
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("process {pid} ended before it wrote {}", output.display());
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     bail!(
-        "process {pid} wrote no {} within {} s; look at its stderr for a Python traceback",
+        "process {pid} wrote no {} within {} s; look at its stderr for a Python traceback{}",
         output.display(),
-        timeout.as_secs()
+        timeout.as_secs(),
+        if remote {
+            " (sys.remote_exec runs the dumper at the interpreter's next safe point: a process              blocked in one long system call, such as a sleep or a read, runs it when the call              returns)"
+        } else {
+            ""
+        }
     )
 }
 

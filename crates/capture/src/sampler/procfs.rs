@@ -224,6 +224,21 @@ pub fn executable(pid: u32) -> Option<PathBuf> {
     fs::read_link(format!("/proc/{pid}/exe")).ok()
 }
 
+/// `/proc/PID/root` when process `pid` has another root directory than this process (it runs
+/// in a chroot or a container): its path `/tmp/x` is then `/proc/PID/root/tmp/x` here. `None`
+/// when it shares ours.
+///
+/// # Errors
+/// The I/O error of looking at its root: permission denied for another user's process.
+pub fn separate_root(pid: u32) -> io::Result<Option<PathBuf>> {
+    use std::os::unix::fs::MetadataExt;
+    let root = PathBuf::from(format!("/proc/{pid}/root"));
+    let theirs = fs::metadata(&root)?;
+    let ours = fs::metadata("/")?;
+    let same = theirs.dev() == ours.dev() && theirs.ino() == ours.ino();
+    Ok((!same).then_some(root))
+}
+
 /// A process's memory cgroup: where its usage and limit are read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cgroup {
@@ -358,6 +373,13 @@ pub fn find_cgroup(membership: &str, mountinfo: &str) -> Option<Cgroup> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_shares_its_own_root() {
+        // A process in another root is the Python version tier's case (tests/python_versions).
+        assert_eq!(separate_root(std::process::id()).unwrap(), None);
+        assert!(separate_root(u32::MAX).is_err());
+    }
 
     // Read off this machine (Linux 6.18, cgroup v1 with a memory controller): the texts are the
     // kernel's own.

@@ -333,22 +333,37 @@ pub fn python_signal(
         "/proc/{}/root/tmp/heapgraph-request-{}",
         target.pid, target.own_pid
     );
+    // A process in a chroot or a container writes into its own /tmp; the dump is moved here.
+    let name = format!(
+        "heapgraph-dump-{}-{}.hgd",
+        target.own_pid,
+        std::process::id()
+    );
+    let dump = Shared::for_process(target.pid, path, &name)?;
     let text = format!(
         "{{\"path\": {}, \"cuda_snapshot\": {cuda}}}\n",
-        json_string(&path.display().to_string())
+        json_string(&dump.inner.display().to_string())
     );
     let _ = fs::remove_file(path);
-    fs::write(&request, text)
-        .map_err(|err| format!("cannot write the dump request {request}: {err}"))?;
+    let _ = fs::remove_file(&dump.outer);
+    write_request(&request, &text)?;
     send(target.pid, signal)?;
     let started = Instant::now();
     while started.elapsed() < timeout {
-        if path.exists() {
+        if dump.outer.exists() {
+            let cuda_outer = PathBuf::from(format!("{}.cuda.pickle", dump.outer.display()));
+            let cuda_path = PathBuf::from(format!("{}.cuda.pickle", path.display()));
+            if !dump.same_root() {
+                // The CUDA snapshot is complete before the dump appears.
+                move_file(&dump.outer, path)?;
+                if cuda_outer.exists() {
+                    move_file(&cuda_outer, &cuda_path)?;
+                }
+            }
             let mut dumped = vec![Dumped {
                 path: path.to_owned(),
                 kind: "python-hgd",
             }];
-            let cuda_path = PathBuf::from(format!("{}.cuda.pickle", path.display()));
             if cuda_path.exists() {
                 dumped.push(Dumped {
                     path: cuda_path,
@@ -372,6 +387,24 @@ pub fn python_signal(
         target.pid,
         timeout.as_secs()
     ))
+}
+
+/// Writes the request for a dump, as a new file: a file or link that someone else left at
+/// that name in the world-writable `/tmp` is removed first, and never written through.
+fn write_request(request: &str, text: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = fs::remove_file(request);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        // Readable by the process, which may run as another user than the recorder.
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(request)
+        .map_err(|err| format!("cannot write the dump request {request}: {err}"))?;
+    file.write_all(text.as_bytes())
+        .map_err(|err| format!("cannot write the dump request {request}: {err}"))
 }
 
 fn json_string(text: &str) -> String {
@@ -443,18 +476,61 @@ fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
         .file_name()
         .ok_or_else(|| format!("{} has no file name", from.display()))?;
     let to = dir.join(name);
-    if fs::rename(from, &to).is_ok() {
-        return Ok(to);
-    }
-    fs::copy(from, &to).map_err(|err| {
-        format!(
-            "cannot copy {} into {}: {err}",
-            from.display(),
-            dir.display()
-        )
-    })?;
-    let _ = fs::remove_file(from);
+    move_file(from, &to)?;
     Ok(to)
+}
+
+/// Moves `from` to `to`, across file systems if need be (out of a container's root, say).
+///
+/// # Errors
+/// Why it could not be copied.
+pub fn move_file(from: &Path, to: &Path) -> Result<(), String> {
+    if fs::rename(from, to).is_ok() {
+        return Ok(());
+    }
+    fs::copy(from, to)
+        .map_err(|err| format!("cannot copy {} to {}: {err}", from.display(), to.display()))?;
+    let _ = fs::remove_file(from);
+    Ok(())
+}
+
+/// A file that a process reads or writes, named as it sees it (`inner`) and as this process
+/// reaches it (`outer`). They differ for a process in a chroot or a container, which sees its
+/// own root: there the file is `NAME` in its `/tmp`, `/proc/PID/root/tmp/NAME` from here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shared {
+    /// The path in the process's own root.
+    pub inner: PathBuf,
+    /// The same file from here.
+    pub outer: PathBuf,
+}
+
+impl Shared {
+    /// `wanted` itself when process `pid` shares this process's root, else `name` in the
+    /// process's `/tmp`.
+    ///
+    /// # Errors
+    /// The process's root cannot be looked at (another user's process, or it ended).
+    pub fn for_process(pid: u32, wanted: &Path, name: &str) -> Result<Shared, String> {
+        match procfs::separate_root(pid) {
+            Ok(None) => Ok(Shared {
+                inner: wanted.to_owned(),
+                outer: wanted.to_owned(),
+            }),
+            Ok(Some(root)) => Ok(Shared {
+                inner: Path::new("/tmp").join(name),
+                outer: root.join("tmp").join(name),
+            }),
+            Err(err) => Err(format!(
+                "cannot see process {pid}'s root directory (/proc/{pid}/root): {err}"
+            )),
+        }
+    }
+
+    /// Whether the process sees the file where this one does.
+    pub fn same_root(&self) -> bool {
+        self.inner == self.outer
+    }
 }
 
 /// Signals a Node process started with `--heapsnapshot-signal`, waits for the snapshot it
