@@ -374,6 +374,24 @@ fn suspects_find_the_growing_map_and_what_accumulates_in_it() {
     }
     let lower = crate::support::json(&["suspects", file, "--threshold", "1%", "--format", "json"]);
     assert!(lower["suspects"].as_array().expect("suspects").len() > suspects.len());
+    // The JDK's own classes (596 class objects of the boot loader) point nowhere: no suspect.
+    assert!(
+        !suspects
+            .iter()
+            .any(|suspect| suspect["rule"] == "many-instances"
+                && suspect["type"] == "java.lang.Class"),
+        "{report:#}"
+    );
+    // The first finding names the program's own field, and what the bytes mostly are.
+    let finding = &report["findings"][0];
+    assert_eq!(finding["kind"], "accumulation");
+    assert_eq!(finding["holder"]["name"], "sessions");
+    assert_eq!(finding["holder"]["owner"], "com.example.SessionCache");
+    assert_eq!(finding["holder"]["type"], "java.util.HashMap");
+    assert_eq!(finding["mostly"]["type"], "com.example.Session");
+    assert_eq!(finding["mostly"]["count"], 400);
+    let named = finding["holder"]["named_step"].as_u64().expect("an index") as usize;
+    assert_eq!(finding["holder"]["path"][named]["edge"], "sessions");
 }
 
 #[test]

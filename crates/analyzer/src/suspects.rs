@@ -70,9 +70,23 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
     // Rule 2: types whose top-level instances (held by no real object alone, so their
     // retained sets are disjoint) together retain much.
     let mut groups: FxHashMap<u32, (u64, u64, NodeId)> = FxHashMap::default();
+    let java = graph.meta().runtime == Runtime::Java;
+    let loader_edge = graph.strings().find("<classloader>");
     for node in graph.nodes() {
         let index = node.index();
         if graph.is_synthetic(node) || !tree.reachable[index] || !top_level(graph, tree, node) {
+            continue;
+        }
+        // The JDK's own classes (loaded by the boot loader, which has no object) are every
+        // Java heap's: together they retain much and point nowhere.
+        if java
+            && graph.kind(node).name == "class"
+            && !graph.edge_range(node).any(|edge| {
+                loader_edge.is_some_and(|name| {
+                    graph.edge_name(edge) == EdgeName::Named(graph.strings().get(name))
+                })
+            })
+        {
             continue;
         }
         let retained = tree.retained_size.get(index);
@@ -87,6 +101,11 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
     }
     for (_, (count, retained, largest)) in groups {
         if count < 2 || retained < limit {
+            continue;
+        }
+        // Instances whose bulk is one of them, itself a suspect of its own, say nothing more.
+        let largest_retained = tree.retained_size.get(largest.index());
+        if big(largest.index()) && largest_retained as f64 >= ACCUMULATION_SHARE * retained as f64 {
             continue;
         }
         found.push(Suspect {

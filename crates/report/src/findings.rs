@@ -74,7 +74,7 @@ pub fn sentence(finding: &Finding) -> Sentence {
                         ", by {} ",
                         signed_count(entries.count_after as i64 - entries.count_before as i64)
                     ))
-                    .code(short(type_text(&entries.type_name), 80))
+                    .code(type_text(&entries.type_name))
                     .text(format!(
                         " objects ({} → {}), {} retained",
                         entries.count_before,
@@ -121,20 +121,20 @@ pub fn sentence(finding: &Finding) -> Sentence {
                     ));
                     if let Some(mostly) = mostly {
                         out.text(format!(", mostly {} ", mostly.count))
-                            .code(short(type_text(&mostly.type_name), 80))
+                            .code(type_text(&mostly.type_name))
                             .text(format!(" objects ({})", human_bytes(mostly.retained_size)));
                     }
                 }
                 SuspectRule::ManyInstances => {
                     out.text(format!("{instances} "))
-                        .code(short(type_text(type_name), 80))
+                        .code(type_text(type_name))
                         .text(format!(
                             " objects, which retain {} ({:.0}% of the heap)",
                             human_bytes(*retained),
                             share * 100.0
                         ));
                     if let Some(name) = holder.name() {
-                        out.text(", the largest held as ").code(short(name, 80));
+                        out.text(", the largest held as ").code(name);
                     }
                 }
             }
@@ -226,14 +226,14 @@ pub fn detail(finding: &Finding) -> Option<(&'static str, Sentence)> {
     let mut out = Sentence::default();
     match finding {
         Finding::Growth { holder, .. } => {
-            out.code(path_text(&holder.path));
+            out.code(path_text(&holder.path, named_keep(holder)));
             Some(("held at", out))
         }
         Finding::Accumulation { holder, .. } => {
             if holder.path.is_empty() {
                 return None;
             }
-            out.code(path_text(&holder.path));
+            out.code(path_text(&holder.path, named_keep(holder)));
             Some(("held through", out))
         }
         Finding::GpuOom { frames, .. } => {
@@ -271,6 +271,12 @@ pub fn detail(finding: &Finding) -> Option<(&'static str, Sentence)> {
     }
 }
 
+/// The step of a holder's path that shows its name (`SessionCache.sessions`): the one before
+/// the named object, which a shortened path keeps.
+fn named_keep(holder: &Holder) -> Option<usize> {
+    holder.named.checked_sub(1)
+}
+
 /// `` `sessions` of `com.example.SessionCache` (a `java.util.HashMap`) ``, or `` a
 /// `java.util.HashMap` `` when no name leads to it.
 fn holder_phrase(holder: &Holder, out: &mut Sentence) {
@@ -278,12 +284,12 @@ fn holder_phrase(holder: &Holder, out: &mut Sentence) {
         out.text("an object the dump cannot name");
         return;
     };
-    let type_name = short(type_text(&object.type_name), 80);
+    let type_name = type_text(&object.type_name);
     match holder.name() {
         Some(name) => {
-            out.code(short(name, 80));
+            out.code(name);
             if let Some(owner) = holder.owner().and_then(owner_name) {
-                out.text(" of ").code(short(&owner, 80));
+                out.text(" of ").code(owner);
             }
             out.text(" (a ").code(type_name).text(")");
         }
@@ -314,11 +320,12 @@ fn owner_name(step: &HolderStep) -> Option<String> {
     Some(type_text(&step.type_name).to_owned())
 }
 
-/// A holder path as one line: `(root).module m → module.__dict__ → dict.cache → list`.
-pub fn path_text(path: &[HolderStep]) -> String {
-    let mut text = String::new();
+/// A holder path as one line: `(root).module m → module.__dict__ → dict.cache → list`, its
+/// middle giving way by whole steps when it is long.
+pub fn path_text(path: &[HolderStep], keep: Option<usize>) -> String {
+    let mut steps = Vec::with_capacity(path.len());
     for (i, step) in path.iter().enumerate() {
-        text.push_str(type_text(&step.type_name));
+        let mut text = type_text(&step.type_name).to_owned();
         if let Some(label) = &step.label
             && *label != step.type_name
             && step.edge.is_some()
@@ -334,10 +341,10 @@ pub fn path_text(path: &[HolderStep]) -> String {
                 }
                 _ => text.push_str("[]"),
             }
-            text.push_str(" → ");
         }
+        steps.push(text);
     }
-    text
+    crate::fit_path(&steps, crate::PATH_WIDTH, keep)
 }
 
 /// A stack as one line, most recent call first: `a.py:3 (f) ← b.py:9 (main)`.

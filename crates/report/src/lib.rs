@@ -174,22 +174,154 @@ pub(crate) fn edge_suffix(edge: &str) -> String {
 
 /// The one-line form of a chain, each object by type and name (when it has one of its own):
 /// `(GC roots).<thread> → java.lang.Thread "worker-3".<frame 5> → frame "Worker.run(…)".<local> → State`.
+/// Types and edge names are never cut; a long one gives way by whole steps from the middle
+/// ([`fit_path`]).
 pub(crate) fn chain_line(path: &[PathStep]) -> String {
+    fit_path(&chain_steps(path), PATH_WIDTH, None)
+}
+
+/// The steps of [`chain_line`], each `Type "name".edge`.
+pub(crate) fn chain_steps(path: &[PathStep]) -> Vec<String> {
     let mut parts = Vec::with_capacity(path.len());
     for (i, step) in path.iter().enumerate() {
-        let mut label = short(type_text(&step.object.type_name), 40);
+        let mut label = type_text(&step.object.type_name).to_owned();
         let name = &step.object.name;
         if !name.is_empty() && *name != step.object.type_name {
+            // A name is data (a string's text, a thread's name): it may be long, and is cut.
             let _ = write!(label, " {:?}", short(name, 60));
         }
+        // V8's root reaches `global` by a shortcut numbered like a slot: not a property.
         if let Some(next) = path.get(i + 1)
             && let Some(edge) = &next.edge
+            && next.edge_kind != Some("shortcut")
         {
-            label.push_str(&edge_suffix(&short(edge, 40)));
+            label.push_str(&edge_suffix(edge));
         }
         parts.push(label);
     }
-    parts.join(" → ")
+    parts
+}
+
+/// How many characters a path printed on a line of its own may take before its middle steps
+/// give way.
+pub(crate) const PATH_WIDTH: usize = 160;
+
+/// Steps joined by ` → `, fitted to `max` characters by leaving out whole steps from the
+/// middle (shown as one `…`), never the first, never the last two (the holder and what it
+/// holds), never `keep`; a step is never cut inside.
+pub(crate) fn fit_path(steps: &[String], max: usize, keep: Option<usize>) -> String {
+    const ARROW: usize = 3;
+    let width = |shown: &[bool]| -> usize {
+        let mut total = 0;
+        let mut items: usize = 0;
+        let mut in_gap = false;
+        for (step, &show) in steps.iter().zip(shown) {
+            if show {
+                total += step.chars().count();
+                items += 1;
+                in_gap = false;
+            } else if !in_gap {
+                total += 1;
+                items += 1;
+                in_gap = true;
+            }
+        }
+        total + ARROW * items.saturating_sub(1)
+    };
+    let n = steps.len();
+    let mut shown = vec![true; n];
+    if width(&shown) > max && n > 3 {
+        // Start from the ends that must stay, then give back steps nearest the leaf first,
+        // then nearest the root, while they fit.
+        shown = vec![false; n];
+        for must in [Some(0), n.checked_sub(2), n.checked_sub(1), keep]
+            .into_iter()
+            .flatten()
+        {
+            if must < n {
+                shown[must] = true;
+            }
+        }
+        // Steps near the leaf first, then near the root, each side until its next step no
+        // longer fits.
+        let mut leaf_side: Vec<usize> = (1..n - 2).rev().collect();
+        let mut root_side: Vec<usize> = (1..n - 2).collect();
+        let (mut leaf_done, mut root_done) = (false, false);
+        while !(leaf_done && root_done) {
+            for (side, done) in [
+                (&mut leaf_side, &mut leaf_done),
+                (&mut root_side, &mut root_done),
+            ] {
+                if *done {
+                    continue;
+                }
+                let Some(at) = side.first().copied() else {
+                    *done = true;
+                    continue;
+                };
+                side.remove(0);
+                if shown[at] {
+                    continue;
+                }
+                shown[at] = true;
+                if width(&shown) > max {
+                    shown[at] = false;
+                    *done = true;
+                }
+            }
+        }
+    }
+    let mut text = String::new();
+    let mut in_gap = false;
+    for (i, (step, &show)) in steps.iter().zip(&shown).enumerate() {
+        if show || !in_gap {
+            if i > 0 {
+                text.push_str(" → ");
+            }
+            text.push_str(if show { step } else { "…" });
+        }
+        in_gap = !show;
+    }
+    text
+}
+
+/// Paths fitted as [`fit_path`], so that two that differ never print the same: where two would,
+/// each keeps the first step at which it differs from the other.
+pub(crate) fn fit_distinct_paths(paths: &[Vec<String>], max: usize) -> Vec<String> {
+    let mut fitted: Vec<String> = paths
+        .iter()
+        .map(|steps| fit_path(steps, max, None))
+        .collect();
+    let mut by_text: std::collections::BTreeMap<&str, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    for (i, text) in fitted.iter().enumerate() {
+        by_text.entry(text.as_str()).or_default().push(i);
+    }
+    let collisions: Vec<Vec<usize>> = by_text
+        .into_values()
+        .filter(|rows| rows.len() > 1)
+        .collect();
+    for rows in collisions {
+        for &row in &rows {
+            let keep = rows
+                .iter()
+                .filter(|&&other| other != row && paths[other] != paths[row])
+                .filter_map(|&other| {
+                    paths[row]
+                        .iter()
+                        .zip(&paths[other])
+                        .position(|(a, b)| a != b)
+                })
+                .min();
+            fitted[row] = fit_path(&paths[row], max, keep);
+        }
+    }
+    fitted
+}
+
+/// The steps of a signature as `diff` and `leaks` write them (`a.edge → b.edge → c`).
+pub(crate) fn signature_steps(signature: &str) -> Vec<String> {
+    signature.split(" → ").map(str::to_owned).collect()
 }
 
 /// Shortens a label to `max` characters on one line.
@@ -248,7 +380,48 @@ pub fn human_bytes(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::human_bytes;
+    use super::{fit_distinct_paths, fit_path, human_bytes};
+
+    fn steps(text: &str) -> Vec<String> {
+        text.split(" → ").map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_long_path_gives_way_in_the_middle_by_whole_steps() {
+        let path = steps(
+            "(GC roots).<JNI global> → jdk.internal.loader.ClassLoaders$AppClassLoader.classes → java.util.ArrayList.elementData → java.lang.Object[][1] → java.lang.Class \"com.example.SessionCache\".INSTANCE → com.example.SessionCache.sessions → java.util.HashMap.table → java.util.HashMap$Node[]",
+        );
+        let whole = path.join(" → ");
+        assert_eq!(fit_path(&path, whole.chars().count(), None), whole);
+        let fitted = fit_path(&path, 120, None);
+        assert!(fitted.chars().count() <= 120, "{fitted}");
+        assert!(fitted.starts_with("(GC roots).<JNI global> → "), "{fitted}");
+        assert!(
+            fitted.ends_with("com.example.SessionCache.sessions → java.util.HashMap.table → java.util.HashMap$Node[]"),
+            "{fitted}"
+        );
+        assert_eq!(fitted.matches('…').count(), 1, "{fitted}");
+        // Every step shown is whole.
+        for part in fitted.split(" → ") {
+            assert!(part == "…" || path.contains(&part.to_owned()), "{part}");
+        }
+        // Too narrow for anything but the ends: the ends still show, whole.
+        let narrow = fit_path(&path, 10, None);
+        assert_eq!(narrow.split(" → ").count(), 4, "{narrow}");
+    }
+
+    #[test]
+    fn paths_that_differ_never_print_the_same() {
+        let a = steps("(root) → a.x → b.y → c.left → d.z → e.w → f.v → g");
+        let b = steps("(root) → a.x → b.y → c.right → d.z → e.w → f.v → g");
+        let fitted = fit_distinct_paths(&[a.clone(), b.clone(), a.clone()], 40);
+        assert_ne!(fitted[0], fitted[1], "{fitted:?}");
+        assert_eq!(fitted[0], fitted[2]);
+        assert!(
+            fitted[0].contains("c.left") && fitted[1].contains("c.right"),
+            "{fitted:?}"
+        );
+    }
 
     #[test]
     fn dates_are_civil_utc() {

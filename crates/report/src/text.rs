@@ -2,8 +2,8 @@
 
 use crate::findings::frame_text;
 use crate::{
-    DumpInfo, chain_line, duration_text, edge_suffix, human_bytes, rank_name, short, signed_bytes,
-    signed_count, type_text,
+    DumpInfo, chain_line, duration_text, edge_suffix, fit_distinct_paths, human_bytes, rank_name,
+    short, signature_steps, signed_bytes, signed_count, type_text,
 };
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
@@ -17,6 +17,10 @@ use heapgraph_analyzer::{
     SuspectsView,
 };
 use std::fmt::Write;
+
+/// How many characters a path in a table's last column may take before its middle steps give
+/// way.
+const TABLE_PATH_WIDTH: usize = 120;
 
 /// A table with right-aligned numeric columns and left-aligned text columns.
 struct Table {
@@ -144,7 +148,7 @@ pub fn summary(
     ]);
     for row in view.types.iter().take(max_types) {
         table.row(vec![
-            short(type_text(&row.type_name), 60),
+            type_text(&row.type_name).to_owned(),
             row.count.to_string(),
             human_bytes(row.shallow_size),
             human_bytes(row.retained_size),
@@ -183,7 +187,7 @@ pub fn top(objects: &[ObjectView], by: RankBy, info: &DumpInfo) -> String {
     for object in objects {
         table.row(vec![
             object.id_text.clone(),
-            short(type_text(&object.type_name), 40),
+            type_text(&object.type_name).to_owned(),
             short(&object.name, 40),
             human_bytes(object.shallow_size),
             object
@@ -246,17 +250,12 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
         );
         let _ = writeln!(out, "  {}", chain_line(path));
         for step in path {
-            let edge = step
-                .edge
-                .as_deref()
-                .map(edge_suffix)
-                .unwrap_or_else(|| "(root)".to_owned());
-            let _ = writeln!(
-                out,
-                "    {:<28} {}",
-                short(&edge, 28),
-                object_line(&step.object)
-            );
+            let edge = match (step.edge.as_deref(), step.edge_kind) {
+                (None, _) => "(root)".to_owned(),
+                (Some(_), Some("shortcut")) => "(shortcut)".to_owned(),
+                (Some(edge), _) => edge_suffix(edge),
+            };
+            let _ = writeln!(out, "    {:<28} {}", edge, object_line(&step.object));
         }
     }
     out
@@ -275,12 +274,7 @@ pub fn dominators(view: &DominatorTreeView, info: &DumpInfo) -> String {
     for node in &view.nodes {
         let mut label = "  ".repeat(node.depth as usize);
         let object = &node.object;
-        let _ = write!(
-            label,
-            "{} {}",
-            short(type_text(&object.type_name), 40),
-            object.id_text
-        );
+        let _ = write!(label, "{} {}", type_text(&object.type_name), object.id_text);
         if !object.name.is_empty() && object.name != object.type_name {
             let _ = write!(label, " {:?}", short(&object.name, 40));
         }
@@ -326,7 +320,13 @@ pub fn suspects(view: &SuspectsView, info: &DumpInfo, findings: &[Finding]) -> S
                     human_bytes(suspect.retained_size),
                     suspect.share * 100.0
                 );
-                if let Some(point) = &suspect.accumulation_point {
+                // An object whose bytes accumulate in itself: what it holds says the rest.
+                if let Some(point) = suspect.accumulation_point.as_ref().filter(|point| {
+                    suspect
+                        .object
+                        .as_ref()
+                        .is_none_or(|object| object.id != point.id)
+                }) {
                     let _ = writeln!(out, "  bytes accumulate in: {}", object_line(point));
                 }
                 if !suspect.accumulated.is_empty() {
@@ -337,7 +337,7 @@ pub fn suspects(view: &SuspectsView, info: &DumpInfo, findings: &[Finding]) -> S
                         table.row(vec![
                             row.count.to_string(),
                             human_bytes(row.retained_size),
-                            short(type_text(&row.type_name), 60),
+                            type_text(&row.type_name).to_owned(),
                         ]);
                     }
                     let mut rows = String::new();
@@ -695,7 +695,7 @@ pub fn graph_diff(
     ]);
     for row in changed.into_iter().take(n) {
         table.row(vec![
-            short(type_text(&row.type_name), 60),
+            type_text(&row.type_name).to_owned(),
             row.count_after.to_string(),
             signed_count(row.count_delta()),
             human_bytes(row.shallow_after),
@@ -723,13 +723,18 @@ pub fn graph_diff(
             ("objects", true),
             ("holder", false),
         ]);
-        for holder in holders {
+        let paths: Vec<Vec<String>> = holders
+            .iter()
+            .map(|holder| signature_steps(&holder.signature))
+            .collect();
+        let fitted = fit_distinct_paths(&paths, TABLE_PATH_WIDTH);
+        for (holder, path) in holders.iter().zip(fitted) {
             table.row(vec![
                 holder.status.name().to_owned(),
                 human_bytes(holder.retained_after),
                 signed_bytes(holder.retained_delta()),
                 holder.count_after.to_string(),
-                short(&holder.signature, 120),
+                path,
             ]);
         }
         table.render(&mut out);
@@ -753,7 +758,7 @@ pub fn leaking(view: &LeakingView, info: &DumpInfo, n: usize) -> String {
         table.row(vec![
             count.to_string(),
             human_bytes(*size),
-            short(type_text(name), 60),
+            type_text(name).to_owned(),
         ]);
     }
     table.render(&mut out);
@@ -808,11 +813,17 @@ pub fn leaks(view: &LeaksView, info: &DumpInfo) -> String {
         ("objects", true),
         ("path from the root", false),
     ]);
-    for cluster in &view.clusters {
+    let paths: Vec<Vec<String>> = view
+        .clusters
+        .iter()
+        .map(|cluster| signature_steps(&cluster.signature))
+        .collect();
+    let fitted = fit_distinct_paths(&paths, TABLE_PATH_WIDTH);
+    for (cluster, path) in view.clusters.iter().zip(fitted) {
         table.row(vec![
             human_bytes(cluster.retained_size),
             cluster.count.to_string(),
-            short(&cluster.signature, 140),
+            path,
         ]);
     }
     table.render(&mut out);
