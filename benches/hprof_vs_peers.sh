@@ -38,12 +38,11 @@
 # A peer that fails is reported as failed in the table (its error printed) and the run goes on;
 # a heapgraph step that fails stops the run (exit 1).
 # Prints a markdown table with wall seconds, peak RSS and the ratios against the peers, and the
-# issue's targets beside it. The dump generator is read from ../shared/bench relative to the
-# repository root.
+# issue's targets beside it. The dump generator is read from benches/corpus.
 set -euo pipefail
 
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED="$ROOT/../shared"
+CORPUS="$ROOT/benches/corpus"
 SIZE="${SIZE:-large}"
 BENCH_DIR="${BENCH_DIR:-/tmp/heapgraph-bench}"
 PEERS_ROOT="${PEERS_ROOT:-/tmp/hprof-peers}"
@@ -90,7 +89,7 @@ mkdir -p "$DUMP_DIR"
 DUMP="$DUMP_DIR/java-$SIZE.hprof"
 if [[ ! -s "$DUMP" ]]; then
   echo "generating $DUMP (once)" >&2
-  python3 "$SHARED/bench/gen_hprof.py" --size "$SIZE" --out "$DUMP_DIR" >&2
+  python3 "$CORPUS/gen_hprof.py" --size "$SIZE" --out "$DUMP_DIR" >&2
 fi
 HGD="$DUMP_DIR/java-$SIZE.hgd"
 

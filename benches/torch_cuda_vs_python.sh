@@ -3,10 +3,10 @@
 #
 # Usage (from anywhere inside the repository):
 #   benches/torch_cuda_vs_python.sh
-#   FILE=../shared/fixtures/torch-cuda/kv_cache_cat_growth.pickle.gz benches/torch_cuda_vs_python.sh
+#   FILE=fixtures/torch-cuda/kv_cache_cat_growth.pickle.gz benches/torch_cuda_vs_python.sh
 # Environment:
 #   FILE        the snapshot, a gzipped pickle of torch.cuda.memory._snapshot() (default
-#               ../shared/fixtures/torch-cuda/transformer_train_large.pickle.gz: 1.5 MB gzipped,
+#               fixtures/torch-cuda/transformer_train_large.pickle.gz: 1.5 MB gzipped,
 #               18.6 MB raw, 215,687 trace events; relative paths are taken from the repository root)
 #   HEAPGRAPH_BIN   use this heapgraph binary and skip `cargo build --release`
 #   SKIP_HEAPGRAPH  1: time Python only (step a); no build, no heapgraph step
@@ -26,8 +26,8 @@
 set -euo pipefail
 
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED="$ROOT/../shared"
-FILE="${FILE:-$SHARED/fixtures/torch-cuda/transformer_train_large.pickle.gz}"
+CORPUS="$ROOT/benches/corpus"
+FILE="${FILE:-$ROOT/fixtures/torch-cuda/transformer_train_large.pickle.gz}"
 [[ "$FILE" == /* ]] || FILE="$ROOT/$FILE"
 SKIP_HEAPGRAPH="${SKIP_HEAPGRAPH:-0}"
 REPEAT="${REPEAT:-5}"

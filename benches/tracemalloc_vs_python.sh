@@ -11,7 +11,7 @@
 #               it takes a few minutes and several GB of memory; small is 315k traces)
 #   BENCH_DIR   where the pair is kept between runs (default /tmp/heapgraph-bench/tracemalloc):
 #               BENCH_DIR/tm-SIZE-before.pickle and BENCH_DIR/tm-SIZE-after.pickle, made once by
-#               `python3 ../shared/bench/gen_tracemalloc.py --size SIZE --out BENCH_DIR`. A pair
+#               `python3 benches/corpus/gen_tracemalloc.py --size SIZE --out BENCH_DIR`. A pair
 #               counts as complete when BENCH_DIR/manifest.jsonl (written by the generator after
 #               both dumps) has the after-dump with its current byte size; otherwise it is made
 #               again. Don't point two runs at a folder where a generation is still going on.
@@ -23,20 +23,20 @@
 # with apt-get). The machine should be otherwise idle while this runs.
 #
 # Steps, each timed alone with /usr/bin/time -v (the median of REPEAT runs), page cache warm:
-#   (a) python3 ../shared/bench/tm_bench.py --mode traceback BEFORE AFTER
+#   (a) python3 benches/corpus/tm_bench.py --mode traceback BEFORE AFTER
 #       (Snapshot.load of both + after.compare_to(before, 'traceback'))
-#   (b) python3 ../shared/bench/tm_bench.py --mode lineno BEFORE AFTER
+#   (b) python3 benches/corpus/tm_bench.py --mode lineno BEFORE AFTER
 #   (c) heapgraph diff BEFORE AFTER --by traceback --format json
 #   (d) heapgraph diff BEFORE AFTER --by lineno --format json
 # Before anything of heapgraph's is timed, heapgraph diff --by lineno runs once untimed: when it
 # cannot read the pair (e.g. a build without the tracemalloc importer) the script stops there,
 # exit 3. Any step that fails stops the run (exit 1).
 # Prints a markdown table with wall seconds, peak RSS and the ratios python/heapgraph. The
-# generator and the Python driver are read from ../shared/bench relative to the repository root.
+# generator and the Python driver are in benches/corpus.
 set -euo pipefail
 
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED="$ROOT/../shared"
+CORPUS="$ROOT/benches/corpus"
 SIZE="${SIZE:-large}"
 BENCH_DIR="${BENCH_DIR:-/tmp/heapgraph-bench/tracemalloc}"
 SKIP_HEAPGRAPH="${SKIP_HEAPGRAPH:-0}"
@@ -64,7 +64,7 @@ EOF
 }
 if ! pair_complete; then
   echo "generating $BEFORE and $AFTER (once)" >&2
-  python3 "$SHARED/bench/gen_tracemalloc.py" --size "$SIZE" --out "$BENCH_DIR" >&2
+  python3 "$CORPUS/gen_tracemalloc.py" --size "$SIZE" --out "$BENCH_DIR" >&2
   pair_complete || { echo "the generator did not leave a complete pair in $BENCH_DIR" >&2; exit 1; }
 fi
 
@@ -101,8 +101,8 @@ if [[ -n "$HG" ]]; then
   fi
 fi
 
-median py_traceback "$REPEAT" python3 "$SHARED/bench/tm_bench.py" --mode traceback "$BEFORE" "$AFTER"
-median py_lineno "$REPEAT" python3 "$SHARED/bench/tm_bench.py" --mode lineno "$BEFORE" "$AFTER"
+median py_traceback "$REPEAT" python3 "$CORPUS/tm_bench.py" --mode traceback "$BEFORE" "$AFTER"
+median py_lineno "$REPEAT" python3 "$CORPUS/tm_bench.py" --mode lineno "$BEFORE" "$AFTER"
 # Python's own split of its time (load vs compare_to), from tm_bench.py's last run.
 for m in traceback lineno; do
   echo "python --mode $m: $(cat "$LOGS/py_$m.out")" >&2

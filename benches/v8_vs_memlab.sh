@@ -19,17 +19,16 @@
 # when it is missing and this runs as root, it is installed with apt-get).
 #
 # Steps, each timed alone with /usr/bin/time -v (the median of REPEAT runs):
-#   (a) memlab: ../shared/bench/memlab_bench.js --mode full (parse + shortest
+#   (a) memlab: benches/corpus/memlab_bench.js --mode full (parse + shortest
 #       paths + dominators + retained sizes)
 #   (b) heapgraph summary FILE --format json
 #   (c) heapgraph convert FILE -o X.hgd, then heapgraph summary X.hgd
 # Prints a markdown table with wall seconds, peak RSS and memlab/heapgraph
-# ratios. The snapshot generator and the memlab driver are read from
-# ../shared/bench relative to the repository root.
+# ratios. The snapshot generator and the memlab driver are in benches/corpus.
 set -euo pipefail
 
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED="$ROOT/../shared"
+CORPUS="$ROOT/benches/corpus"
 SIZE="${SIZE:-large}"
 BENCH_DIR="${BENCH_DIR:-/tmp/heapgraph-bench}"
 MEMLAB_HEAP_MB="${MEMLAB_HEAP_MB:-16000}"
@@ -55,7 +54,7 @@ mkdir -p "$BENCH_DIR"
 SNAP="$BENCH_DIR/v8-$SIZE-target.heapsnapshot"
 if [[ ! -s "$SNAP" ]]; then
   echo "generating $SNAP (once)" >&2
-  node --max-old-space-size=12000 "$SHARED/bench/gen_v8.js" --size "$SIZE" --out "$BENCH_DIR" --phases target >&2
+  node --max-old-space-size=12000 "$CORPUS/gen_v8.js" --size "$SIZE" --out "$BENCH_DIR" --phases target >&2
 fi
 HGD="$BENCH_DIR/v8-$SIZE-target.hgd"
 
@@ -72,7 +71,7 @@ trap 'rm -rf "$LOGS"' EXIT
 
 rm -f "$HGD"
 median memlab "$MEMLAB_REPEAT" node --max-old-space-size="$MEMLAB_HEAP_MB" \
-  "$SHARED/bench/memlab_bench.js" --memlab "$MEMLAB_DIR" --mode full "$SNAP"
+  "$CORPUS/memlab_bench.js" --memlab "$MEMLAB_DIR" --mode full "$SNAP"
 median summary "$REPEAT" "$HG" summary "$SNAP" --format json
 median convert "$REPEAT" "$HG" convert "$SNAP" -o "$HGD"
 median summary_hgd "$REPEAT" "$HG" summary "$HGD" --format json
