@@ -353,3 +353,103 @@ fn the_gate_fails_on_the_leaking_release_and_passes_on_the_fixed_one() {
     assert_eq!(stderr.matches("gate passed").count(), 2, "{stderr}");
     std::fs::remove_dir_all(&fixed).ok();
 }
+
+/// objgraph's `find_backref_chain(obj, is_proper_module)` is the behaviour `who-holds` matches:
+/// the session is held by a module global through a registry of listeners (the chain that
+/// explains the leak), and also, more shortly, by the running frame's local list. The default
+/// answer leads with the module's chain, object for object as objgraph finds it; the shortest
+/// order does not.
+#[test]
+fn who_holds_leads_with_the_chain_objgraph_finds_from_a_module() {
+    let dir = temp_dir("python-backref-chain");
+    let out = dir.join("registry.hgd");
+    let script = r#"
+import gc, json, sys, objgraph, heapgraph_dump
+
+class LeakedSession:
+    def __init__(self, n):
+        self.buffer = bytearray(1024)
+    def on_event(self):
+        return self.buffer
+
+class Listener:
+    def __init__(self, callback):
+        self.callback = callback
+
+class Registry:
+    def __init__(self):
+        self.listeners = []
+
+REGISTRY = Registry()
+
+def main(path):
+    sessions = [LeakedSession(n) for n in range(50)]
+    for session in sessions:
+        REGISTRY.listeners.append(Listener(session.on_event))
+    target = sessions[7]
+    gc.collect()
+    chain = objgraph.find_backref_chain(target, objgraph.is_proper_module)
+    heapgraph_dump.dump(path)
+    print(json.dumps({"id": id(target), "chain": [type(o).__name__ for o in chain]}))
+
+main(sys.argv[1])
+"#;
+    let facts: serde_json::Value =
+        serde_json::from_str(run_python(script, &[path_str(&out)]).trim()).expect("facts");
+    let id = facts["id"].to_string();
+    let types_of = |path: &serde_json::Value| -> Vec<String> {
+        path.as_array()
+            .expect("a chain")
+            .iter()
+            .skip(1)
+            .map(|step| {
+                let name = step["type"].as_str().unwrap_or_default();
+                name.rsplit('.').next().unwrap_or(name).to_owned()
+            })
+            .filter(|name| name != "dict")
+            .collect()
+    };
+    let objgraph_chain: Vec<String> = facts["chain"]
+        .as_array()
+        .expect("objgraph's chain")
+        .iter()
+        .map(|name| name.as_str().unwrap_or_default().to_owned())
+        .filter(|name| name != "dict")
+        .collect();
+    assert_eq!(objgraph_chain.first().map(String::as_str), Some("module"));
+    let holders = json(&["who-holds", path_str(&out), &id, "--format", "json"]);
+    assert_eq!(
+        types_of(&holders["paths"][0]),
+        objgraph_chain,
+        "{holders:#}"
+    );
+    let edges: Vec<&str> = holders["paths"][0]
+        .as_array()
+        .expect("a chain")
+        .iter()
+        .filter_map(|step| step["edge"].as_str())
+        .collect();
+    assert!(
+        edges.contains(&"REGISTRY") && edges.contains(&"listeners"),
+        "{edges:?}"
+    );
+    // The shortest chain enters elsewhere (the running frame, or C code): what the default
+    // order puts behind the module's.
+    let shortest = json(&[
+        "who-holds",
+        path_str(&out),
+        &id,
+        "--order",
+        "shortest",
+        "--paths",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert_ne!(
+        types_of(&shortest["paths"][0]),
+        objgraph_chain,
+        "{shortest:#}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

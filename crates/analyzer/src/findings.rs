@@ -365,7 +365,8 @@ pub fn gpu(view: &GpuView) -> Vec<Finding> {
     let mut findings = Vec::new();
     let held_by = view
         .by_stack
-        .first()
+        .iter()
+        .find(|row| !row.frames.is_empty())
         .map(|row| (row.frames.clone(), row.size));
     if let Some(oom) = &view.oom {
         let cause = if view.inactive_bytes >= oom.requested_bytes
@@ -400,10 +401,11 @@ pub fn gpu(view: &GpuView) -> Vec<Finding> {
 /// line that allocated most of the growth.
 pub fn sites(view: &SitesView) -> Option<Finding> {
     if view.is_diff {
+        // A line names the growth; allocations without a recorded stack name nothing.
         let row = view
             .rows
             .iter()
-            .filter(|row| row.size_diff > 0)
+            .filter(|row| row.size_diff > 0 && !row.frames.is_empty())
             .max_by_key(|row| (row.size_diff, row.size))?;
         Some(Finding::AllocGrowth {
             frames: row.frames.clone(),
@@ -411,7 +413,7 @@ pub fn sites(view: &SitesView) -> Option<Finding> {
             size_after: row.size,
         })
     } else {
-        let row = view.rows.first()?;
+        let row = view.rows.iter().find(|row| !row.frames.is_empty())?;
         Some(Finding::Allocation {
             frames: row.frames.clone(),
             size: row.size,

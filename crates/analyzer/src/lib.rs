@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod backrefs;
+mod chains;
 pub mod diff;
 mod distances;
 mod dominators;
@@ -34,6 +35,7 @@ pub mod timeline;
 mod tree_columns;
 pub mod view;
 
+pub use chains::ChainOrder;
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, MEMORY_BOUND_REFERENCES, NO_NODE, dominators, memory_bound};
 pub use edge_rule::EdgeRule;

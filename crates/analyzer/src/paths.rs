@@ -6,7 +6,7 @@
 //! extended first, which makes the search dive to the root instead of widening.
 
 use crate::NO_DISTANCE;
-use crate::distances::strong_distances;
+use crate::distances::strong_distances_entering;
 use crate::edge_rule::{EdgeRule, StrongEdges};
 use heapgraph_model::{HeapGraph, NodeId};
 use std::cmp::Reverse;
@@ -43,7 +43,19 @@ pub(crate) fn shortest_chains(
     target: NodeId,
     k: usize,
 ) -> Vec<Chain> {
-    let distance = strong_distances(graph, rule);
+    shortest_chains_entering(graph, rule, target, k, &|_| true)
+}
+
+/// [`shortest_chains`] through the root's edges that `enters` accepts only (a chain from a
+/// module or a static field, say, rather than from a running frame).
+pub(crate) fn shortest_chains_entering(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    target: NodeId,
+    k: usize,
+    enters: &dyn Fn(usize) -> bool,
+) -> Vec<Chain> {
+    let distance = strong_distances_entering(graph, rule, enters);
     if k == 0 || distance[target.index()] == NO_DISTANCE {
         return Vec::new();
     }
@@ -81,7 +93,10 @@ pub(crate) fn shortest_chains(
         for (from, edge) in reverse.retainers(node_id) {
             let from_raw = from.to_raw();
             let from_distance = distance[from.index()];
-            if from_distance == NO_DISTANCE || !strong.retains(from_raw, edge, node) {
+            if from_distance == NO_DISTANCE
+                || !strong.retains(from_raw, edge, node)
+                || (from_raw == root && !enters(edge))
+            {
                 continue;
             }
             if from_distance >= min_distance && chain_contains(&partials, index, from_raw) {

@@ -1,9 +1,10 @@
 //! The questions users ask, answered as view structs: summary, top, who holds, dominator tree.
 
 use crate::Analysis;
+use crate::chains::{ChainOrder, ranked_chains};
 use crate::distances::edges_from_root;
 use crate::histogram::DominatorChildren;
-use crate::paths::{Chain, shortest_chains};
+use crate::paths::Chain;
 use crate::view::{
     DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
     TypeRow,
@@ -178,12 +179,14 @@ pub fn find_largest_of_type(
     best.map(|(_, node)| (node, matches))
 }
 
-/// Who holds `target`: its dominator chain and up to `n_paths` shortest retainer chains.
+/// Who holds `target`: its dominator chain and up to `n_paths` retainer chains in `order`
+/// (by default the chains that explain: see [`ChainOrder`]).
 pub fn who_holds(
     graph: &HeapGraph,
     analysis: &Analysis,
     target: NodeId,
     n_paths: usize,
+    order: ChainOrder,
 ) -> HoldersView {
     let tree = &analysis.dominators;
     let mut dominator_chain = Vec::new();
@@ -195,15 +198,18 @@ pub fn who_holds(
         }
         dominator_chain.reverse();
     }
-    let paths = shortest_chains(graph, &analysis.edge_rule, target, n_paths)
+    let ranked = ranked_chains(graph, analysis, target, n_paths, order);
+    let path_counts = ranked.iter().map(|ranked| ranked.count).collect();
+    let paths = ranked
         .into_iter()
-        .map(|chain| path_steps(graph, analysis, chain))
+        .map(|ranked| path_steps(graph, analysis, ranked.chain))
         .collect();
     HoldersView {
         target: object_view(graph, analysis, target),
         matches: None,
         dominator_chain,
         paths,
+        path_counts,
     }
 }
 

@@ -8,8 +8,8 @@
 //! places) together retain at least `threshold` is a suspect, with its largest instance.
 
 use crate::Analysis;
+use crate::chains::{ChainOrder, ranked_chains};
 use crate::histogram::DominatorChildren;
-use crate::paths::{Chain, shortest_chains};
 use crate::queries::{object_view, path_steps};
 use crate::view::{
     AccumulatedType, DuplicateString, PathStep, StringsView, Suspect, SuspectRule, SuspectsView,
@@ -248,33 +248,14 @@ fn top_level(graph: &HeapGraph, tree: &crate::DominatorTree, node: NodeId) -> bo
     true
 }
 
-/// Root edges that say nothing of who holds an object: Python's reference counts make an
-/// object that C code (or a running frame) holds a root of its own, and a chain through such
-/// a root is often the shortest, but a developer asks which module or thread holds it.
-const ANONYMOUS_ROOT_EDGES: [&str; 1] = ["held outside the dump"];
-
-/// How many of the shortest chains are looked through for one that enters by a named root.
-const CHAINS_FOR_A_NAMED_ROOT: usize = 16;
-
-/// The shortest chain from the root to `node`, preferring one that enters through a named
-/// root (a module, a thread, a class) to one through an anonymous root.
+/// The chain from the root to `node` that explains it best: through a named root (a module, a
+/// thread, a class) before an anonymous one ([`ChainOrder::Explain`]).
 fn chain_to(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Vec<PathStep> {
-    let chains = shortest_chains(graph, &analysis.edge_rule, node, CHAINS_FOR_A_NAMED_ROOT);
-    let anonymous = |chain: &Chain| {
-        chain
-            .get(1)
-            .and_then(|&(_, edge)| edge)
-            .is_some_and(|edge| match graph.edge_name(edge) {
-                EdgeName::Named(name) => ANONYMOUS_ROOT_EDGES.contains(&name),
-                _ => false,
-            })
-    };
-    let chosen = chains
-        .iter()
-        .position(|chain| !anonymous(chain))
-        .unwrap_or(0);
-    let chain = chains.into_iter().nth(chosen).unwrap_or_default();
-    path_steps(graph, analysis, chain)
+    ranked_chains(graph, analysis, node, 1, ChainOrder::Explain)
+        .into_iter()
+        .next()
+        .map(|ranked| path_steps(graph, analysis, ranked.chain))
+        .unwrap_or_default()
 }
 
 /// The types a runtime's strings have, and the edge to their character data, if separate.

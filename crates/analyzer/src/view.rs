@@ -102,8 +102,11 @@ pub struct HoldersView {
     /// Immediate-dominator chain from the root down to the target, both included. Releasing
     /// any element frees the target. Empty when the target is unreachable.
     pub dominator_chain: Vec<ObjectView>,
-    /// Distinct chains from the root to the target, shortest first, root and target included.
+    /// Chains from the root to the target, root and target included: those from named roots
+    /// first, one per root, or the shortest first (as asked).
     pub paths: Vec<Vec<PathStep>>,
+    /// For each chain, how many chains print as it does (merged into it).
+    pub path_counts: Vec<u64>,
 }
 
 /// One node of a printed dominator tree.

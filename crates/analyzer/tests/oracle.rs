@@ -1,7 +1,7 @@
 //! The analyzer against simple oracles on thousands of random graphs: petgraph's
 //! `simple_fast` for dominators, brute force for retained sizes, type totals and chains.
 
-use heapgraph_analyzer::{EdgeRule, Options, RankBy, analyze, summary, top, who_holds};
+use heapgraph_analyzer::{ChainOrder, EdgeRule, Options, RankBy, analyze, summary, top, who_holds};
 use heapgraph_model::{EdgeKind, HeapGraph, NodeId, Runtime};
 use heapgraph_test_support::{graph, graph_from_edges};
 use petgraph::algo::dominators::simple_fast;
@@ -170,7 +170,7 @@ proptest! {
     fn chains_are_the_shortest_simple_chains(graph in small_graph(), k in 1usize..5) {
         let analysis = analyze(&graph, &options());
         for target in graph.nodes().skip(1).take(6) {
-            let view = who_holds(&graph, &analysis, target, k);
+            let view = who_holds(&graph, &analysis, target, k, ChainOrder::Shortest);
             let lengths = all_chain_lengths(&graph, target);
             let expected: Vec<usize> = lengths.iter().copied().take(k).collect();
             let got: Vec<usize> = view.paths.iter().map(|path| path.len() - 1).collect();
@@ -194,6 +194,33 @@ proptest! {
     }
 }
 
+proptest! {
+    #[test]
+    fn chains_that_explain_are_real_chains_one_per_root(graph in small_graph(), k in 1usize..5) {
+        let analysis = analyze(&graph, &options());
+        for target in graph.nodes().skip(1).take(6) {
+            let view = who_holds(&graph, &analysis, target, k, ChainOrder::Explain);
+            let shortest = who_holds(&graph, &analysis, target, 1, ChainOrder::Shortest);
+            // A target the root reaches gets a chain either way, and none that it does not.
+            prop_assert_eq!(view.paths.is_empty(), shortest.paths.is_empty());
+            prop_assert!(view.paths.len() <= k);
+            prop_assert_eq!(view.path_counts.len(), view.paths.len());
+            let mut roots = HashSet::default();
+            for path in &view.paths {
+                prop_assert_eq!(path[0].object.node, graph.root());
+                prop_assert_eq!(path.last().map(|step| step.object.node), Some(target));
+                prop_assert!(roots.insert(path[1].object.node), "two chains from one root");
+                for pair in path.windows(2) {
+                    let linked = graph.edge_range(pair[0].object.node).any(|e| {
+                        graph.edge_target(e) == pair[1].object.node && graph.edge_kind(e) != EdgeKind::Weak
+                    });
+                    prop_assert!(linked, "no strong edge between chain steps");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_ten_million_link_chain_does_not_overflow_the_stack() {
     let n = 10_000_000u32;
@@ -207,7 +234,7 @@ fn a_ten_million_link_chain_does_not_overflow_the_stack() {
     assert_eq!(analysis.dominators.retained_size.get(1), u64::from(n - 1));
     assert_eq!(analysis.distances(&graph)[(n - 1) as usize], n - 1);
     let last = graph.node((n - 1) as usize).expect("last node");
-    let view = who_holds(&graph, &analysis, last, 1);
+    let view = who_holds(&graph, &analysis, last, 1, ChainOrder::Shortest);
     assert_eq!(view.dominator_chain.len(), n as usize);
     assert_eq!(view.paths[0].len(), n as usize);
 }
@@ -243,7 +270,7 @@ fn unreachable_objects_are_counted_apart() {
     assert_eq!((view.unreachable_objects, view.unreachable_size), (3, 12));
     assert_eq!(analysis.dominators.retained_size.get(0), 1);
     let orphan = graph.find_object(3).expect("orphan");
-    let holders = who_holds(&graph, &analysis, orphan, 3);
+    let holders = who_holds(&graph, &analysis, orphan, 3, ChainOrder::Explain);
     assert!(holders.dominator_chain.is_empty());
     assert!(holders.paths.is_empty());
     assert_eq!(holders.target.distance, None);

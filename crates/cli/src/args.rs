@@ -459,9 +459,23 @@ pub(crate) struct WhoHoldsArgs {
     /// Instead of an id: the instance of this type that retains the most
     #[arg(long = "type", value_name = "TYPE")]
     pub(crate) type_name: Option<String>,
-    /// How many distinct shortest chains to print
+    /// How many chains to print
     #[arg(long = "paths", default_value_t = 3, value_name = "K")]
     pub(crate) n_paths: usize,
+    /// Which chains come first: `explain` (chains from named roots, a module global, a static
+    /// field, a thread's local, a global property, before those from anonymous ones; one per
+    /// root; equal ones merged) or `shortest` (the K shortest distinct chains)
+    #[arg(long, value_enum, default_value_t = ChainOrderArg::Explain)]
+    pub(crate) order: ChainOrderArg,
+}
+
+/// How `who-holds` orders its chains.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChainOrderArg {
+    /// Chains from named roots first, one per root, equal ones merged
+    Explain,
+    /// The shortest chains first
+    Shortest,
 }
 
 #[derive(Args, Debug)]

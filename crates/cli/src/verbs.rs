@@ -227,7 +227,11 @@ pub(crate) fn who_holds(args: &WhoHoldsArgs) -> anyhow::Result<String> {
         }
         (None, None) => bail!("name an object id or give --type"),
     };
-    let mut view = heapgraph_analyzer::who_holds(graph, &analysis, target, args.n_paths);
+    let order = match args.order {
+        crate::args::ChainOrderArg::Explain => heapgraph_analyzer::ChainOrder::Explain,
+        crate::args::ChainOrderArg::Shortest => heapgraph_analyzer::ChainOrder::Shortest,
+    };
+    let mut view = heapgraph_analyzer::who_holds(graph, &analysis, target, args.n_paths, order);
     view.matches = matches;
     let info = info(&args.common, &loaded);
     Ok(match args.common.format {

@@ -196,6 +196,7 @@ struct Holders<'a> {
     matches: Option<u64>,
     dominator_chain: Vec<Object<'a>>,
     paths: Vec<Vec<Step<'a>>>,
+    path_counts: &'a [u64],
 }
 
 /// `heapgraph.holders/1`.
@@ -212,6 +213,7 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
         matches: view.matches,
         dominator_chain: view.dominator_chain.iter().map(Object::from).collect(),
         paths,
+        path_counts: &view.path_counts,
     })
 }
 

@@ -241,9 +241,13 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
         let _ = writeln!(out, "  {:>3}  {}", depth, object_line(object));
     }
     for (i, path) in view.paths.iter().enumerate() {
+        let alike = match view.path_counts.get(i) {
+            Some(&count) if count > 1 => format!(", and {} more that read the same", count - 1),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "\nchain {} of {} ({} references):",
+            "\nchain {} of {} ({} references{alike}):",
             i + 1,
             view.paths.len(),
             path.len().saturating_sub(1)

@@ -1,0 +1,176 @@
+//! Chains that explain: of the chains from the roots to an object, the ones a person needs
+//! first. A chain from a named root (a module global, a static field, a thread's local, a JNI
+//! global, a V8 global property) says who holds the object; one from an anonymous root (Python's
+//! "held outside the dump", a running frame's stack, V8's internal root groups, a busy monitor)
+//! is often shorter and says little. So the chains from named roots come first, each shortest
+//! first, then the others; each root gives at most one chain; and chains that print the same
+//! are one, with a count. This is objgraph's `find_backref_chain(obj, is_proper_module)`
+//! generalised: when a module reaches the object, its chain is among the answer.
+
+use crate::Analysis;
+use crate::paths::{Chain, shortest_chains, shortest_chains_entering};
+use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId, Runtime};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// How the chains of `who-holds` are ordered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChainOrder {
+    /// Chains from named roots first, one per root, equal ones merged (the default).
+    #[default]
+    Explain,
+    /// The k shortest distinct chains, shortest first.
+    Shortest,
+}
+
+/// A chain, and how many chains print as it does.
+pub(crate) struct RankedChain {
+    pub(crate) chain: Chain,
+    pub(crate) count: u64,
+}
+
+/// Root edges that say nothing of who holds an object, by runtime.
+const ANONYMOUS_JAVA_ROOTS: [&str; 11] = [
+    "<unknown root>",
+    "<busy monitor>",
+    "<native stack>",
+    "<thread block>",
+    "<VM internal>",
+    "<reference cleanup>",
+    "<finalizable>",
+    "<debugger>",
+    "<JNI local>",
+    "<JNI monitor>",
+    "<interned string>",
+];
+const ANONYMOUS_PYTHON_ROOTS: [&str; 3] = ["held outside the dump", "thread", "gc.garbage"];
+
+/// Whether the root's edge `edge` enters by a root that names a holder.
+pub(crate) fn is_named_root_edge(graph: &HeapGraph, edge: usize) -> bool {
+    let name = match graph.edge_name(edge) {
+        EdgeName::Named(name) => name,
+        EdgeName::Index(_) => "",
+    };
+    match graph.meta().runtime {
+        Runtime::Java => !ANONYMOUS_JAVA_ROOTS.contains(&name),
+        Runtime::Python => !ANONYMOUS_PYTHON_ROOTS.contains(&name),
+        // The root's shortcuts lead to the user roots (`global`); its other edges to V8's own
+        // groups of roots (`(GC roots)`), which hold the engine's handles and stacks.
+        Runtime::V8 => {
+            graph.edge_kind(edge) == EdgeKind::Shortcut
+                || graph
+                    .node(graph.parts().edge_to[edge] as usize)
+                    .is_some_and(|node| !graph.is_synthetic(node))
+        }
+    }
+}
+
+/// Candidate chains looked through for each kind of root, per chain asked for.
+const CANDIDATES_PER_CHAIN: usize = 4;
+
+/// At most `k` chains from the root to `target`, in `order`.
+pub(crate) fn ranked_chains(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    target: NodeId,
+    k: usize,
+    order: ChainOrder,
+) -> Vec<RankedChain> {
+    let rule = &analysis.edge_rule;
+    if order == ChainOrder::Shortest {
+        return shortest_chains(graph, rule, target, k)
+            .into_iter()
+            .map(|chain| RankedChain { chain, count: 1 })
+            .collect();
+    }
+    let candidates = (k * CANDIDATES_PER_CHAIN).max(16);
+    let named = shortest_chains_entering(graph, rule, target, candidates, &|edge| {
+        is_named_root_edge(graph, edge)
+    });
+    let anonymous = shortest_chains_entering(graph, rule, target, candidates, &|edge| {
+        !is_named_root_edge(graph, edge)
+    });
+    let mut roots: FxHashSet<Option<NodeId>> = FxHashSet::default();
+    let mut by_text: FxHashMap<String, usize> = FxHashMap::default();
+    let mut ranked: Vec<RankedChain> = Vec::new();
+    for chain in named.into_iter().chain(anonymous) {
+        if !roots.insert(chain.get(1).map(|&(node, _)| node)) {
+            continue;
+        }
+        let text = chain_text(graph, &chain);
+        if let Some(&at) = by_text.get(&text) {
+            ranked[at].count += 1;
+            continue;
+        }
+        if ranked.len() == k {
+            continue;
+        }
+        by_text.insert(text, ranked.len());
+        ranked.push(RankedChain { chain, count: 1 });
+    }
+    ranked
+}
+
+/// What a chain prints as: each object's type and name, and the edge into it.
+fn chain_text(graph: &HeapGraph, chain: &Chain) -> String {
+    let mut text = String::new();
+    for &(node, edge) in chain {
+        if let Some(edge) = edge {
+            match graph.edge_name(edge) {
+                EdgeName::Named(name) => {
+                    text.push('.');
+                    text.push_str(name);
+                }
+                EdgeName::Index(index) => text.push_str(&format!("[{index}]")),
+            }
+        }
+        text.push_str(" → ");
+        text.push_str(graph.type_name(node));
+        text.push(' ');
+        text.push_str(graph.name(node));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EdgeRule, Options, analyze};
+    use heapgraph_test_support::graph;
+
+    #[test]
+    fn a_chain_from_a_named_root_comes_before_a_shorter_anonymous_one() {
+        // The target is held by a busy monitor (anonymous, 2 references) and, further down, by
+        // a class's static field (named, 4 references), and twice by the thread's stack.
+        let graph = graph(
+            "root -> <busy monitor>; <busy monitor> -> Target#t;
+             root -> <system class>; <system class> -> Registry#r; Registry#r -> listeners;
+             listeners -> Target#t;
+             root -> <native stack>; <native stack> -> Frame#a; Frame#a -> Target#t;
+             root -> <thread block>; <thread block> -> Frame#b; Frame#b -> Target#t",
+        );
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+            },
+        );
+        let target = graph
+            .nodes()
+            .find(|&node| graph.type_name(node) == "Target")
+            .expect("the target");
+        let root_edge = |ranked: &RankedChain| match ranked.chain[1].1.map(|e| graph.edge_name(e)) {
+            Some(EdgeName::Named(name)) => name.to_owned(),
+            _ => String::new(),
+        };
+        let explain = ranked_chains(&graph, &analysis, target, 3, ChainOrder::Explain);
+        let roots: Vec<String> = explain.iter().map(root_edge).collect();
+        assert_eq!(roots[0], "<system class>", "{roots:?}");
+        assert_eq!(explain[0].chain.len(), 5);
+        // The shortest order puts the monitor first.
+        let shortest = ranked_chains(&graph, &analysis, target, 3, ChainOrder::Shortest);
+        assert_eq!(root_edge(&shortest[0]), "<busy monitor>");
+        // One chain per root, whatever is asked.
+        let all = ranked_chains(&graph, &analysis, target, 10, ChainOrder::Explain);
+        assert_eq!(all.len(), 4);
+    }
+}
