@@ -739,23 +739,28 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
         ("stack (most recent call first)", false),
     ]);
     for row in view.by_stack.iter().take(TABLE_ROWS) {
-        let frames: Vec<String> = row.frames.iter().map(frame_text).collect();
-        let stack = if frames.is_empty() {
-            "(no stack recorded)".to_owned()
-        } else {
-            frames
-                .iter()
-                .map(|frame| short(frame, 200))
-                .collect::<Vec<_>>()
-                .join("<br>")
-        };
         table.row(vec![
             bytes_cell(row.size),
             count_cell(row.count),
-            (format!("<span class=\"chain\">{stack}</span>"), None),
+            (
+                format!("<span class=\"chain\">{}</span>", stack_html(&row.frames)),
+                None,
+            ),
         ]);
     }
     table.render(out);
+}
+
+/// A stack as HTML, a frame a line, most recent call first; a site without one says so.
+fn stack_html(frames: &[heapgraph_analyzer::sites::SiteFrame]) -> String {
+    if frames.is_empty() {
+        return "(no stack recorded)".to_owned();
+    }
+    frames
+        .iter()
+        .map(|frame| short(&frame_text(frame), 200))
+        .collect::<Vec<_>>()
+        .join("<br>")
 }
 
 /// A finding's sentence as HTML: names in `code`.
@@ -850,13 +855,8 @@ fn sites_section(sites: &SitesSection<'_>, out: &mut String) {
         if view.is_diff {
             cells.push(delta_cell(row.count_diff, false));
         }
-        let frames: Vec<String> = row
-            .frames
-            .iter()
-            .map(|f| short(&frame_text(f), 200))
-            .collect();
         cells.push((
-            format!("<span class=\"chain\">{}</span>", frames.join("<br>")),
+            format!("<span class=\"chain\">{}</span>", stack_html(&row.frames)),
             None,
         ));
         table.row(cells);
