@@ -132,6 +132,44 @@ fn close_to_each_other(a: f64, b: f64) -> bool {
     (a - b).abs() <= a.abs().max(b.abs()) * COINCIDE_SHARE
 }
 
+/// A line with gaps has its points marked when it has at most this many.
+const MARKED_POINTS: usize = 200;
+
+/// How much longer than its usual step a line may go unmeasured and still be joined across.
+const JOIN_STEPS: f64 = 4.0;
+
+/// The stretches of a line to draw: its measured points (`values` at `xs`), joined across
+/// unmeasured samples, but broken where it went unmeasured for more than [`JOIN_STEPS`] times
+/// its usual step (a straight line across such a gap would show a trend no one measured). The
+/// usual step is the median between its measurements; with fewer than four, too few to tell,
+/// the median between the samples (`xs`).
+pub(super) fn runs(xs: &[f64], values: &[Option<f64>]) -> Vec<Vec<(f64, f64)>> {
+    let points: Vec<(f64, f64)> = xs
+        .iter()
+        .zip(values)
+        .filter_map(|(&x, value)| value.map(|value| (x, value)))
+        .collect();
+    let median_step = |xs: &mut dyn Iterator<Item = f64>| {
+        let mut steps: Vec<f64> = xs.collect();
+        steps.sort_by(f64::total_cmp);
+        steps.get(steps.len() / 2).copied()
+    };
+    let usual = if points.len() >= 4 {
+        median_step(&mut points.windows(2).map(|w| w[1].0 - w[0].0))
+    } else {
+        median_step(&mut xs.windows(2).map(|w| w[1] - w[0]))
+    };
+    let longest = usual.map_or(f64::INFINITY, |step| step * JOIN_STEPS);
+    let mut runs: Vec<Vec<(f64, f64)>> = Vec::new();
+    for point in points {
+        match runs.last_mut() {
+            Some(run) if point.0 - run[run.len() - 1].0 <= longest => run.push(point),
+            _ => runs.push(vec![point]),
+        }
+    }
+    runs
+}
+
 /// The width in pixels of one character drawn at plotters' `font` size.
 fn char_px(font: f64) -> f64 {
     font / 1.24 * CHAR_EM
@@ -336,18 +374,20 @@ pub(super) fn line_chart(chart: &LineChart<'_>, below: &str) -> String {
         mesh.draw()?;
         for group in &groups {
             let line = &chart.lines[group.members[0]];
-            let points: Vec<(f64, f64)> = xs
-                .iter()
-                .zip(&line.values)
-                .filter_map(|(&x, value)| value.map(|value| (x, value)))
-                .collect();
             let style = line.color.stroke_width(2);
-            plot.draw_series(LineSeries::new(points.iter().copied(), style))?;
-            if categorical {
-                // With a few points, each is marked, so that a reader sees where the dumps are.
+            let runs = runs(&xs, &line.values);
+            for run in &runs {
+                plot.draw_series(LineSeries::new(run.iter().copied(), style))?;
+            }
+            // Each point is marked where there are few (the dumps of a series), or where the
+            // line was not measured at every sample, so that a reader sees where the
+            // measurements are and a lone one shows.
+            let measured: usize = runs.iter().map(Vec::len).sum();
+            let gapped = line.values.iter().any(Option::is_none);
+            if categorical || (gapped && measured <= MARKED_POINTS) {
                 plot.draw_series(
-                    points
-                        .iter()
+                    runs.iter()
+                        .flatten()
                         .map(|&point| Circle::new(point, 3, line.color.filled())),
                 )?;
             }
@@ -617,6 +657,31 @@ mod tests {
         assert_eq!(axis_labels(1000.0)(&800.0), "800");
         assert_eq!(axis_labels(6.1)(&2.0), "2.0");
         assert_eq!(axis_labels(0.6)(&0.25), "0.25");
+    }
+
+    #[test]
+    fn a_line_is_broken_where_it_went_long_unmeasured() {
+        // The batch server's PSS: read every 0.1 s, then not for 2 s (the dump), then once.
+        let xs: Vec<f64> = (0..=32).map(|i| f64::from(i) / 10.0).collect();
+        let values: Vec<Option<f64>> = (0..=32)
+            .map(|i| (i <= 12 || i == 32).then_some(f64::from(i)))
+            .collect();
+        let runs = runs(&xs, &values);
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].len(), 13);
+        assert_eq!(runs[1], [(3.2, 32.0)]);
+        // Read every third sample: joined across the two between.
+        let sparse: Vec<Option<f64>> = (0..=32).map(|i| (i % 3 == 0).then_some(1.0)).collect();
+        assert_eq!(super::runs(&xs, &sparse).len(), 1);
+        assert!(super::runs(&xs, &[None; 33]).is_empty());
+        // Read twice, 1.6 s apart on samples 0.1 s apart: two points, not a line.
+        let twice: Vec<Option<f64>> = (0..=32)
+            .map(|i| (i == 0 || i == 16).then_some(1.0))
+            .collect();
+        assert_eq!(
+            super::runs(&xs, &twice),
+            [vec![(0.0, 1.0)], vec![(1.6, 1.0)]]
+        );
     }
 
     #[test]
