@@ -2,7 +2,8 @@
 """Opens heapgraph HTML reports in headless Chromium through chromedriver (WebDriver, standard
 library only) and checks what a reader would see.
 
-Usage: python3 tests/browser/check_report.py SCREENSHOT_DIR REPORT.html [REPORT.html ...]
+Usage: python3 tests/browser/check_report.py [--width PX] [--first-screen] SCREENSHOT_DIR
+       REPORT.html [REPORT.html ...]
 
 For each page: no console errors; every chart (<svg>) is present and has drawn lines; no chart
 label reaches outside its SVG or overlaps another, every chart fills its card, nothing is wider
@@ -11,6 +12,10 @@ clicking a numeric column header sorts the table by it, both ways; printing open
 collapsed subtree and gives a PDF (kept in SCREENSHOT_DIR); no request leaves the page (the
 performance log holds only the file itself); and a full-page screenshot is kept in
 SCREENSHOT_DIR to look at. Prints one JSON line per page; exits 1 on the first failed check.
+
+--width sets the window's width (1280 by default). --first-screen also keeps, as
+PAGE.first.png, the top of the page down to the end of its first chart (the whole first screen
+when there is none): what docs/make_guide_screenshots.sh puts in the guide.
 """
 import base64
 import json
@@ -26,6 +31,9 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+WIDTH = 1280
 
 
 class Driver:
@@ -46,7 +54,7 @@ class Driver:
         capabilities = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                                            "--window-size=1280,1000", "--hide-scrollbars"]},
+                                            "--window-size=%d,1000" % WIDTH, "--hide-scrollbars"]},
             "goog:loggingPrefs": {"browser": "ALL", "performance": "ALL"},
         }}}
         self.session = self.call("POST", "/session", capabilities)["sessionId"]
@@ -124,11 +132,11 @@ return problems;
 """
 
 
-def check(driver, page, shots):
+def check(driver, page, shots, first_screen=False):
     url = "file://" + os.path.abspath(page)
     # The window the last page's screenshot grew is shrunk back: a page is measured, and shot,
     # at its own height.
-    driver.session_call("POST", "/window/rect", {"width": 1280, "height": 1000})
+    driver.session_call("POST", "/window/rect", {"width": WIDTH, "height": 1000})
     driver.session_call("POST", "/url", {"url": url})
     facts = {"page": page}
     # Console errors.
@@ -187,9 +195,22 @@ def check(driver, page, shots):
     others = [u for u in urls if u != url]
     assert not others, "the page requested %s" % others
     facts["requests"] = sorted(urls)
+    if first_screen:
+        bottom = driver.run(
+            "var c = document.querySelector('.chart');"
+            "return c ? c.getBoundingClientRect().bottom + window.scrollY + 12 : window.innerHeight")
+        width = driver.run("return document.documentElement.clientWidth")
+        shot = driver.session_call("POST", "/goog/cdp/execute", {
+            "cmd": "Page.captureScreenshot",
+            "params": {"format": "png", "captureBeyondViewport": True,
+                       "clip": {"x": 0, "y": 0, "width": width, "height": int(bottom), "scale": 1}}})
+        first = os.path.join(shots, os.path.basename(page) + ".first.png")
+        with open(first, "wb") as out:
+            out.write(base64.b64decode(shot["data"]))
+        facts["first_screen"] = first
     # A full-page screenshot to look at.
     height = driver.run("return document.documentElement.scrollHeight")
-    driver.session_call("POST", "/window/rect", {"width": 1280, "height": min(int(height) + 20, 8000)})
+    driver.session_call("POST", "/window/rect", {"width": WIDTH, "height": min(int(height) + 20, 8000)})
     png = base64.b64decode(driver.session_call("GET", "/screenshot"))
     shot = os.path.join(shots, os.path.basename(page) + ".png")
     with open(shot, "wb") as out:
@@ -199,12 +220,19 @@ def check(driver, page, shots):
 
 
 def main():
-    shots, pages = sys.argv[1], sys.argv[2:]
+    global WIDTH
+    args = sys.argv[1:]
+    first_screen = "--first-screen" in args
+    args = [arg for arg in args if arg != "--first-screen"]
+    if args[:1] == ["--width"]:
+        WIDTH = int(args[1])
+        args = args[2:]
+    shots, pages = args[0], args[1:]
     os.makedirs(shots, exist_ok=True)
     driver = Driver()
     try:
         for page in pages:
-            check(driver, page, shots)
+            check(driver, page, shots, first_screen)
     finally:
         driver.close()
 
