@@ -208,6 +208,8 @@ fn a_recording_gives_memory_over_time_with_its_thresholds_and_dumps() {
     // The machine's memory is far above a small worker: named under the chart, not drawn.
     assert!(html.contains("above the chart: limit (physical memory)"));
     assert!(html.contains("The process exited with code 0"));
+    // Issue 22: a process that ended is not projected to the limit.
+    assert!(!html.contains("reaches the limit"));
 }
 
 /// The retained bytes of `type_name` in `dump`, as `summary --format json` gives them.
