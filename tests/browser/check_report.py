@@ -2,12 +2,20 @@
 """Opens heapgraph HTML reports in headless Chromium through chromedriver (WebDriver, standard
 library only) and checks what a reader would see.
 
-Usage: python3 tests/browser/check_report.py SCREENSHOT_DIR REPORT.html [REPORT.html ...]
+Usage: python3 tests/browser/check_report.py [--width PX] [--first-screen] SCREENSHOT_DIR
+       REPORT.html [REPORT.html ...]
 
-For each page: no console errors; every chart (<svg>) is present and has drawn lines; clicking a
-numeric column header sorts the table by it, both ways; printing opens every collapsed subtree
-and gives a PDF (kept in SCREENSHOT_DIR); no request leaves the page (the performance log
-holds only the file itself); and a full-page screenshot is kept in SCREENSHOT_DIR to look at. Prints one JSON line per page; exits 1 on the first failed check.
+For each page: no console errors; every chart (<svg>) is present and has drawn lines; no chart
+label reaches outside its SVG or overlaps another, every chart fills its card, nothing is wider
+than its box (page, card, chart, legend, headline, table), and the notes follow the headline;
+clicking a numeric column header sorts the table by it, both ways; printing opens every
+collapsed subtree and gives a PDF (kept in SCREENSHOT_DIR); no request leaves the page (the
+performance log holds only the file itself); and a full-page screenshot is kept in
+SCREENSHOT_DIR to look at. Prints one JSON line per page; exits 1 on the first failed check.
+
+--width sets the window's width (1280 by default). --first-screen also keeps, as
+PAGE.first.png, the top of the page down to the end of its first chart (the whole first screen
+when there is none): what docs/make_guide_screenshots.sh puts in the guide.
 """
 import base64
 import json
@@ -23,6 +31,9 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+WIDTH = 1280
 
 
 class Driver:
@@ -43,7 +54,7 @@ class Driver:
         capabilities = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                                            "--window-size=1280,1000", "--hide-scrollbars"]},
+                                            "--window-size=%d,1000" % WIDTH, "--hide-scrollbars"]},
             "goog:loggingPrefs": {"browser": "ALL", "performance": "ALL"},
         }}}
         self.session = self.call("POST", "/session", capabilities)["sessionId"]
@@ -69,8 +80,63 @@ class Driver:
             self.process.terminate()
 
 
-def check(driver, page, shots):
+# Returns what a reader would see as broken: a chart's text that reaches outside its SVG's
+# viewBox (a clipped label) or overlaps another of its texts; a chart narrower than its card (an
+# empty band beside it); a box whose content is wider than the box (the page, a card, a chart, a
+# headline, a table); a headline that comes after the notes.
+LAYOUT_SCRIPT = """
+var problems = [];
+function box(text, svg) {
+    var b = text.getBBox();
+    var m = svg.getScreenCTM().inverse().multiply(text.getScreenCTM());
+    var xs = [], ys = [];
+    [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height], [b.x + b.width, b.y + b.height]].forEach(function(c) {
+        var p = svg.createSVGPoint(); p.x = c[0]; p.y = c[1]; p = p.matrixTransform(m);
+        xs.push(p.x); ys.push(p.y);
+    });
+    return {x0: Math.min.apply(null, xs), x1: Math.max.apply(null, xs),
+            y0: Math.min.apply(null, ys), y1: Math.max.apply(null, ys),
+            text: text.textContent.trim()};
+}
+document.querySelectorAll('svg').forEach(function(svg, n) {
+    var vb = svg.viewBox.baseVal;
+    var boxes = Array.from(svg.querySelectorAll('text'))
+        .filter(function(t) { return t.textContent.trim() !== ''; })
+        .map(function(t) { return box(t, svg); });
+    boxes.forEach(function(b) {
+        if (b.x0 < vb.x - 0.5 || b.y0 < vb.y - 0.5 || b.x1 > vb.x + vb.width + 0.5 || b.y1 > vb.y + vb.height + 0.5)
+            problems.push('chart ' + (n + 1) + ': "' + b.text + '" reaches outside the chart (' +
+                [b.x0, b.y0, b.x1, b.y1].map(Math.round).join(',') + ' in 0,0,' + vb.width + ',' + vb.height + ')');
+    });
+    for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i], c = boxes[j];
+        var w = Math.min(a.x1, c.x1) - Math.max(a.x0, c.x0), h = Math.min(a.y1, c.y1) - Math.max(a.y0, c.y0);
+        // Glyph boxes include the line's leading: overlaps of a pixel or two are not ink.
+        if (w > 2 && h > 3) problems.push('chart ' + (n + 1) + ': "' + a.text + '" overlaps "' + c.text + '"');
+    }
+    var card = svg.parentElement, style = getComputedStyle(card);
+    var inner = card.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    var width = svg.getBoundingClientRect().width;
+    if (width < inner - 1) problems.push('chart ' + (n + 1) + ' is ' + Math.round(width) + ' px wide in a card of ' + Math.round(inner));
+});
+var root = document.documentElement;
+if (root.scrollWidth > root.clientWidth) problems.push('the page scrolls sideways: ' + root.scrollWidth + ' > ' + root.clientWidth);
+document.querySelectorAll('main, h1, .card, .cards, .chart, .legend, .headline, .suspect, .notes, table, .tree').forEach(function(e) {
+    if (e.scrollWidth > e.clientWidth + 1)
+        problems.push((e.className || e.tagName) + ' overflows: ' + e.scrollWidth + ' > ' + e.clientWidth + ': ' + e.textContent.trim().slice(0, 80));
+});
+var headline = document.querySelector('.headline'), note = document.querySelector('.notes');
+if (headline && note && (headline.compareDocumentPosition(note) & Node.DOCUMENT_POSITION_PRECEDING))
+    problems.push('a note comes before the headline');
+return problems;
+"""
+
+
+def check(driver, page, shots, first_screen=False):
     url = "file://" + os.path.abspath(page)
+    # The window the last page's screenshot grew is shrunk back: a page is measured, and shot,
+    # at its own height.
+    driver.session_call("POST", "/window/rect", {"width": WIDTH, "height": 1000})
     driver.session_call("POST", "/url", {"url": url})
     facts = {"page": page}
     # Console errors.
@@ -84,6 +150,11 @@ def check(driver, page, shots):
     for chart in charts:
         assert chart["w"] > 100 and chart["paths"] > 10, "an empty chart: %s" % chart
     facts["charts"] = len(charts)
+    # Layout: nothing wider than its box, no chart label cut off or drawn over another.
+    problems = driver.run(LAYOUT_SCRIPT)
+    assert not problems, "layout:\n  " + "\n  ".join(problems)
+    facts["texts_checked"] = driver.run(
+        "return Array.from(document.querySelectorAll('svg text')).length")
     # Sorting: every sortable table of two rows or more, by its first numeric column,
     # ascending then descending.
     sorted_ok = driver.run("""
@@ -124,9 +195,22 @@ def check(driver, page, shots):
     others = [u for u in urls if u != url]
     assert not others, "the page requested %s" % others
     facts["requests"] = sorted(urls)
+    if first_screen:
+        bottom = driver.run(
+            "var c = document.querySelector('.chart');"
+            "return c ? c.getBoundingClientRect().bottom + window.scrollY + 12 : window.innerHeight")
+        width = driver.run("return document.documentElement.clientWidth")
+        shot = driver.session_call("POST", "/goog/cdp/execute", {
+            "cmd": "Page.captureScreenshot",
+            "params": {"format": "png", "captureBeyondViewport": True,
+                       "clip": {"x": 0, "y": 0, "width": width, "height": int(bottom), "scale": 1}}})
+        first = os.path.join(shots, os.path.basename(page) + ".first.png")
+        with open(first, "wb") as out:
+            out.write(base64.b64decode(shot["data"]))
+        facts["first_screen"] = first
     # A full-page screenshot to look at.
     height = driver.run("return document.documentElement.scrollHeight")
-    driver.session_call("POST", "/window/rect", {"width": 1280, "height": min(int(height) + 20, 8000)})
+    driver.session_call("POST", "/window/rect", {"width": WIDTH, "height": min(int(height) + 20, 8000)})
     png = base64.b64decode(driver.session_call("GET", "/screenshot"))
     shot = os.path.join(shots, os.path.basename(page) + ".png")
     with open(shot, "wb") as out:
@@ -136,12 +220,19 @@ def check(driver, page, shots):
 
 
 def main():
-    shots, pages = sys.argv[1], sys.argv[2:]
+    global WIDTH
+    args = sys.argv[1:]
+    first_screen = "--first-screen" in args
+    args = [arg for arg in args if arg != "--first-screen"]
+    if args[:1] == ["--width"]:
+        WIDTH = int(args[1])
+        args = args[2:]
+    shots, pages = args[0], args[1:]
     os.makedirs(shots, exist_ok=True)
     driver = Driver()
     try:
         for page in pages:
-            check(driver, page, shots)
+            check(driver, page, shots, first_screen)
     finally:
         driver.close()
 

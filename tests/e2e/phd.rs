@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The PHD of the default fixture's heap, written once per test run.
-fn phd_path() -> &'static PathBuf {
+pub(crate) fn phd_path() -> &'static PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         let hprof = match heapgraph_import::import_path(

@@ -301,3 +301,76 @@ fn cpp_stacks_fold_to_the_rows_of_the_same_programs_python_stacks() {
     assert_eq!(frames[0]["filename"], "??");
     assert!(frames.len() > 40, "{}", frames.len());
 }
+
+/// Issue 22: the diff numbered its sites `#1`, `(no stack recorded)`, `#3`, and the report left
+/// the stack cell of that site empty. A number points at a stack listed below the table, so the
+/// numbers follow one another; each listed stack is the row's own, as the JSON of the same
+/// comparison gives it; the site without a stack says so in the text and in the report.
+#[test]
+fn a_diff_numbers_its_listed_stacks_one_after_the_other() {
+    let leak = fixture("torch-cuda/train_release_a_leak.pickle.gz");
+    let fixed = fixture("torch-cuda/train_release_b_fixed.pickle.gz");
+    let (old, new) = (path_str(&leak), path_str(&fixed));
+    let text = crate::support::heapgraph_ok(&["diff", old, new]);
+    let rows = json(&["diff", old, new, "--format", "json"])["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let frame = |f: &Value| {
+        format!(
+            "{}:{} ({})",
+            f["filename"].as_str().unwrap(),
+            f["lineno"],
+            f["name"].as_str().unwrap()
+        )
+    };
+    // The stacks the text must number, in the table's order.
+    let listed: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row["frames"].as_array().unwrap())
+        .filter(|frames| frames.len() > 1)
+        .map(|frames| frames.iter().map(frame).collect())
+        .collect();
+    assert!(listed.len() >= 3, "{text}");
+    assert!(
+        rows.iter()
+            .any(|row| row["frames"].as_array().unwrap().is_empty()),
+        "the comparison has a site without a stack: {text}"
+    );
+    let (table, stacks) = text
+        .split_once("stacks, most recent call first:\n")
+        .expect("stacks listed");
+    // In the table: #1, #2, … in order, and the site without a stack unnumbered.
+    let numbers: Vec<usize> = table
+        .lines()
+        .filter_map(|line| line.split_once(" #"))
+        .map(|(_, rest)| rest.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(numbers, (1..=listed.len()).collect::<Vec<_>>(), "{text}");
+    assert!(table.contains("  (no stack recorded)\n"), "{text}");
+    // Below it, each number's stack is the row's own.
+    let mut blocks: Vec<(String, Vec<String>)> = Vec::new();
+    for line in stacks.lines() {
+        match line.strip_prefix("    ") {
+            Some(frame) => blocks.last_mut().unwrap().1.push(frame.to_owned()),
+            None => blocks.push((line.to_owned(), Vec::new())),
+        }
+    }
+    let expected: Vec<(String, Vec<String>)> = listed
+        .into_iter()
+        .enumerate()
+        .map(|(i, frames)| (format!("#{}", i + 1), frames))
+        .collect();
+    assert_eq!(blocks, expected);
+    // The report's table says it too, where it left the cell empty.
+    let dir = crate::support::temp_dir("cuda-diff-report");
+    let out = dir.join("diff.html");
+    crate::support::heapgraph_ok(&["report", "--baseline", old, new, "-o", path_str(&out)]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        html.contains("<span class=\"chain\">(no stack recorded)</span>"),
+        "an empty stack cell"
+    );
+    assert!(!html.contains("<span class=\"chain\"></span>"));
+    std::fs::remove_dir_all(&dir).ok();
+}

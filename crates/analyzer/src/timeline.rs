@@ -22,7 +22,8 @@ pub struct Growth {
     /// [`RECENT_SAMPLES_MIN`] samples), which is what a leak looks like just before the end.
     pub recent_bytes_per_s: f64,
     /// Seconds from the last sample until RSS would reach the limit at the recent rate; `None`
-    /// when it does not grow or there is no limit.
+    /// when it does not grow, there is no limit, or the recording saw the process exit (a
+    /// process that ended reaches nothing: the projection is only for one still running).
     pub time_to_limit_s: Option<f64>,
 }
 
@@ -202,7 +203,9 @@ fn slope(t_s: &[f64], values: &[u64]) -> Option<f64> {
     (variance > 0.0).then(|| covariance / variance)
 }
 
-fn growth(t_s: &[f64], rss: &[u64], limit: Option<u64>) -> Option<Growth> {
+/// The growth of `rss` over `t_s`; the time to `limit` only while the process runs (`exited`
+/// false).
+fn growth(t_s: &[f64], rss: &[u64], limit: Option<u64>, exited: bool) -> Option<Growth> {
     let bytes_per_s = slope(t_s, rss)?;
     let n = t_s.len();
     let recent_from = match (t_s.first(), t_s.last()) {
@@ -215,7 +218,7 @@ fn growth(t_s: &[f64], rss: &[u64], limit: Option<u64>) -> Option<Growth> {
     };
     let recent_bytes_per_s = slope(&t_s[recent_from..], &rss[recent_from..]).unwrap_or(bytes_per_s);
     let time_to_limit_s = match (limit, rss.last()) {
-        (Some(limit), Some(&last)) if recent_bytes_per_s > 0.0 && last < limit => {
+        (Some(limit), Some(&last)) if !exited && recent_bytes_per_s > 0.0 && last < limit => {
             Some((limit - last) as f64 / recent_bytes_per_s)
         }
         _ => None,
@@ -373,7 +376,7 @@ pub fn timeline(timeline: &Timeline) -> TimelineView {
             (Some(peak), Some(limit)) if limit > 0 => Some(peak.bytes as f64 / limit as f64),
             _ => None,
         },
-        growth: growth(&t_s, &samples.rss, limit),
+        growth: growth(&t_s, &samples.rss, limit, exit.is_some()),
         max_processes: samples.processes.iter().copied().max().unwrap_or(0),
         peak_gpu: peak_of(t_ms, gpu_sum),
         gpus,
@@ -520,10 +523,27 @@ mod tests {
 
         let mut climbing = growing();
         climbing.samples.rss = (0..=60u64).map(|i| (10 + i) << 20).collect();
+        // Still running: the recording ends without the process's exit.
+        climbing
+            .events
+            .retain(|event| !matches!(event.kind, EventKind::Exit { .. }));
         let growth = timeline(&climbing).growth.unwrap();
         assert!((growth.recent_bytes_per_s - f64::from(1 << 20)).abs() < 1.0);
         // The last sample is 70 MiB, 30 MiB short of the limit, at 1 MiB/s.
         assert!((growth.time_to_limit_s.unwrap() - 30.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn timeline_a_process_that_exited_is_not_projected_to_the_limit() {
+        // Issue 22: a process that exited at 623 ms was said to reach the limit 41.7 s after
+        // the last sample. It grows as fast as the one above, but the recording saw it end.
+        let mut exited = growing();
+        exited.samples.rss = (0..=60u64).map(|i| (10 + i) << 20).collect();
+        let view = timeline(&exited);
+        assert!(view.exit.is_some());
+        let growth = view.growth.unwrap();
+        assert!((growth.recent_bytes_per_s - f64::from(1 << 20)).abs() < 1.0);
+        assert_eq!(growth.time_to_limit_s, None);
     }
 
     #[test]

@@ -9,17 +9,20 @@ use heapgraph_analyzer::findings::Finding;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::sites::SitesView;
 use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule, SuspectsView};
-use plotters::prelude::*;
 use std::fmt::Write;
 
+mod chart;
 mod timeline;
 
 pub use timeline::TimelineSection;
 
 /// Rows of every table, so that the page stays small.
 const TABLE_ROWS: usize = 50;
-/// Lines a growth chart draws.
+/// Types a growth chart draws.
 const CHART_SERIES: usize = 8;
+/// A type whose growth is under this share of the largest is left off the growth chart: it
+/// would be a flat line on the axis, or a bar no wider than a pixel.
+const CHART_MIN_GROWTH_SHARE: f64 = 0.01;
 /// Points a timeline chart draws (the trace is thinned evenly beyond this).
 const TIMELINE_POINTS: usize = 2000;
 
@@ -101,7 +104,7 @@ fn short(text: &str, max: usize) -> String {
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;background:#f6f7f9}\
 main{max-width:1180px;margin:0 auto;padding:20px 24px}\
-h1{font-size:22px;margin:4px 0}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}\
+h1{font-size:22px;margin:4px 0;overflow-wrap:anywhere}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}\
 .meta{color:#5a6272;font-size:13px}.notes{color:#7a5b00;font-size:13px}\
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin:14px 0}\
 .card{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:10px 14px;min-width:150px}\
@@ -119,7 +122,11 @@ details{margin-left:18px}details>summary{cursor:pointer;list-style-position:outs
 .suspect{background:#fff;border:1px solid #d5d9e0;border-left:4px solid #c0392b;border-radius:4px;padding:8px 12px;margin:10px 0}\
 .chain{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;color:#333;overflow-wrap:anywhere}\
 .chart{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:6px;margin:8px 0}\
-.chart svg{display:block;max-width:100%;height:auto}\
+.chart svg{display:block;width:100%;height:auto}\
+.legend{display:flex;flex-wrap:wrap;gap:2px 20px;padding:2px 10px 4px;font-size:13px;overflow-wrap:anywhere}\
+.legend i{display:inline-block;width:22px;margin-right:6px;vertical-align:middle;border-top:3px solid}\
+.legend i.dashed{border-top:2px dashed}.legend i.bar{height:11px;border:0;background:currentColor}\
+.chart>.meta{padding:0 10px}\
 .up{color:#b03a2e}.down{color:#1e7b34}\
 @media print{body{background:#fff}main{max-width:none}th{cursor:auto}.chart,.suspect,tr{break-inside:avoid}}";
 
@@ -220,15 +227,40 @@ fn object_text(object: &ObjectView) -> String {
     text
 }
 
-fn header(report: &Report<'_>, out: &mut String) {
-    let info = report
+/// The file the page describes: the (last) heap dump, else the CUDA snapshot, the (newer)
+/// allocation snapshot, or the recording.
+fn described<'a>(report: &Report<'a>) -> Option<&'a DumpInfo> {
+    report
         .heap
         .as_ref()
         .map(|heap| heap.info)
         .or_else(|| report.gpu.as_ref().map(|gpu| gpu.info))
         .or_else(|| report.sites.as_ref().map(|sites| sites.info))
-        .or_else(|| report.timeline.as_ref().map(|timeline| timeline.info));
-    let title = info.map_or_else(|| "heapgraph report".to_owned(), |info| info.file.clone());
+        .or_else(|| report.timeline.as_ref().map(|timeline| timeline.info))
+}
+
+/// The page's title: the file it describes, or, for a comparison, the first file and the last
+/// (`before.hgd → after.hgd`, with the number of dumps when a series has more than two).
+fn title(report: &Report<'_>) -> String {
+    if let Some(series) = &report.series
+        && let (Some((first, _)), Some((last, _))) = (series.dumps.first(), series.dumps.last())
+    {
+        let arrow = format!("{} → {}", first.file, last.file);
+        return match series.dumps.len() {
+            2 => arrow,
+            n => format!("{arrow} ({n} dumps)"),
+        };
+    }
+    if let Some(sites) = &report.sites
+        && let Some(old) = sites.old
+    {
+        return format!("{} → {}", old.file, sites.info.file);
+    }
+    described(report).map_or_else(|| "heapgraph report".to_owned(), |info| info.file.clone())
+}
+
+fn header(report: &Report<'_>, out: &mut String) {
+    let title = title(report);
     let _ = write!(
         out,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -237,7 +269,7 @@ fn header(report: &Report<'_>, out: &mut String) {
         escape(&title)
     );
     let _ = write!(out, "<h1>Memory report: {}</h1>", escape(&title));
-    if let Some(info) = info {
+    if let Some(info) = described(report) {
         let _ = write!(
             out,
             "<div class=\"meta\">format {} · runtime {}",
@@ -257,9 +289,14 @@ fn header(report: &Report<'_>, out: &mut String) {
             let _ = write!(out, " · report generated {}", escape(generated));
         }
         out.push_str("</div>");
-        for note in &info.notes {
-            let _ = write!(out, "<div class=\"notes\">note: {}</div>", escape(note));
-        }
+    }
+}
+
+/// The described file's notes (how it was read, what it lacks): below the headline, which
+/// comes first.
+fn notes(report: &Report<'_>, out: &mut String) {
+    for note in described(report).iter().flat_map(|info| &info.notes) {
+        let _ = write!(out, "<div class=\"notes\">note: {}</div>", escape(note));
     }
 }
 
@@ -423,171 +460,110 @@ fn dominator_tree(tree: &DominatorTreeView, out: &mut String) {
     out.push_str("</div>");
 }
 
-/// The x axis of a line chart: one label per point (a series of dumps), or a value per point
-/// (time).
-enum XAxis<'a> {
-    Labels(&'a [String]),
-    Values(&'a [f64]),
+/// The types a growth chart draws: the first [`CHART_SERIES`] of `deltas` (name, growth, in
+/// the diff's order) that grew, leaving off those that grew by less than
+/// [`CHART_MIN_GROWTH_SHARE`] of the most any grew.
+fn grown_types<'a>(deltas: impl Iterator<Item = (&'a str, i64)>) -> Vec<&'a str> {
+    let grown: Vec<(&str, i64)> = deltas.filter(|&(_, delta)| delta > 0).collect();
+    let most = grown.iter().map(|&(_, delta)| delta).max().unwrap_or(0);
+    grown
+        .into_iter()
+        .filter(|&(_, delta)| delta as f64 >= most as f64 * CHART_MIN_GROWTH_SHARE)
+        .take(CHART_SERIES)
+        .map(|(name, _)| name)
+        .collect()
 }
 
-/// Draws a chart of `size` pixels as SVG: `draw` fills the drawing area. Returns the SVG, or the
-/// page's note that the chart could not be drawn, and why.
-fn svg_chart<F>(size: (u32, u32), draw: F) -> Result<String, String>
-where
-    F: FnOnce(
-        &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    ) -> Result<(), Box<dyn std::error::Error>>,
-{
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        let drawn = root
-            .fill(&WHITE)
-            .map_err(|err| Box::new(err) as Box<dyn std::error::Error>)
-            .and_then(|()| draw(&root))
-            .and_then(|()| {
-                root.present()
-                    .map_err(|err| Box::new(err) as Box<dyn std::error::Error>)
-            });
-        if let Err(error) = drawn {
-            return Err(format!(
-                "<div class=\"meta\">chart not drawn: {}</div>",
-                escape(&error.to_string())
-            ));
-        }
+/// A dump's name on a chart: its file name, without the folders.
+fn file_name(info: &DumpInfo) -> &str {
+    info.file.rsplit('/').next().unwrap_or(&info.file)
+}
+
+/// The growth chart: bars before and after for two dumps, lines over three or more.
+fn growth_chart(series: &SeriesSection<'_>) -> Option<String> {
+    let grown = grown_types(
+        series
+            .diff
+            .types
+            .iter()
+            .map(|row| (row.type_name.as_str(), row.retained_delta())),
+    );
+    if grown.is_empty() {
+        return None;
     }
-    Ok(svg)
-}
-
-/// The legend of a chart's named series, in its upper left corner.
-fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-) -> Result<(), Box<dyn std::error::Error>>
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()?;
-    Ok(())
-}
-
-/// A line chart of `series` (name, one value per x) as inline SVG.
-fn line_chart(
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    x_axis: XAxis<'_>,
-    series: &[(String, Vec<f64>)],
-) -> String {
-    let xs: Vec<f64> = match &x_axis {
-        XAxis::Labels(labels) => (0..labels.len()).map(|i| i as f64).collect(),
-        XAxis::Values(values) => values.to_vec(),
+    let retained = |summary: &SummaryView, name: &str| {
+        summary
+            .types
+            .iter()
+            .find(|row| row.type_name == name)
+            .map_or(0, |row| row.retained_size)
     };
-    let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
-    let x_max = xs.iter().copied().fold(0.0f64, f64::max).max(x_min + 1.0);
-    let y_max = series
+    let per_dump: Vec<Vec<u64>> = grown
         .iter()
-        .flat_map(|(_, values)| values.iter().copied())
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
-    let drawn = svg_chart((1040, 360), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x_min..x_max, 0f64..y_max)?;
-        let labels: Vec<String> = match &x_axis {
-            XAxis::Labels(labels) => labels.to_vec(),
-            XAxis::Values(_) => Vec::new(),
-        };
-        let categorical = !labels.is_empty();
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .x_labels(if categorical {
-                labels.len().min(12)
-            } else {
-                10
+        .map(|&name| {
+            series
+                .dumps
+                .iter()
+                .map(|(_, summary)| retained(summary, name))
+                .collect()
+        })
+        .collect();
+    let title = "Retained size of the types that grew most";
+    if let [(first, _), (last, _)] = series.dumps.as_slice() {
+        let pairs: Vec<chart::BarPair> = grown
+            .iter()
+            .zip(&per_dump)
+            .map(|(&name, bytes)| chart::BarPair {
+                name: type_text(name).to_owned(),
+                before: bytes[0],
+                after: bytes[1],
             })
-            .x_label_formatter(&|x| {
-                if categorical {
-                    labels.get(x.round() as usize).cloned().unwrap_or_default()
-                } else {
-                    format!("{x:.1}")
-                }
-            })
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .draw()?;
-        for (i, (name, values)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(
-                    xs.iter().copied().zip(values.iter().copied()),
-                    color.stroke_width(2),
-                ))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-        }
-        legend(&mut chart)
-    });
-    match drawn {
-        Ok(svg) => format!("<div class=\"chart\">{svg}</div>"),
-        Err(message) => message,
+            .collect();
+        return Some(chart::bar_chart(&chart::BarChart {
+            title,
+            measure: "retained",
+            before_name: &format!("first dump: {}", file_name(first)),
+            after_name: &format!("last dump: {}", file_name(last)),
+            pairs: &pairs,
+        }));
     }
-}
-
-fn series_section(series: &SeriesSection<'_>, out: &mut String) {
-    out.push_str("<h2>Growth over the dumps</h2>");
+    let max_bytes = per_dump.iter().flatten().copied().max().unwrap_or(0);
+    let (unit, scale) = chart::byte_unit(max_bytes as f64);
+    let y_desc = format!("retained ({unit})");
     let labels: Vec<String> = series
         .dumps
         .iter()
         .enumerate()
-        .map(|(i, (info, _))| {
-            let name = info.file.rsplit('/').next().unwrap_or(&info.file);
-            format!("{} {}", i + 1, name.chars().take(24).collect::<String>())
+        .map(|(i, (info, _))| format!("{} {}", i + 1, file_name(info)))
+        .collect();
+    let lines: Vec<chart::Line> = grown
+        .iter()
+        .zip(&per_dump)
+        .enumerate()
+        .map(|(i, (&name, values))| chart::Line {
+            name: type_text(name).to_owned(),
+            color: chart::series_color(i),
+            values: values.iter().map(|&v| Some(v as f64 / scale)).collect(),
         })
         .collect();
-    // The types that grew most, first dump to last, by retained size.
-    let grown: Vec<&str> = series
-        .diff
-        .types
-        .iter()
-        .filter(|row| row.retained_delta() > 0)
-        .take(CHART_SERIES)
-        .map(|row| row.type_name.as_str())
-        .collect();
-    let lines: Vec<(String, Vec<f64>)> = grown
-        .iter()
-        .map(|&name| {
-            let values = series
-                .dumps
-                .iter()
-                .map(|(_, summary)| {
-                    summary
-                        .types
-                        .iter()
-                        .find(|row| row.type_name == name)
-                        .map_or(0.0, |row| row.retained_size as f64 / (1024.0 * 1024.0))
-                })
-                .collect();
-            (type_text(name).to_owned(), values)
-        })
-        .collect();
-    if !lines.is_empty() {
-        out.push_str(&line_chart(
-            "Retained size of the types that grew most",
-            "dump",
-            "retained (MiB)",
-            XAxis::Labels(&labels),
-            &lines,
-        ));
+    Some(chart::line_chart(
+        &chart::LineChart {
+            title,
+            x: chart::XAxis::Labels(&labels),
+            x_desc: "dump",
+            y_desc: &y_desc,
+            lines: &lines,
+            levels: &[],
+            marks: &[],
+        },
+        "",
+    ))
+}
+
+fn series_section(series: &SeriesSection<'_>, out: &mut String) {
+    out.push_str("<h2>Growth over the dumps</h2>");
+    if let Some(chart) = growth_chart(series) {
+        out.push_str(&chart);
     }
     let (before, after) = (&series.diff.before, &series.diff.after);
     cards(
@@ -712,24 +688,38 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
             .map(|p| (p.time_us - start) as f64 / scale)
             .collect();
         let x_desc = format!("{unit} since the first trace event");
-        let mib = |v: i64| v as f64 / (1024.0 * 1024.0);
-        let lines = vec![
-            (
-                "allocated".to_owned(),
-                thinned.iter().map(|p| mib(p.allocated)).collect(),
-            ),
-            (
-                "reserved".to_owned(),
-                thinned.iter().map(|p| mib(p.reserved)).collect(),
-            ),
+        let max_bytes = thinned
+            .iter()
+            .map(|p| p.allocated.max(p.reserved))
+            .max()
+            .unwrap_or(0)
+            .max(0);
+        let (byte_unit, byte_scale) = chart::byte_unit(max_bytes as f64);
+        let in_unit = |v: i64| Some(v as f64 / byte_scale);
+        let lines = [
+            chart::Line {
+                name: "allocated".to_owned(),
+                color: chart::series_color(0),
+                values: thinned.iter().map(|p| in_unit(p.allocated)).collect(),
+            },
+            chart::Line {
+                name: "reserved".to_owned(),
+                color: chart::series_color(1),
+                values: thinned.iter().map(|p| in_unit(p.reserved)).collect(),
+            },
         ];
         out.push_str("<h2>GPU memory over time</h2>");
-        out.push_str(&line_chart(
-            "Allocated and reserved bytes, from the allocator's trace",
-            &x_desc,
-            "MiB",
-            XAxis::Values(&times),
-            &lines,
+        out.push_str(&chart::line_chart(
+            &chart::LineChart {
+                title: "Allocated and reserved bytes, from the allocator's trace",
+                x: chart::XAxis::Values(&times),
+                x_desc: &x_desc,
+                y_desc: byte_unit,
+                lines: &lines,
+                levels: &[],
+                marks: &[],
+            },
+            "",
         ));
     }
     out.push_str("<h2>Live memory by allocating stack</h2>");
@@ -739,23 +729,28 @@ fn gpu_section(gpu: &GpuSection<'_>, out: &mut String) {
         ("stack (most recent call first)", false),
     ]);
     for row in view.by_stack.iter().take(TABLE_ROWS) {
-        let frames: Vec<String> = row.frames.iter().map(frame_text).collect();
-        let stack = if frames.is_empty() {
-            "(no stack recorded)".to_owned()
-        } else {
-            frames
-                .iter()
-                .map(|frame| short(frame, 200))
-                .collect::<Vec<_>>()
-                .join("<br>")
-        };
         table.row(vec![
             bytes_cell(row.size),
             count_cell(row.count),
-            (format!("<span class=\"chain\">{stack}</span>"), None),
+            (
+                format!("<span class=\"chain\">{}</span>", stack_html(&row.frames)),
+                None,
+            ),
         ]);
     }
     table.render(out);
+}
+
+/// A stack as HTML, a frame a line, most recent call first; a site without one says so.
+fn stack_html(frames: &[heapgraph_analyzer::sites::SiteFrame]) -> String {
+    if frames.is_empty() {
+        return "(no stack recorded)".to_owned();
+    }
+    frames
+        .iter()
+        .map(|frame| short(&frame_text(frame), 200))
+        .collect::<Vec<_>>()
+        .join("<br>")
 }
 
 /// A finding's sentence as HTML: names in `code`.
@@ -850,13 +845,8 @@ fn sites_section(sites: &SitesSection<'_>, out: &mut String) {
         if view.is_diff {
             cells.push(delta_cell(row.count_diff, false));
         }
-        let frames: Vec<String> = row
-            .frames
-            .iter()
-            .map(|f| short(&frame_text(f), 200))
-            .collect();
         cells.push((
-            format!("<span class=\"chain\">{}</span>", frames.join("<br>")),
+            format!("<span class=\"chain\">{}</span>", stack_html(&row.frames)),
             None,
         ));
         table.row(cells);
@@ -871,6 +861,7 @@ pub fn report(report: &Report<'_>) -> String {
     if let Some(headline) = headline(report.findings) {
         out.push_str(&headline);
     }
+    notes(report, &mut out);
     if let Some(timeline) = &report.timeline {
         // The header describes the heap dump or the CUDA snapshot when there is one.
         let described_above =
@@ -898,4 +889,33 @@ pub fn report(report: &Report<'_>) -> String {
         env!("CARGO_PKG_VERSION")
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_growth_chart_draws_the_types_that_grew_and_not_the_specks() {
+        // The batch server's diff, in the diff's order: the queue and what it holds grew by
+        // 120 MiB, an int by a few KiB (under 1% of that), a list shrank.
+        let mib = 1 << 20;
+        let deltas = [
+            ("dict", 120 * mib),
+            ("collections.deque", 120 * mib),
+            ("list", -mib),
+            ("int", 4096),
+            ("numpy.ndarray", 118 * mib),
+        ];
+        assert_eq!(
+            grown_types(deltas.iter().copied()),
+            ["dict", "collections.deque", "numpy.ndarray"]
+        );
+        // At most CHART_SERIES, the first in the diff's order.
+        let many: Vec<(String, i64)> = (0..20).map(|i| (format!("t{i}"), 100 - i)).collect();
+        let drawn = grown_types(many.iter().map(|(name, delta)| (name.as_str(), *delta)));
+        assert_eq!(drawn.len(), CHART_SERIES);
+        assert_eq!(drawn[0], "t0");
+        assert!(grown_types(std::iter::empty()).is_empty());
+    }
 }

@@ -468,7 +468,7 @@ pub fn sites(
     columns.extend([("average", true), ("site", false)]);
     let mut table = Table::new(&columns);
     let mut stacks = Vec::new();
-    for (rank, row) in view.rows[..shown].iter().enumerate() {
+    for row in &view.rows[..shown] {
         let mut cells = vec![human_bytes(row.size)];
         if view.is_diff {
             cells.push(signed_bytes(row.size_diff));
@@ -483,9 +483,12 @@ pub fn sites(
                 .map_or_else(|| "-".to_owned(), human_bytes),
         );
         let site = site_text(&row.frames, view.key);
+        // The number points at the stack listed below the table: only rows with one are
+        // numbered, one after the other.
         if view.key == SiteKey::Traceback && row.frames.len() > 1 {
-            cells.push(format!("#{} {site}", rank + 1));
-            stacks.push((rank + 1, &row.frames));
+            let number = stacks.len() + 1;
+            cells.push(format!("#{number} {site}"));
+            stacks.push((number, &row.frames));
         } else {
             cells.push(site);
         }
@@ -494,8 +497,8 @@ pub fn sites(
     table.render(&mut out);
     if !stacks.is_empty() {
         out.push_str("\nstacks, most recent call first:\n");
-        for (rank, frames) in stacks {
-            let _ = writeln!(out, "#{rank}");
+        for (number, frames) in stacks {
+            let _ = writeln!(out, "#{number}");
             for frame in frames.iter() {
                 let _ = writeln!(out, "    {}", frame_text(frame));
             }

@@ -1,10 +1,11 @@
 //! The report's section for a recording (`heapgraph record`'s `.hgt`): memory over time against
 //! the limit and the thresholds, with the dumps marked where they were taken.
 
-use super::{Table, bytes_cell, cards, escape, legend, short, svg_chart, text_cell};
+use super::chart::{self, Level, Line, XAxis, byte_unit};
+use super::{Table, bytes_cell, cards, escape, short, text_cell};
 use crate::{DumpInfo, duration_text, human_bytes};
 use heapgraph_analyzer::timeline::TimelineView;
-use plotters::prelude::*;
+use plotters::style::RGBColor;
 use std::fmt::Write;
 
 /// Points a memory-over-time line draws: beyond this, each point is the highest of its stretch
@@ -17,31 +18,6 @@ pub struct TimelineSection<'a> {
     pub info: &'a DumpInfo,
     /// Its analysis.
     pub view: &'a TimelineView,
-}
-
-/// One line of a chart: a name, a colour, and a value (or a gap) per time.
-struct Line {
-    name: String,
-    color: RGBColor,
-    values: Vec<Option<f64>>,
-}
-
-/// A horizontal line across a chart: a limit or a threshold.
-struct Level {
-    name: String,
-    color: RGBColor,
-    value: f64,
-}
-
-/// The unit a chart's bytes are drawn in, chosen by the largest value.
-fn byte_unit(max_bytes: f64) -> (&'static str, f64) {
-    if max_bytes >= 4.0 * 1024.0 * 1024.0 * 1024.0 {
-        ("GiB", 1024.0 * 1024.0 * 1024.0)
-    } else if max_bytes >= 4.0 * 1024.0 * 1024.0 {
-        ("MiB", 1024.0 * 1024.0)
-    } else {
-        ("KiB", 1024.0)
-    }
 }
 
 /// The unit a chart's time axis is drawn in, chosen by the duration.
@@ -93,91 +69,58 @@ fn memory_chart(
         .map(|level| level.value)
         .fold(data_max, f64::max);
     let (unit, scale) = byte_unit(max_bytes);
-    let y_max = max_bytes / scale * 1.08;
-    let x_max = duration / time_scale;
-    let drawn = svg_chart((1040, 380), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("{time_name} since the recording started"))
-            .y_desc(unit)
-            .x_labels(10)
-            .x_label_formatter(&|x| format!("{x:.1}"))
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .draw()?;
-        for line in lines {
-            let (times, values) = thin(t_s, &line.values);
-            // Samples that did not measure this line (PSS is read less often than RSS)
-            // are stepped over: the line joins the samples that did.
-            let points: Vec<(f64, f64)> = times
-                .iter()
-                .zip(&values)
-                .filter_map(|(t, value)| value.map(|value| (t / time_scale, value / scale)))
-                .collect();
-            if points.is_empty() {
-                continue;
+    // The lines thinned to what a chart can show (the peaks kept), in the chart's units.
+    let mut times = Vec::new();
+    let drawn: Vec<Line> = lines
+        .iter()
+        .map(|line| {
+            let (thinned_times, values) = thin(t_s, &line.values);
+            times = thinned_times;
+            Line {
+                name: line.name.clone(),
+                color: line.color,
+                values: values.iter().map(|v| v.map(|v| v / scale)).collect(),
             }
-            let color = line.color;
-            chart
-                .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-                .label(line.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-        }
-        for level in &levels {
-            let color = level.color;
-            let y = level.value / scale;
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(0.0, y), (x_max, y)],
-                    8,
-                    5,
-                    color.stroke_width(1),
-                ))?
-                .label(level.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-        }
-        for (t, label) in marks {
-            let x = t / time_scale;
-            let mark = RGBColor(90, 98, 114);
-            chart.draw_series(DashedLineSeries::new(
-                [(x, 0.0), (x, y_max)],
-                3,
-                3,
-                mark.stroke_width(1),
-            ))?;
-            chart.draw_series(std::iter::once(Text::new(
-                label.clone(),
-                (x, y_max * 0.97),
-                ("sans-serif", 12).into_font().color(&mark),
-            )))?;
-        }
-        legend(&mut chart)
-    });
-    let svg = match drawn {
-        Ok(svg) => svg,
-        Err(message) => return message,
-    };
-    let mut html = format!("<div class=\"chart\">{svg}");
+        })
+        .filter(|line| line.values.iter().any(Option::is_some))
+        .collect();
+    let times: Vec<f64> = times.iter().map(|t| t / time_scale).collect();
+    let drawn_levels: Vec<Level> = levels
+        .iter()
+        .map(|level| Level {
+            name: level.name.clone(),
+            color: level.color,
+            value: level.value / scale,
+        })
+        .collect();
+    let marks: Vec<(f64, String)> = marks
+        .iter()
+        .map(|(t, label)| (t / time_scale, label.clone()))
+        .collect();
+    let mut below = String::new();
     if !off_chart.is_empty() {
         let names: Vec<String> = off_chart
             .iter()
             .map(|level| format!("{} at {}", level.name, human_bytes(level.value as u64)))
             .collect();
         let _ = write!(
-            html,
+            below,
             "<div class=\"meta\">above the chart: {}</div>",
             escape(&names.join("; "))
         );
     }
-    html.push_str("</div>");
-    html
+    chart::line_chart(
+        &chart::LineChart {
+            title,
+            x: XAxis::Values(&times),
+            x_desc: &format!("{time_name} since the recording started"),
+            y_desc: unit,
+            lines: &drawn,
+            levels: &drawn_levels,
+            marks: &marks,
+        },
+        &below,
+    )
 }
 
 /// How far above the data's peak a level may be and still be drawn: beyond it, drawing the
@@ -449,10 +392,7 @@ mod tests {
     }
 
     #[test]
-    fn units_follow_the_magnitudes() {
-        assert_eq!(byte_unit(3.0 * 1024.0 * 1024.0).0, "KiB");
-        assert_eq!(byte_unit(500.0 * 1024.0 * 1024.0).0, "MiB");
-        assert_eq!(byte_unit(80.0 * 1024.0 * 1024.0 * 1024.0).0, "GiB");
+    fn time_units_follow_the_duration() {
         assert_eq!(time_unit(30.0).0, "seconds");
         assert_eq!(time_unit(3600.0).0, "minutes");
         assert_eq!(time_unit(86_400.0).0, "hours");
