@@ -25,7 +25,7 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
 fn every_rust_file_starts_with_a_module_doc() {
     let root = repo_root();
     let mut files = Vec::new();
-    for dir in ["crates", "tests", "benches", "examples"] {
+    for dir in ["crates", "tests", "benches", "examples", "fuzz"] {
         rust_files(&root.join(dir), &mut files);
     }
     assert!(files.len() > 20, "found only {} files", files.len());

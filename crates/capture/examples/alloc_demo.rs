@@ -9,6 +9,11 @@
 //! sixteen threads that allocate, resize and free at random, whose blocks another thread frees.
 //! Build it with `RUSTFLAGS="-C force-frame-pointers=yes"`.
 
+#![allow(
+    clippy::print_stdout,
+    reason = "its JSON account on stdout is what the end-to-end tests read"
+)]
+
 use std::alloc::{Layout, alloc, alloc_zeroed, dealloc, realloc};
 use std::fmt::Write as _;
 

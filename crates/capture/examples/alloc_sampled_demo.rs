@@ -7,6 +7,11 @@
 //! and per accounted line the block size, the blocks live and the bytes live. Build it with
 //! `RUSTFLAGS="-C force-frame-pointers=yes"`.
 
+#![allow(
+    clippy::print_stdout,
+    reason = "its JSON account on stdout is what the end-to-end test reads"
+)]
+
 use std::fmt::Write as _;
 
 /// Mean bytes between samples: small, so that a test of a few hundred megabytes has thousands

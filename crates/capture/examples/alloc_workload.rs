@@ -13,6 +13,11 @@
 //! `"sampled"` (default `"every"`), so each binary has exactly one global allocator and no
 //! switch on the hot path.
 #![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the benchmark reads its checksum on stdout and its snapshot time on stderr"
+)]
+#![allow(
     unexpected_cfgs,
     reason = "heapgraph_workload is set by benches/alloc_recorder.sh through cargo rustc"
 )]
