@@ -2,19 +2,40 @@
 //! the libraries' options.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use heapgraph_format::units::{self, Level};
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// The words for quantities, documented once: every help screen that takes one shows this
+/// paragraph, and README's "Common options" quotes it (`tests/e2e/cli.rs` checks that they
+/// agree). The parser is `heapgraph_format::units`.
+macro_rules! quantities {
+    () => {
+        "Sizes are a number and a unit: B, K or KiB, M or MiB, G or GiB, T or TiB (binary), KB, \
+MB, GB or TB (decimal), like 12GiB or 1.5 MiB; a number alone is bytes. Shares are a percentage \
+(80%) or a fraction with its decimal point (0.8). A level is a share of a limit or a size, so \
+0.8 is 80% and 4096 is 4096 bytes. Durations are a number and ms, s, m or h (200ms, 30s, 5m); \
+a number alone is seconds. A change (--fail-if) is a sign and a size, a count or a share: \
++64MiB, +200, +10%."
+    };
+}
+
+/// The paragraph of [`quantities!`], for the test that README quotes it.
+#[cfg(test)]
+const QUANTITIES: &str = quantities!();
 
 /// Post-mortem memory analysis: what is using the memory, who holds it, what grew.
 #[derive(Parser, Debug)]
 #[command(name = "heapgraph", version, about, long_about = None)]
-#[command(
-    after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), IBM portable heap dumps \
+#[command(after_help = concat!(
+    "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), IBM portable heap dumps \
 (.phd from OpenJ9 and IBM Java, plain or .gz), tracemalloc dumps \
 (Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz), heapgraph's own .hgd \
-(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record).\n\
-Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \
+(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record).\n\n",
+    quantities!(),
+    "\n\nExit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \
 record -- COMMAND exits with the command's code."
-)]
+))]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -79,6 +100,7 @@ pub(crate) enum CaptureCommand {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct CaptureArgs {
     /// The process to dump
     #[arg(long, required_unless_present = "print_dumper")]
@@ -87,9 +109,10 @@ pub(crate) struct CaptureArgs {
     /// root, so its user must be able to; else into its own /tmp, whence it is moved here
     #[arg(short = 'o', long = "output", required_unless_present = "print_dumper")]
     pub(crate) output: Option<PathBuf>,
-    /// Seconds to wait for the process to finish writing
-    #[arg(long = "timeout", default_value_t = 120, value_name = "SECONDS")]
-    pub(crate) timeout_s: u64,
+    /// How long to wait for the process to finish writing
+    #[arg(long, default_value = "120s", value_parser = parse_duration, value_name = "DURATION")]
+    pub(crate) timeout: Duration,
+
     /// Print the dumper module (heapgraph_dump.py) instead, to import in a program:
     /// heapgraph_dump.dump(path), or heapgraph_dump.install() to dump on SIGUSR2
     #[arg(long, conflicts_with_all = ["pid", "output"])]
@@ -97,15 +120,16 @@ pub(crate) struct CaptureArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Thresholds are shares of a limit (80%) or sizes (12GiB, 500MB). Host memory \
+#[command(after_help = concat!(
+    "Thresholds are levels: shares of a limit (80%) or sizes (12GiB, 500MB). Host memory \
 is the RSS of the process and its descendants, against the cgroup's memory limit where one is set, \
 else the machine's memory; GPU memory is the processes' memory on each GPU, against the GPU's own. \
 A dump is taken of the process of the tree with the most memory that heapgraph can dump: Python \
 (through the dumper's install() handler when the program called it, else by injecting the dumper \
 with gdb), Node.js started with --heapsnapshot-signal, or a JVM (jcmd GC.heap_dump). \
-With a command, heapgraph exits with the command's exit code (128 + N when signal N ended it)."
-)]
+With a command, heapgraph exits with the command's exit code (128 + N when signal N ended it).\n\n",
+    quantities!()
+))]
 pub(crate) struct RecordArgs {
     /// The program to start and record, after `--`
     #[arg(
@@ -122,35 +146,35 @@ pub(crate) struct RecordArgs {
     #[arg(short = 'o', long = "output")]
     pub(crate) output: Option<PathBuf>,
     /// Time between samples, from 50ms (like 200ms, 1s, 2.5s)
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    pub(crate) interval: std::time::Duration,
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    pub(crate) interval: Duration,
     /// Print an alert when memory reaches this (80% of the limit, or a size like 12GiB)
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) warn: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) warn: Option<Level>,
     /// Take a dump when memory reaches this (90%, or a size): one per crossing
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) act: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) act: Option<Level>,
     /// The alert level for GPU memory (default: --warn, when it is a share)
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) gpu_warn: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) gpu_warn: Option<Level>,
     /// The dump level for GPU memory (default: --act, when it is a share)
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) gpu_act: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) gpu_act: Option<Level>,
     /// Where dumps go (default: the timeline's directory)
     #[arg(long, value_name = "DIR")]
     pub(crate) dump_dir: Option<PathBuf>,
     /// The least time between two dumps
     #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
-    pub(crate) act_every: std::time::Duration,
+    pub(crate) act_every: Duration,
     /// The most dumps to take
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub(crate) max_dumps: u32,
     /// How long a dump may take before it is given up
     #[arg(long, default_value = "300s", value_parser = parse_duration, value_name = "DURATION")]
-    pub(crate) dump_timeout: std::time::Duration,
+    pub(crate) dump_timeout: Duration,
     /// Stop recording after this long (the command keeps running)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub(crate) duration: Option<std::time::Duration>,
+    pub(crate) duration: Option<Duration>,
     /// No status line on stderr (alerts and dumps are still reported)
     #[arg(short = 'q', long)]
     pub(crate) quiet: bool,
@@ -393,6 +417,7 @@ pub(crate) struct TopArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct DiffArgs {
     /// The older snapshot
     pub(crate) old: PathBuf,
@@ -419,10 +444,10 @@ pub(crate) struct DiffArgs {
     /// A regression gate: exit 1 if this rule holds. METRIC[(SELECTOR)] OP VALUE, like
     /// 'retained(type~Cache) > +10%', 'total > +64MiB', 'size(site~loader.py) >= +1MB'.
     /// METRIC: total, count, shallow, retained (heap dumps), size (allocation snapshots);
-    /// SELECTOR: type~REGEX, type=NAME, holder~REGEX, site~REGEX; OP: > or >=; KiB/MiB/GiB binary,
-    /// KB/MB/GB decimal. May be repeated; every rule is printed on stderr with what it measured
-    #[arg(long = "fail-if", value_name = "RULE")]
-    pub(crate) fail_if: Vec<String>,
+    /// SELECTOR: type~REGEX, type=NAME, holder~REGEX, site~REGEX; OP: > or >=; VALUE: a change
+    /// (below). May be repeated; every rule is printed on stderr with what it measured
+    #[arg(long = "fail-if", value_name = "RULE", value_parser = parse_rule)]
+    pub(crate) fail_if: Vec<heapgraph_analyzer::gate::Rule>,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
     #[command(flatten)]
@@ -465,23 +490,25 @@ pub(crate) struct WhoHoldsArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct DominatorsArgs {
     #[command(flatten)]
     pub(crate) common: Common,
     /// Levels below the root to show
     #[arg(long, default_value_t = 3)]
     pub(crate) depth: u32,
-    /// Hide nodes retaining less than this share of the heap (like 1% or 0.5%)
-    #[arg(long, default_value = "1%", value_parser = parse_share)]
+    /// Hide nodes retaining less than this share of the heap (like 1%, 0.5% or 0.005)
+    #[arg(long, default_value = "1%", value_parser = parse_share, value_name = "SHARE")]
     pub(crate) min_share: f64,
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct SuspectsArgs {
     #[command(flatten)]
     pub(crate) common: Common,
     /// The share of the reachable heap a suspect must retain (like 10% or 0.1)
-    #[arg(long, default_value = "10%", value_parser = parse_share)]
+    #[arg(long, default_value = "10%", value_parser = parse_share, value_name = "SHARE")]
     pub(crate) threshold: f64,
 }
 
@@ -508,69 +535,63 @@ pub(crate) struct ConvertArgs {
     pub(crate) read: ReadArgs,
 }
 
-/// Parses `200ms`, `1s`, `2.5s`, `5m`, `1h`; a bare number is seconds.
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; write it like 200ms, 1s or 5m"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?}; use ms, s, m or h"
-            ));
-        }
-    };
-    std::time::Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("{text:?} is not a duration of zero or more"))
+/// A duration, in the words of `units` (clap's value parser).
+fn parse_duration(text: &str) -> Result<Duration, units::UnitError> {
+    units::parse_duration(text)
 }
 
-/// Parses `1%`, `0.5%` or a fraction such as `0.01`.
-fn parse_share(text: &str) -> Result<f64, String> {
-    let (number, scale) = match text.strip_suffix('%') {
-        Some(number) => (number, 100.0),
-        None => (text, 1.0),
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a share; write it like 1% or 0.01"))?;
-    let share = value / scale;
-    if !(0.0..=1.0).contains(&share) {
-        return Err(format!("{text:?} is not between 0% and 100%"));
-    }
-    Ok(share)
+/// A share, in the words of `units`.
+fn parse_share(text: &str) -> Result<f64, units::UnitError> {
+    units::parse_share(text)
+}
+
+/// A level (a share or a size), in the words of `units`.
+fn parse_level(text: &str) -> Result<Level, units::UnitError> {
+    text.parse()
+}
+
+/// A `--fail-if` rule, its VALUE a change in the words of `units`.
+fn parse_rule(text: &str) -> Result<heapgraph_analyzer::gate::Rule, String> {
+    use heapgraph_analyzer::gate::{Change, parse_rule};
+    parse_rule(text, |value| {
+        match value
+            .parse::<units::Change>()
+            .map_err(|err| err.to_string())?
+        {
+            units::Change::Amount(amount) => Ok(Change::Absolute(amount)),
+            units::Change::Share(share) => Ok(Change::Relative(share)),
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_share};
-    use std::time::Duration;
+    use super::*;
 
     #[test]
-    fn durations_parse_with_their_units() {
-        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert!(parse_duration("5 fortnights").is_err());
-        assert!(parse_duration("soon").is_err());
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    /// README's "Common options" documents the words for quantities as `--help` does.
+    #[test]
+    fn readme_quotes_the_quantities_of_help() {
+        let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let readme = words(include_str!("../../../README.md"));
+        let help = words(QUANTITIES);
+        assert!(
+            readme.contains(&help),
+            "README.md's Common options must quote, word for word:\n{help}"
+        );
     }
 
     #[test]
-    fn shares_parse_as_percent_or_fraction() {
-        assert_eq!(parse_share("1%"), Ok(0.01));
-        assert_eq!(parse_share("0.5%"), Ok(0.005));
-        assert_eq!(parse_share("0.25"), Ok(0.25));
-        assert!(parse_share("150%").is_err());
-        assert!(parse_share("lots").is_err());
+    fn gates_read_values_as_every_other_flag() {
+        assert!(parse_rule("total > +1K").is_ok());
+        assert!(parse_rule("total > +1TiB").is_ok());
+        assert!(parse_rule("retained(type~Cache) > +0.1").is_ok());
+        let err = parse_rule("total > +3 furlongs").unwrap_err();
+        assert!(err.contains("unknown unit \"furlongs\""), "{err}");
     }
 }

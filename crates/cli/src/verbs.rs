@@ -356,13 +356,7 @@ pub(crate) fn graph(args: &GraphArgs) -> anyhow::Result<String> {
 /// `diff`: two heap dumps by type, or two allocation snapshots by site; with the verdict of
 /// the `--fail-if` gates (true: one failed).
 pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<(String, bool)> {
-    let rules = args
-        .fail_if
-        .iter()
-        .map(|text| heapgraph_analyzer::gate::parse_rule(text))
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|message| anyhow::anyhow!("--fail-if: {message}"))?;
-    let (output, verdicts) = diff_and_check(args, &rules)?;
+    let (output, verdicts) = diff_and_check(args, &args.fail_if)?;
     let mut failed = false;
     let mut stderr = std::io::stderr().lock();
     for verdict in &verdicts {
