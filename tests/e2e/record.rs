@@ -397,6 +397,15 @@ fn a_process_that_cannot_be_dumped_is_recorded_with_the_reason() {
     );
     let text = heapgraph_ok(&["summary", path_str(&out)]);
     assert!(text.contains("the process exited with code 3"), "{text}");
+    // The last line's hint works as printed.
+    let hint = stderr
+        .rsplit_once("; `heapgraph ")
+        .and_then(|(_, hint)| hint.strip_suffix("` draws it\n"))
+        .unwrap_or_else(|| panic!("no hint in {stderr}"));
+    let args: Vec<&str> = hint.split(' ').collect();
+    assert_eq!(args, ["report", path_str(&out)]);
+    heapgraph_ok(&args);
+    assert!(dir.join("sleep.html").is_file());
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -1,7 +1,7 @@
 //! Command-line arguments (clap derive). Nothing here leaves the binary: verbs turn these into
 //! the libraries' options.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use heapgraph_format::units::{self, Level};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,6 +24,46 @@ a number alone is seconds. A change (--fail-if) is a sign and a size, a count or
 #[cfg(test)]
 const QUANTITIES: &str = quantities!();
 
+/// Rows of each table when `-n` is not given, on every verb.
+pub(crate) const DEFAULT_ROWS: usize = 20;
+
+/// The positional arguments that name an input file; their help lists what the verb reads,
+/// from `load::Holds::readers` (see [`parse`]).
+const INPUT_ARGS: [&str; 7] = ["file", "files", "old", "new", "baseline", "target", "final"];
+
+/// Parses the command line.
+pub(crate) fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+}
+
+/// The command line, with each verb's input help saying which kinds of file that verb reads,
+/// from the one table that also makes its refusals (`load::Holds::readers`).
+fn command() -> clap::Command {
+    let mut command = Cli::command();
+    let verbs: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for verb in verbs {
+        let Some(inputs) = crate::load::Holds::inputs_of(&verb) else {
+            continue;
+        };
+        // `mut_args` keeps the arguments in place (`mut_arg` would move one last, and with it
+        // the order of the positional ones).
+        command = command.mut_subcommand(&verb, |sub| {
+            sub.mut_args(|arg| {
+                if !INPUT_ARGS.contains(&arg.get_id().as_str()) {
+                    return arg;
+                }
+                let role = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                arg.help(format!("{role}: {inputs}"))
+            })
+        });
+    }
+    command
+}
+
 /// Post-mortem memory analysis: what is using the memory, who holds it, what grew.
 #[derive(Parser, Debug)]
 #[command(name = "heapgraph", version, about, long_about = None)]
@@ -31,9 +71,11 @@ const QUANTITIES: &str = quantities!();
     "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), IBM portable heap dumps \
 (.phd from OpenJ9 and IBM Java, plain or .gz), tracemalloc dumps \
 (Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz), heapgraph's own .hgd \
-(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record).\n\n",
+(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record); \
+each verb's --help says which it reads.\n\n",
     quantities!(),
-    "\n\nExit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \
+    "\n\n-n N lists N rows of each table (20 by default) on every verb.\n\n\
+Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \
 record -- COMMAND exits with the command's code."
 ))]
 pub(crate) struct Cli {
@@ -112,7 +154,6 @@ pub(crate) struct CaptureArgs {
     /// How long to wait for the process to finish writing
     #[arg(long, default_value = "120s", value_parser = parse_duration, value_name = "DURATION")]
     pub(crate) timeout: Duration,
-
     /// Print the dumper module (heapgraph_dump.py) instead, to import in a program:
     /// heapgraph_dump.dump(path), or heapgraph_dump.install() to dump on SIGUSR2
     #[arg(long, conflicts_with_all = ["pid", "output"])]
@@ -182,15 +223,16 @@ pub(crate) struct RecordArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
-    /// The dumps: one, or a series of one process, oldest first; a timeline (.hgt) may join
-    #[arg(required = true)]
+    /// One file, or a series of dumps of one process, oldest first (a recording may join them)
+    #[arg(required = true, value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
     /// Compare with this dump (an earlier release), as the first of the series
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub(crate) baseline: Option<PathBuf>,
-    /// Where to write the page
+    /// Where to write the page (default: beside the first FILE, named after it: app.html for
+    /// app.heapsnapshot.gz)
     #[arg(short = 'o', long = "output")]
-    pub(crate) output: PathBuf,
+    pub(crate) output: Option<PathBuf>,
     /// Leave the generation time out (as does setting SOURCE_DATE_EPOCH, which gives the time to
     /// show), so that the same inputs give the same bytes
     #[arg(long)]
@@ -202,17 +244,19 @@ pub(crate) struct ReportArgs {
 #[derive(Args, Debug)]
 pub(crate) struct LeaksArgs {
     /// The snapshot before the action under test
+    #[arg(value_name = "BASELINE")]
     pub(crate) baseline: PathBuf,
     /// The snapshot after the action
+    #[arg(value_name = "TARGET")]
     pub(crate) target: PathBuf,
     /// The snapshot after undoing the action (what is still alive here leaked)
-    #[arg(name = "final")]
+    #[arg(id = "final", value_name = "FINAL")]
     pub(crate) final_: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) format: OutputFormat,
-    /// Clusters to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Clusters to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
     #[command(flatten)]
     pub(crate) read: ReadArgs,
@@ -222,14 +266,15 @@ pub(crate) struct LeaksArgs {
 pub(crate) struct LeakingArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// How many objects to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Objects to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct GraphArgs {
     /// The dump
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// The object whose referrers to draw: @12345, 12345 or 0x3039
     #[arg(long = "backrefs", value_name = "ID")]
@@ -371,8 +416,8 @@ pub(crate) enum FieldLayoutArg {
 /// Arguments every analysis shares.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// The dump: a .heapsnapshot, .hprof, .hgd (any of them gzipped), a tracemalloc dump, a
-    /// CUDA memory snapshot, or (summary only) a .hgt timeline
+    /// The file to read
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -392,9 +437,9 @@ pub(crate) struct Common {
 pub(crate) struct SummaryArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// Types to list (JSON lists all types unless -n is given)
-    #[arg(short = 'n', long = "types")]
-    pub(crate) n_types: Option<usize>,
+    /// Rows of each table (20 by default; JSON lists every type unless -n is given)
+    #[arg(short = 'n', value_name = "N", alias = "types")]
+    pub(crate) n: Option<usize>,
     /// Count only objects of this kind: for Python dumps `object` (what the garbage collector
     /// tracks, as objgraph counts) or `untracked`; V8's node types (`string`, `closure`, …);
     /// Java's `instance`, `class`, `object-array`, `primitive-array`
@@ -409,8 +454,8 @@ pub(crate) struct TopArgs {
     /// What to rank by (heap dumps) or group by (allocation snapshots)
     #[arg(long, value_enum)]
     pub(crate) by: Option<RankByArg>,
-    /// How many objects or sites to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Objects or sites to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
@@ -420,8 +465,10 @@ pub(crate) struct TopArgs {
 #[command(after_help = quantities!())]
 pub(crate) struct DiffArgs {
     /// The older snapshot
+    #[arg(value_name = "OLD")]
     pub(crate) old: PathBuf,
     /// The newer snapshot
+    #[arg(value_name = "NEW")]
     pub(crate) new: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -431,8 +478,9 @@ pub(crate) struct DiffArgs {
     /// tracemalloc, traceback for CUDA snapshots)
     #[arg(long, value_enum)]
     pub(crate) by: Option<RankByArg>,
-    /// How many types or sites to list (JSON lists all unless -n is given)
-    #[arg(short = 'n')]
+    /// Rows of each table (20 by default; JSON lists every type, holder and site unless -n
+    /// is given)
+    #[arg(short = 'n', value_name = "N")]
     pub(crate) n: Option<usize>,
     /// Heap dumps: count weak references as retaining
     #[arg(long)]
@@ -456,33 +504,43 @@ pub(crate) struct DiffArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct GpuArgs {
-    /// A CUDA memory snapshot (torch.cuda.memory._dump_snapshot), plain or .gz
+    /// The snapshot (torch.cuda.memory._dump_snapshot)
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) format: OutputFormat,
-    /// Rows of each table
-    #[arg(short = 'n', default_value_t = 10)]
+    /// Rows of each table (20 by default)
+    #[arg(
+        short = 'n',
+        value_name = "N",
+        default_value_t = DEFAULT_ROWS,
+        hide_default_value = true
+    )]
     pub(crate) n: usize,
-    /// Keep library frames (torch, the standard library) in stacks, and the C++ and interpreter
-    /// frames that PyTorch's own viewer hides (stacks="all")
-    #[arg(long)]
-    pub(crate) all_frames: bool,
+    /// What the table of live memory groups by: traceback (the whole stack, the default),
+    /// lineno or filename (of the most recent frame), as `top` on a CUDA snapshot
+    #[arg(long, value_enum)]
+    pub(crate) by: Option<RankByArg>,
     /// Add allocated and reserved bytes over time, from the trace (JSON: [time_us, allocated,
     /// reserved] per event)
     #[arg(long)]
     pub(crate) timeline: bool,
+    #[command(flatten)]
+    pub(crate) sites: SiteArgs,
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "heapgraph who-holds [OPTIONS] <FILE> <OBJECT | --type NAME>")]
 pub(crate) struct WhoHoldsArgs {
     #[command(flatten)]
     pub(crate) common: Common,
     /// The object: @12345 (as DevTools shows it), 12345, or 0x3039
     #[arg(required_unless_present = "type_name", conflicts_with = "type_name")]
     pub(crate) object: Option<String>,
-    /// Instead of an id: the instance of this type that retains the most
-    #[arg(long = "type", value_name = "TYPE")]
+    /// Instead of an id: the instance of this type that retains the most (a whole name, or the
+    /// end of one after a dot: SessionCache for __main__.SessionCache)
+    #[arg(long = "type", value_name = "NAME")]
     pub(crate) type_name: Option<String>,
     /// How many distinct shortest chains to print
     #[arg(long = "paths", default_value_t = 3, value_name = "K")]
@@ -519,14 +577,15 @@ pub(crate) struct StringsArgs {
     /// Only values held by two strings or more, ranked by the bytes the copies waste
     #[arg(long)]
     pub(crate) duplicates: bool,
-    /// How many values to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Values to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct ConvertArgs {
     /// The dump to convert
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Where to write the .hgd file
     #[arg(short = 'o', long = "output")]
@@ -570,8 +629,35 @@ mod tests {
 
     #[test]
     fn the_command_line_is_well_formed() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    fn parsed(line: &[&str]) -> Command {
+        let matches = command()
+            .try_get_matches_from(std::iter::once("heapgraph").chain(line.iter().copied()))
+            .unwrap();
+        Cli::from_arg_matches(&matches).unwrap().command
+    }
+
+    /// The input help is added without moving the positional arguments.
+    #[test]
+    fn positional_arguments_keep_their_order() {
+        let Command::WhoHolds(args) = parsed(&["who-holds", "a.hgd", "--type", "Cache"]) else {
+            panic!("not who-holds");
+        };
+        assert_eq!(args.common.file, PathBuf::from("a.hgd"));
+        assert_eq!(args.object, None);
+        let Command::Diff(args) = parsed(&["diff", "old.hgd", "new.hgd"]) else {
+            panic!("not diff");
+        };
+        assert_eq!(
+            (args.old, args.new),
+            (PathBuf::from("old.hgd"), PathBuf::from("new.hgd"))
+        );
+        let Command::Leaks(args) = parsed(&["leaks", "b", "t", "f"]) else {
+            panic!("not leaks");
+        };
+        assert_eq!(args.final_, PathBuf::from("f"));
     }
 
     /// README's "Common options" documents the words for quantities as `--help` does.
