@@ -2,6 +2,7 @@
 //! `fixtures/v8/make_fixtures.js` built the heap.
 
 use crate::support::{V8_FIXTURES, fixture, heapgraph_ok, json, path_str, temp_dir};
+// `flate2` reads the fixtures themselves, as an oracle independent of our importers.
 use serde_json::Value;
 
 fn expected() -> Value {
@@ -313,4 +314,97 @@ fn regex_escape(text: &str) -> String {
                 .chain(std::iter::once(c))
         })
         .collect()
+}
+
+/// `summary` counts objects and `convert` says how many nodes it wrote of which kind (issue 22,
+/// item 5): checked against the snapshot itself, read with serde_json, where V8 names the
+/// `synthetic` nodes (the root and its groups) by their node type.
+#[test]
+fn summary_and_convert_agree_on_objects_and_synthetic_nodes() {
+    let path = fixture("v8/app-after.heapsnapshot.gz");
+    let file = std::fs::File::open(&path).expect("fixture");
+    let snapshot: Value =
+        serde_json::from_reader(flate2::read::GzDecoder::new(file)).expect("JSON");
+    let meta = &snapshot["snapshot"]["meta"];
+    let fields = meta["node_fields"].as_array().expect("node_fields").len();
+    let types = meta["node_types"][0].as_array().expect("node types");
+    let synthetic_type = types
+        .iter()
+        .position(|name| name == "synthetic")
+        .expect("a synthetic node type");
+    let nodes = snapshot["nodes"].as_array().expect("nodes");
+    let synthetic = nodes
+        .chunks(fields)
+        .filter(|node| node[0].as_u64() == Some(synthetic_type as u64))
+        .count();
+    let objects = nodes.len() / fields - synthetic;
+    assert!(synthetic > 1);
+    let summary = json(&["summary", path_str(&path), "--format", "json"]);
+    assert_eq!(summary["objects"].as_u64(), Some(objects as u64));
+    let dir = temp_dir("convert-counts");
+    let out = dir.join("app-after.hgd");
+    let said = heapgraph_ok(&["convert", path_str(&path), "-o", path_str(&out)]);
+    assert!(
+        said.contains(&format!(
+            "({objects} objects, {synthetic} synthetic root nodes that `summary` leaves out, "
+        )),
+        "{said}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `-n` is one option on every verb that lists rows: the same name, meaning and default.
+#[test]
+fn every_verb_takes_n_rows_with_the_same_default() {
+    for verb in [
+        "summary", "top", "diff", "gpu", "leaking", "leaks", "strings",
+    ] {
+        let help = heapgraph_ok(&[verb, "--help"]);
+        let line = help
+            .lines()
+            .skip_while(|line| !line.trim_start().starts_with("-n <N>"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{verb} has no -n <N>:\n{help}"));
+        assert!(line.contains("(20 by default"), "{verb}: {line}");
+        assert!(!help.contains("--types"), "{verb}");
+    }
+    // gpu lists 20 rows too: the OOM snapshot has 67 active blocks (an independent Python
+    // reading of the pickle counts them).
+    let expected: Value = serde_json::from_slice(
+        &std::fs::read(fixture("torch-cuda/expected.json")).expect("expected.json"),
+    )
+    .expect("JSON");
+    let file = fixture("torch-cuda/oom_batch_growth.pickle.gz");
+    let gpu = json(&["gpu", path_str(&file), "--format", "json"]);
+    assert_eq!(
+        expected["files"]["oom_batch_growth"]["active_blocks"].as_u64(),
+        Some(67)
+    );
+    assert_eq!(gpu["largest_blocks"].as_array().map(Vec::len), Some(20));
+    let summary = json(&["summary", path_str(&file), "--format", "json"]);
+    assert_eq!(summary["largest_blocks"], gpu["largest_blocks"]);
+}
+
+/// The usage lines say what each argument is.
+#[test]
+fn usages_name_their_arguments() {
+    let usage = |verb: &str| {
+        let help = heapgraph_ok(&[verb, "--help"]);
+        help.lines()
+            .find_map(|line| line.strip_prefix("Usage: "))
+            .unwrap_or_else(|| panic!("{verb}: no usage"))
+            .to_owned()
+    };
+    assert_eq!(
+        usage("who-holds"),
+        "heapgraph who-holds [OPTIONS] <FILE> <OBJECT | --type NAME>"
+    );
+    assert_eq!(
+        usage("leaks"),
+        "heapgraph leaks [OPTIONS] <BASELINE> <TARGET> <FINAL>"
+    );
+    assert_eq!(usage("report"), "heapgraph report [OPTIONS] <FILE>...");
+    // And every timeout is a duration, as every other one.
+    let capture = heapgraph_ok(&["capture", "python", "--help"]);
+    assert!(capture.contains("--timeout <DURATION>"), "{capture}");
 }

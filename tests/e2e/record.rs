@@ -397,6 +397,15 @@ fn a_process_that_cannot_be_dumped_is_recorded_with_the_reason() {
     );
     let text = heapgraph_ok(&["summary", path_str(&out)]);
     assert!(text.contains("the process exited with code 3"), "{text}");
+    // The last line's hint works as printed.
+    let hint = stderr
+        .rsplit_once("; `heapgraph ")
+        .and_then(|(_, hint)| hint.strip_suffix("` draws it\n"))
+        .unwrap_or_else(|| panic!("no hint in {stderr}"));
+    let args: Vec<&str> = hint.split(' ').collect();
+    assert_eq!(args, ["report", path_str(&out)]);
+    heapgraph_ok(&args);
+    assert!(dir.join("sleep.html").is_file());
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -468,12 +477,46 @@ fn a_recorder_killed_mid_recording_leaves_a_timeline_up_to_its_last_sample() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A level written as a fraction is the share it means, as `--min-share 0.01` is: `0.000001`
+/// of the machine's memory is a few KiB, crossed by any process at its first sample.
+#[test]
+fn a_fraction_is_a_share_of_the_limit() {
+    let dir = temp_dir("record-fraction");
+    let out = dir.join("fraction.hgt");
+    let stderr = record(
+        &[
+            "--interval",
+            "50ms",
+            "--warn",
+            "0.000001",
+            "-o",
+            path_str(&out),
+        ],
+        &["sh", "-c", "sleep 0.3"],
+        0,
+    );
+    assert!(stderr.contains("warn: host memory is"), "{stderr}");
+    let view = timeline(&out);
+    let threshold = &view["thresholds"][0];
+    assert_eq!(threshold["spec"], "0.0001%");
+    let limit = view["limit_bytes"].as_f64().unwrap();
+    let bytes = threshold["bytes"].as_f64().unwrap();
+    assert!((bytes - limit * 1e-6).abs() <= 1.0, "{bytes} of {limit}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn bad_thresholds_and_intervals_are_usage_errors() {
     for (args, message) in [
-        (vec!["--interval", "10ms"], "below the shortest, 50 ms"),
+        (
+            vec!["--interval", "10ms"],
+            "--interval 10ms is below the shortest, 50ms",
+        ),
         (vec!["--act", "150%"], "is not between 0% and 100%"),
         (vec!["--warn", "3 furlongs"], "unknown unit"),
+        (vec!["--gpu-act", "2.5"], "is not between 0% and 100%"),
+        (vec!["--act-every", "5 fortnights"], "unknown unit"),
+        (vec!["--dump-timeout", "soon"], "is not a duration"),
     ] {
         let mut all = vec!["record"];
         all.extend(&args);

@@ -1,6 +1,7 @@
 //! Which verbs read which files (issue 15, item 9): every verb runs on a heap dump, a CUDA
 //! snapshot, a tracemalloc dump and a recording; each refusal must name exactly the verbs that
-//! did read that file, so that a user sent elsewhere is sent to every verb that helps.
+//! did read that file, so that a user sent elsewhere is sent to every verb that helps, and each
+//! verb's `--help` must list exactly the kinds of file it did read (issue 22, item 5).
 
 use crate::support::{fixture, heapgraph, path_str, temp_dir};
 use std::collections::BTreeSet;
@@ -44,12 +45,22 @@ fn named_verbs(message: &str) -> BTreeSet<String> {
 #[test]
 fn refusals_name_every_verb_that_reads_the_file() {
     let dir = temp_dir("refusals");
-    for (name, root) in [
+    let mut helps = std::collections::BTreeMap::new();
+    for (verb, _) in invocations("FILE", "OUT", "@0") {
+        let help = heapgraph(&[verb, "--help"]);
+        assert!(help.status.success(), "{verb} --help");
+        helps.insert(verb, String::from_utf8_lossy(&help.stdout).into_owned());
+    }
+    for (name, root, named_in_help) in [
         // A heap dump (V8's format, written as Julia writes it; its root's id is 0).
-        ("v8/julia-shaped.heapsnapshot.gz", "@0"),
-        ("torch-cuda/load_fp32.pickle.gz", "@0"),
-        ("tracemalloc/before.tracemalloc", "@0"),
-        ("timeline/worker.hgt", "@0"),
+        ("v8/julia-shaped.heapsnapshot.gz", "@0", "a heap dump ("),
+        (
+            "torch-cuda/load_fp32.pickle.gz",
+            "@0",
+            "a PyTorch CUDA memory snapshot",
+        ),
+        ("tracemalloc/before.tracemalloc", "@0", "a tracemalloc dump"),
+        ("timeline/worker.hgt", "@0", "a recording (.hgt"),
     ] {
         let path = fixture(name);
         let out = dir.join(name.replace('/', "_"));
@@ -67,6 +78,18 @@ fn refusals_name_every_verb_that_reads_the_file() {
             }
         }
         assert!(!read.is_empty() && !refusals.is_empty(), "{name}");
+        for (verb, help) in &helps {
+            let files = help
+                .split("Arguments:")
+                .nth(1)
+                .and_then(|rest| rest.split("Options:").next())
+                .unwrap_or_else(|| panic!("{verb} --help has no arguments"));
+            assert_eq!(
+                files.contains(named_in_help),
+                read.contains(*verb),
+                "{verb} --help and what it reads disagree on {name}:{files}"
+            );
+        }
         for (verb, message) in &refusals {
             assert!(
                 message.contains(path_str(&path)),

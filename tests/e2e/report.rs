@@ -183,6 +183,31 @@ fn the_same_inputs_give_the_same_bytes() {
     assert!(html.contains("report generated 1970-01-01 00:00:00 UTC"));
 }
 
+/// Without `-o` the page goes beside the first file, named after it, so that the hint
+/// `heapgraph report FILE` (which `record` and the findings print) works as written.
+#[test]
+fn without_o_the_page_goes_beside_its_file() {
+    let dir = temp_dir("report-beside");
+    for (fixture_name, page) in [
+        ("v8/app-after.heapsnapshot.gz", "app-after.html"),
+        ("timeline/worker.hgt", "worker.html"),
+    ] {
+        let file = dir.join(fixture_name.rsplit('/').next().unwrap());
+        std::fs::copy(fixture(fixture_name), &file).unwrap();
+        let said = heapgraph_ok(&["report", path_str(&file), "--no-timestamp"]);
+        let out = dir.join(page);
+        assert!(
+            said.starts_with(&format!("wrote {} (", out.display())),
+            "{said}"
+        );
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert_self_contained(&html);
+        // The same page as with -o.
+        assert_eq!(html, report(&[path_str(&file), "--no-timestamp"], page));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_cuda_snapshot_gives_its_timeline_and_stacks() {
     let file = fixture("torch-cuda/oom_batch_growth.pickle.gz");

@@ -374,3 +374,116 @@ fn a_diff_numbers_its_listed_stacks_one_after_the_other() {
     assert!(!html.contains("<span class=\"chain\"></span>"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `gpu` takes the `--by`, `--filter` and `--exclude` that `top` and `diff` take (issue 22,
+/// item 5): its table by site, grouped by line or by file and filtered on the most recent
+/// frame's file, equals the independent Python reading's stacks regrouped and filtered the same
+/// way. A block allocated before recording has no stack: no glob matches it, so `--exclude`
+/// keeps it, as `tracemalloc.Filter(False, …)` keeps a trace it does not match.
+#[test]
+fn gpu_groups_and_filters_its_sites_as_top_does() {
+    type Rows = Vec<(Option<(String, u64)>, u64, u64)>;
+    let expected = load_json("torch-cuda/expected.json");
+    let ours_by = |name: &str, extra: &[&str]| -> Rows {
+        let mut args = vec!["--all-frames", "-n", "100000"];
+        args.extend(extra);
+        let view = gpu(name, &args);
+        let mut rows: Rows = view["by_stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                let key = row["frames"].as_array().unwrap().first().map(|frame| {
+                    (
+                        frame["filename"].as_str().unwrap().to_owned(),
+                        frame["lineno"].as_u64().unwrap(),
+                    )
+                });
+                (
+                    key,
+                    row["bytes"].as_u64().unwrap(),
+                    row["blocks"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    for (name, facts) in expected["files"].as_object().unwrap() {
+        for (by, exclude) in [("lineno", None), ("filename", Some("module.py"))] {
+            let mut sums: std::collections::BTreeMap<Option<(String, u64)>, (u64, u64)> =
+                Default::default();
+            for row in facts["by_stack"].as_array().unwrap() {
+                let first = row["frames"].as_array().unwrap().first().map(|frame| {
+                    let file = frame[0].as_str().unwrap().to_owned();
+                    // tracemalloc's `filename` key shows line 0.
+                    let line = if by == "filename" {
+                        0
+                    } else {
+                        frame[1].as_u64().unwrap()
+                    };
+                    (file, line)
+                });
+                if exclude.is_some_and(|suffix| {
+                    first
+                        .as_ref()
+                        .is_some_and(|(file, _)| file.ends_with(suffix))
+                }) {
+                    continue;
+                }
+                let sum = sums.entry(first).or_default();
+                sum.0 += row["bytes"].as_u64().unwrap();
+                sum.1 += row["blocks"].as_u64().unwrap();
+            }
+            let mut python: Rows = sums
+                .into_iter()
+                .map(|(key, (bytes, blocks))| (key, bytes, blocks))
+                .collect();
+            python.sort();
+            let mut args = vec!["--by", by];
+            if exclude.is_some() {
+                args.extend(["--exclude", "*module.py"]);
+            }
+            assert_eq!(ours_by(name, &args), python, "{name}: gpu {args:?}");
+        }
+        // The same rows as `top` on the same snapshot, with the same options.
+        let file = fixture(&format!("torch-cuda/{name}.pickle.gz"));
+        let top = json(&[
+            "top",
+            path_str(&file),
+            "--format",
+            "json",
+            "--all-frames",
+            "--by",
+            "lineno",
+            "--filter",
+            "/srv/*",
+            "-n",
+            "100000",
+        ]);
+        let top_rows: Vec<(Value, Value)> = top["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| (row["frames"][0]["lineno"].clone(), row["size"].clone()))
+            .collect();
+        let gpu_rows: Vec<(Value, Value)> = gpu(
+            name,
+            &[
+                "--all-frames",
+                "--by",
+                "lineno",
+                "--filter",
+                "/srv/*",
+                "-n",
+                "100000",
+            ],
+        )["by_stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| (row["frames"][0]["lineno"].clone(), row["bytes"].clone()))
+            .collect();
+        assert_eq!(gpu_rows, top_rows, "{name}");
+    }
+}

@@ -3,8 +3,10 @@
 //!
 //! A rule is `METRIC[(SELECTOR)] OP VALUE`: METRIC is `total`, `count`, `shallow`, `retained`
 //! (heap dumps) or `size` (allocation snapshots; `count` too); SELECTOR is `type~REGEX`,
-//! `type=NAME`, `holder~REGEX` (a holder's retainer-path signature) or `site~REGEX`; OP is `>` or `>=`; VALUE is a signed change, absolute (`+64MiB`,
-//! `+1000`) or relative (`+10%`). KiB/MiB/GiB are binary, KB/MB/GB decimal.
+//! `type=NAME`, `holder~REGEX` (a holder's retainer-path signature) or `site~REGEX`; OP is `>`
+//! or `>=`; VALUE is a signed [`Change`], absolute (`+64MiB`, `+1000`) or relative (`+10%`).
+//! VALUE is read by the caller's parser, so that it is spelled as every other quantity on the
+//! command line: the binary passes `heapgraph_format::units`' (this crate sees `model` alone).
 
 use crate::diff::GraphDiffView;
 use crate::sites::SitesView;
@@ -29,9 +31,10 @@ enum Selector {
     HolderRegex(Regex),
 }
 
-/// A change to compare against.
+/// The change a rule compares with.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Threshold {
+pub enum Change {
+    /// Bytes or objects.
     Absolute(i64),
     /// A fraction of the value before (`+10%` is 0.1).
     Relative(f64),
@@ -44,7 +47,7 @@ pub struct Rule {
     metric: Metric,
     selector: Option<Selector>,
     or_equal: bool,
-    threshold: Threshold,
+    threshold: Change,
 }
 
 /// A rule's verdict, with what was measured.
@@ -74,45 +77,14 @@ impl Verdict {
     }
 }
 
-fn parse_value(text: &str) -> Result<Threshold, String> {
-    let text = text.trim();
-    if let Some(number) = text.strip_suffix('%') {
-        let value: f64 = number
-            .trim()
-            .parse()
-            .map_err(|_| format!("{text:?} is not a change such as +10%"))?;
-        return Ok(Threshold::Relative(value / 100.0));
-    }
-    let split = text
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let scale: f64 = match unit.trim() {
-        "" | "B" => 1.0,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        "KB" => 1e3,
-        "MB" => 1e6,
-        "GB" => 1e9,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?}: use B, KiB, MiB, GiB, KB, MB, GB or %"
-            ));
-        }
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a change such as +64MiB"))?;
-    Ok(Threshold::Absolute((value * scale).round() as i64))
-}
-
-/// Parses one rule.
+/// Parses one rule; `parse_change` reads its VALUE.
 ///
 /// # Errors
 /// A message saying what is wrong, for the user.
-pub fn parse_rule(text: &str) -> Result<Rule, String> {
+pub fn parse_rule(
+    text: &str,
+    parse_change: impl FnOnce(&str) -> Result<Change, String>,
+) -> Result<Rule, String> {
     let shape = Regex::new(r"^\s*([a-z]+)\s*(?:\((.*)\))?\s*(>=|>)\s*(\S.*?)\s*$")
         .map_err(|error| error.to_string())?;
     let Some(parts) = shape.captures(text) else {
@@ -158,7 +130,7 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
         metric,
         selector,
         or_equal: &parts[3] == ">=",
-        threshold: parse_value(&parts[4])?,
+        threshold: parse_change(&parts[4])?,
     })
 }
 
@@ -166,14 +138,14 @@ impl Rule {
     fn verdict(&self, before: i64, after: i64, bytes: bool) -> Verdict {
         let delta = after - before;
         let failed = match self.threshold {
-            Threshold::Absolute(limit) => {
+            Change::Absolute(limit) => {
                 if self.or_equal {
                     delta >= limit
                 } else {
                     delta > limit
                 }
             }
-            Threshold::Relative(limit) => {
+            Change::Relative(limit) => {
                 // From nothing, any growth is infinitely large, and no change is none.
                 let relative = if before == 0 {
                     if delta > 0 { f64::INFINITY } else { 0.0 }
@@ -305,26 +277,49 @@ impl Rule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use heapgraph_format::units;
+
+    /// A rule with VALUE read as the binary reads it.
+    fn parse_rule(text: &str) -> Result<Rule, String> {
+        super::parse_rule(text, |value| {
+            match value
+                .parse::<units::Change>()
+                .map_err(|err| err.to_string())?
+            {
+                units::Change::Amount(amount) => Ok(Change::Absolute(amount)),
+                units::Change::Share(share) => Ok(Change::Relative(share)),
+            }
+        })
+    }
 
     #[test]
     fn rules_parse_as_decisions_md_writes_them() {
         let rule = parse_rule("retained(type~Cache) > +10%").unwrap();
         assert_eq!(rule.metric, Metric::Retained);
         assert!(matches!(rule.selector, Some(Selector::TypeRegex(_))));
-        assert_eq!(rule.threshold, Threshold::Relative(0.1));
+        assert_eq!(rule.threshold, Change::Relative(0.1));
         assert!(!rule.or_equal);
         let rule = parse_rule("total >= +64MiB").unwrap();
-        assert_eq!(rule.threshold, Threshold::Absolute(64 << 20));
+        assert_eq!(rule.threshold, Change::Absolute(64 << 20));
         assert!(rule.or_equal);
         assert_eq!(
             parse_rule("size(site~app.py) > +1MB").unwrap().threshold,
-            Threshold::Absolute(1_000_000)
+            Change::Absolute(1_000_000)
         );
         assert_eq!(
             parse_rule("count(type=__main__.Request) > 100")
                 .unwrap()
                 .threshold,
-            Threshold::Absolute(100)
+            Change::Absolute(100)
+        );
+        // Every size unit of the command line, K and TiB included.
+        assert_eq!(
+            parse_rule("total > +1K").unwrap().threshold,
+            Change::Absolute(1024)
+        );
+        assert_eq!(
+            parse_rule("total > +1TiB").unwrap().threshold,
+            Change::Absolute(1 << 40)
         );
         for bad in [
             "total",

@@ -16,6 +16,10 @@ pub struct GpuOptions {
     pub all_frames: bool,
     /// Include the allocated/reserved timeline from the trace.
     pub timeline: bool,
+    /// How the table of live memory by site groups and filters allocations, as `top` does
+    /// (by the whole stack, [`SiteKey::Traceback`], unless asked otherwise). Its
+    /// `user_frames_only` is the caller's: the binary sets it to `!all_frames`.
+    pub sites: SiteOptions,
 }
 
 /// A live block and the code that allocated it.
@@ -123,8 +127,11 @@ pub struct GpuView {
     pub largest_free_block: u64,
     /// The largest live blocks.
     pub largest_blocks: Vec<GpuBlock>,
-    /// Live bytes grouped by allocating stack.
+    /// Live bytes grouped by allocating stack (or by line or file, as [`GpuView::by`] says),
+    /// filtered as [`GpuOptions::sites`] asks.
     pub by_stack: Vec<SiteRow>,
+    /// What `by_stack` groups by.
+    pub by: SiteKey,
     /// Segments with the most free bytes.
     pub segments_with_free: Vec<SegmentFree>,
     /// The last out-of-memory event, if the trace has one.
@@ -209,6 +216,7 @@ pub fn gpu(snapshot: &AllocSnapshot, options: &GpuOptions) -> Option<GpuView> {
         largest_free_block: 0,
         largest_blocks: Vec::new(),
         by_stack: Vec::new(),
+        by: options.sites.key,
         segments_with_free: Vec::new(),
         oom: None,
         trace: None,
@@ -258,9 +266,7 @@ pub fn gpu(snapshot: &AllocSnapshot, options: &GpuOptions) -> Option<GpuView> {
         })
         .collect();
 
-    let mut site_options = SiteOptions::new(SiteKey::Traceback);
-    site_options.user_frames_only = !options.all_frames;
-    let mut by_stack = statistics(snapshot, &site_options).rows;
+    let mut by_stack = statistics(snapshot, &options.sites).rows;
     by_stack.truncate(options.n);
     view.by_stack = by_stack;
 

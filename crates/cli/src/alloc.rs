@@ -1,5 +1,6 @@
 //! Verbs on allocation snapshots (tracemalloc dumps, CUDA snapshots): `top` and `diff` by
-//! allocating site, and `gpu`.
+//! allocating site, and `gpu` (whose table by site takes the same `--by`, `--filter` and
+//! `--exclude`).
 
 use crate::args::{DiffArgs, GpuArgs, OutputFormat, RankByArg, SiteArgs};
 use crate::load::{Holds, load_cuda};
@@ -114,15 +115,27 @@ pub(crate) fn diff(
     Ok((output, verdicts))
 }
 
+/// How the `gpu` view is shaped: rows, the grouping and filters of its table by site, the
+/// timeline.
+pub(crate) struct GpuShape<'a> {
+    pub(crate) n: usize,
+    pub(crate) by: Option<RankByArg>,
+    pub(crate) sites: &'a SiteArgs,
+    pub(crate) timeline: bool,
+}
+
 /// `gpu`: what filled the GPU.
 pub(crate) fn gpu(args: &GpuArgs) -> anyhow::Result<String> {
     let snapshot = load_cuda(&args.file)?;
     gpu_of(
         &args.file,
         &snapshot,
-        args.n,
-        args.all_frames,
-        args.timeline,
+        GpuShape {
+            n: args.n,
+            by: args.by,
+            sites: &args.sites,
+            timeline: args.timeline,
+        },
         args.format,
     )
 }
@@ -131,15 +144,17 @@ pub(crate) fn gpu(args: &GpuArgs) -> anyhow::Result<String> {
 pub(crate) fn gpu_of(
     path: &Path,
     snapshot: &AllocSnapshot,
-    n: usize,
-    all_frames: bool,
-    timeline: bool,
+    shape: GpuShape<'_>,
     format: OutputFormat,
 ) -> anyhow::Result<String> {
+    let all_frames = shape.sites.all_frames;
+    // As `top` groups a CUDA snapshot: by the whole stack unless --by says otherwise.
+    let key = site_key(shape.by.or(Some(RankByArg::Traceback)), snapshot)?;
     let options = GpuOptions {
-        n,
+        n: shape.n,
         all_frames,
-        timeline,
+        timeline: shape.timeline,
+        sites: site_options(key, shape.sites)?,
     };
     let Some(view) = heapgraph_analyzer::gpu::gpu(snapshot, &options) else {
         // `load_cuda` refuses such a snapshot first; `summary` never calls this with one.

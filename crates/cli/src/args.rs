@@ -1,20 +1,83 @@
 //! Command-line arguments (clap derive). Nothing here leaves the binary: verbs turn these into
 //! the libraries' options.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use heapgraph_format::units::{self, Level};
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// The words for quantities, documented once: every help screen that takes one shows this
+/// paragraph, and README's "Common options" quotes it (`tests/e2e/cli.rs` checks that they
+/// agree). The parser is `heapgraph_format::units`.
+macro_rules! quantities {
+    () => {
+        "Sizes are a number and a unit: B, K or KiB, M or MiB, G or GiB, T or TiB (binary), KB, \
+MB, GB or TB (decimal), like 12GiB or 1.5 MiB; a number alone is bytes. Shares are a percentage \
+(80%) or a fraction with its decimal point (0.8). A level is a share of a limit or a size, so \
+0.8 is 80% and 4096 is 4096 bytes. Durations are a number and ms, s, m or h (200ms, 30s, 5m); \
+a number alone is seconds. A change (--fail-if) is a sign and a size, a count or a share: \
++64MiB, +200, +10%."
+    };
+}
+
+/// The paragraph of [`quantities!`], for the test that README quotes it.
+#[cfg(test)]
+const QUANTITIES: &str = quantities!();
+
+/// Rows of each table when `-n` is not given, on every verb.
+pub(crate) const DEFAULT_ROWS: usize = 20;
+
+/// The positional arguments that name an input file; their help lists what the verb reads,
+/// from `load::Holds::readers` (see [`parse`]).
+const INPUT_ARGS: [&str; 7] = ["file", "files", "old", "new", "baseline", "target", "final"];
+
+/// Parses the command line.
+pub(crate) fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+}
+
+/// The command line, with each verb's input help saying which kinds of file that verb reads,
+/// from the one table that also makes its refusals (`load::Holds::readers`).
+fn command() -> clap::Command {
+    let mut command = Cli::command();
+    let verbs: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for verb in verbs {
+        let Some(inputs) = crate::load::Holds::inputs_of(&verb) else {
+            continue;
+        };
+        // `mut_args` keeps the arguments in place (`mut_arg` would move one last, and with it
+        // the order of the positional ones).
+        command = command.mut_subcommand(&verb, |sub| {
+            sub.mut_args(|arg| {
+                if !INPUT_ARGS.contains(&arg.get_id().as_str()) {
+                    return arg;
+                }
+                let role = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                arg.help(format!("{role}: {inputs}"))
+            })
+        });
+    }
+    command
+}
 
 /// Post-mortem memory analysis: what is using the memory, who holds it, what grew.
 #[derive(Parser, Debug)]
 #[command(name = "heapgraph", version, about, long_about = None)]
-#[command(
-    after_help = "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), IBM portable heap dumps \
+#[command(after_help = concat!(
+    "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), IBM portable heap dumps \
 (.phd from OpenJ9 and IBM Java, plain or .gz), tracemalloc dumps \
 (Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz), heapgraph's own .hgd \
-(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record).\n\
+(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record); \
+each verb's --help says which it reads.\n\n",
+    quantities!(),
+    "\n\n-n N lists N rows of each table (20 by default) on every verb.\n\n\
 Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \
 record -- COMMAND exits with the command's code."
-)]
+))]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -79,6 +142,7 @@ pub(crate) enum CaptureCommand {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct CaptureArgs {
     /// The process to dump
     #[arg(long, required_unless_present = "print_dumper")]
@@ -87,9 +151,9 @@ pub(crate) struct CaptureArgs {
     /// root, so its user must be able to; else into its own /tmp, whence it is moved here
     #[arg(short = 'o', long = "output", required_unless_present = "print_dumper")]
     pub(crate) output: Option<PathBuf>,
-    /// Seconds to wait for the process to finish writing
-    #[arg(long = "timeout", default_value_t = 120, value_name = "SECONDS")]
-    pub(crate) timeout_s: u64,
+    /// How long to wait for the process to finish writing
+    #[arg(long, default_value = "120s", value_parser = parse_duration, value_name = "DURATION")]
+    pub(crate) timeout: Duration,
     /// Print the dumper module (heapgraph_dump.py) instead, to import in a program:
     /// heapgraph_dump.dump(path), or heapgraph_dump.install() to dump on SIGUSR2
     #[arg(long, conflicts_with_all = ["pid", "output"])]
@@ -97,15 +161,16 @@ pub(crate) struct CaptureArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Thresholds are shares of a limit (80%) or sizes (12GiB, 500MB). Host memory \
+#[command(after_help = concat!(
+    "Thresholds are levels: shares of a limit (80%) or sizes (12GiB, 500MB). Host memory \
 is the RSS of the process and its descendants, against the cgroup's memory limit where one is set, \
 else the machine's memory; GPU memory is the processes' memory on each GPU, against the GPU's own. \
 A dump is taken of the process of the tree with the most memory that heapgraph can dump: Python \
 (through the dumper's install() handler when the program called it, else by injecting the dumper \
 with gdb), Node.js started with --heapsnapshot-signal, or a JVM (jcmd GC.heap_dump). \
-With a command, heapgraph exits with the command's exit code (128 + N when signal N ended it)."
-)]
+With a command, heapgraph exits with the command's exit code (128 + N when signal N ended it).\n\n",
+    quantities!()
+))]
 pub(crate) struct RecordArgs {
     /// The program to start and record, after `--`
     #[arg(
@@ -122,35 +187,35 @@ pub(crate) struct RecordArgs {
     #[arg(short = 'o', long = "output")]
     pub(crate) output: Option<PathBuf>,
     /// Time between samples, from 50ms (like 200ms, 1s, 2.5s)
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    pub(crate) interval: std::time::Duration,
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    pub(crate) interval: Duration,
     /// Print an alert when memory reaches this (80% of the limit, or a size like 12GiB)
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) warn: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) warn: Option<Level>,
     /// Take a dump when memory reaches this (90%, or a size): one per crossing
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) act: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) act: Option<Level>,
     /// The alert level for GPU memory (default: --warn, when it is a share)
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) gpu_warn: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) gpu_warn: Option<Level>,
     /// The dump level for GPU memory (default: --act, when it is a share)
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) gpu_act: Option<String>,
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub(crate) gpu_act: Option<Level>,
     /// Where dumps go (default: the timeline's directory)
     #[arg(long, value_name = "DIR")]
     pub(crate) dump_dir: Option<PathBuf>,
     /// The least time between two dumps
     #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
-    pub(crate) act_every: std::time::Duration,
+    pub(crate) act_every: Duration,
     /// The most dumps to take
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub(crate) max_dumps: u32,
     /// How long a dump may take before it is given up
     #[arg(long, default_value = "300s", value_parser = parse_duration, value_name = "DURATION")]
-    pub(crate) dump_timeout: std::time::Duration,
+    pub(crate) dump_timeout: Duration,
     /// Stop recording after this long (the command keeps running)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub(crate) duration: Option<std::time::Duration>,
+    pub(crate) duration: Option<Duration>,
     /// No status line on stderr (alerts and dumps are still reported)
     #[arg(short = 'q', long)]
     pub(crate) quiet: bool,
@@ -158,15 +223,16 @@ pub(crate) struct RecordArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
-    /// The dumps: one, or a series of one process, oldest first; a timeline (.hgt) may join
-    #[arg(required = true)]
+    /// One file, or a series of dumps of one process, oldest first (a recording may join them)
+    #[arg(required = true, value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
     /// Compare with this dump (an earlier release), as the first of the series
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub(crate) baseline: Option<PathBuf>,
-    /// Where to write the page
+    /// Where to write the page (default: beside the first FILE, named after it: app.html for
+    /// app.heapsnapshot.gz)
     #[arg(short = 'o', long = "output")]
-    pub(crate) output: PathBuf,
+    pub(crate) output: Option<PathBuf>,
     /// Leave the generation time out (as does setting SOURCE_DATE_EPOCH, which gives the time to
     /// show), so that the same inputs give the same bytes
     #[arg(long)]
@@ -178,17 +244,19 @@ pub(crate) struct ReportArgs {
 #[derive(Args, Debug)]
 pub(crate) struct LeaksArgs {
     /// The snapshot before the action under test
+    #[arg(value_name = "BASELINE")]
     pub(crate) baseline: PathBuf,
     /// The snapshot after the action
+    #[arg(value_name = "TARGET")]
     pub(crate) target: PathBuf,
     /// The snapshot after undoing the action (what is still alive here leaked)
-    #[arg(name = "final")]
+    #[arg(id = "final", value_name = "FINAL")]
     pub(crate) final_: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) format: OutputFormat,
-    /// Clusters to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Clusters to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
     #[command(flatten)]
     pub(crate) read: ReadArgs,
@@ -198,14 +266,15 @@ pub(crate) struct LeaksArgs {
 pub(crate) struct LeakingArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// How many objects to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Objects to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct GraphArgs {
     /// The dump
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// The object whose referrers to draw: @12345, 12345 or 0x3039
     #[arg(long = "backrefs", value_name = "ID")]
@@ -347,8 +416,8 @@ pub(crate) enum FieldLayoutArg {
 /// Arguments every analysis shares.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// The dump: a .heapsnapshot, .hprof, .hgd (any of them gzipped), a tracemalloc dump, a
-    /// CUDA memory snapshot, or (summary only) a .hgt timeline
+    /// The file to read
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -368,9 +437,9 @@ pub(crate) struct Common {
 pub(crate) struct SummaryArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// Types to list (JSON lists all types unless -n is given)
-    #[arg(short = 'n', long = "types")]
-    pub(crate) n_types: Option<usize>,
+    /// Rows of each table (20 by default; JSON lists every type unless -n is given)
+    #[arg(short = 'n', value_name = "N", alias = "types")]
+    pub(crate) n: Option<usize>,
     /// Count only objects of this kind: for Python dumps `object` (what the garbage collector
     /// tracks, as objgraph counts) or `untracked`; V8's node types (`string`, `closure`, …);
     /// Java's `instance`, `class`, `object-array`, `primitive-array`
@@ -385,18 +454,21 @@ pub(crate) struct TopArgs {
     /// What to rank by (heap dumps) or group by (allocation snapshots)
     #[arg(long, value_enum)]
     pub(crate) by: Option<RankByArg>,
-    /// How many objects or sites to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Objects or sites to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct DiffArgs {
     /// The older snapshot
+    #[arg(value_name = "OLD")]
     pub(crate) old: PathBuf,
     /// The newer snapshot
+    #[arg(value_name = "NEW")]
     pub(crate) new: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -406,8 +478,9 @@ pub(crate) struct DiffArgs {
     /// tracemalloc, traceback for CUDA snapshots)
     #[arg(long, value_enum)]
     pub(crate) by: Option<RankByArg>,
-    /// How many types or sites to list (JSON lists all unless -n is given)
-    #[arg(short = 'n')]
+    /// Rows of each table (20 by default; JSON lists every type, holder and site unless -n
+    /// is given)
+    #[arg(short = 'n', value_name = "N")]
     pub(crate) n: Option<usize>,
     /// Heap dumps: count weak references as retaining
     #[arg(long)]
@@ -419,10 +492,10 @@ pub(crate) struct DiffArgs {
     /// A regression gate: exit 1 if this rule holds. METRIC[(SELECTOR)] OP VALUE, like
     /// 'retained(type~Cache) > +10%', 'total > +64MiB', 'size(site~loader.py) >= +1MB'.
     /// METRIC: total, count, shallow, retained (heap dumps), size (allocation snapshots);
-    /// SELECTOR: type~REGEX, type=NAME, holder~REGEX, site~REGEX; OP: > or >=; KiB/MiB/GiB binary,
-    /// KB/MB/GB decimal. May be repeated; every rule is printed on stderr with what it measured
-    #[arg(long = "fail-if", value_name = "RULE")]
-    pub(crate) fail_if: Vec<String>,
+    /// SELECTOR: type~REGEX, type=NAME, holder~REGEX, site~REGEX; OP: > or >=; VALUE: a change
+    /// (below). May be repeated; every rule is printed on stderr with what it measured
+    #[arg(long = "fail-if", value_name = "RULE", value_parser = parse_rule)]
+    pub(crate) fail_if: Vec<heapgraph_analyzer::gate::Rule>,
     #[command(flatten)]
     pub(crate) sites: SiteArgs,
     #[command(flatten)]
@@ -431,33 +504,43 @@ pub(crate) struct DiffArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct GpuArgs {
-    /// A CUDA memory snapshot (torch.cuda.memory._dump_snapshot), plain or .gz
+    /// The snapshot (torch.cuda.memory._dump_snapshot)
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) format: OutputFormat,
-    /// Rows of each table
-    #[arg(short = 'n', default_value_t = 10)]
+    /// Rows of each table (20 by default)
+    #[arg(
+        short = 'n',
+        value_name = "N",
+        default_value_t = DEFAULT_ROWS,
+        hide_default_value = true
+    )]
     pub(crate) n: usize,
-    /// Keep library frames (torch, the standard library) in stacks, and the C++ and interpreter
-    /// frames that PyTorch's own viewer hides (stacks="all")
-    #[arg(long)]
-    pub(crate) all_frames: bool,
+    /// What the table of live memory groups by: traceback (the whole stack, the default),
+    /// lineno or filename (of the most recent frame), as `top` on a CUDA snapshot
+    #[arg(long, value_enum)]
+    pub(crate) by: Option<RankByArg>,
     /// Add allocated and reserved bytes over time, from the trace (JSON: [time_us, allocated,
     /// reserved] per event)
     #[arg(long)]
     pub(crate) timeline: bool,
+    #[command(flatten)]
+    pub(crate) sites: SiteArgs,
 }
 
 #[derive(Args, Debug)]
+#[command(override_usage = "heapgraph who-holds [OPTIONS] <FILE> <OBJECT | --type NAME>")]
 pub(crate) struct WhoHoldsArgs {
     #[command(flatten)]
     pub(crate) common: Common,
     /// The object: @12345 (as DevTools shows it), 12345, or 0x3039
     #[arg(required_unless_present = "type_name", conflicts_with = "type_name")]
     pub(crate) object: Option<String>,
-    /// Instead of an id: the instance of this type that retains the most
-    #[arg(long = "type", value_name = "TYPE")]
+    /// Instead of an id: the instance of this type that retains the most (a whole name, or the
+    /// end of one after a dot: SessionCache for __main__.SessionCache)
+    #[arg(long = "type", value_name = "NAME")]
     pub(crate) type_name: Option<String>,
     /// How many chains to print
     #[arg(long = "paths", default_value_t = 3, value_name = "K")]
@@ -479,23 +562,25 @@ pub(crate) enum ChainOrderArg {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct DominatorsArgs {
     #[command(flatten)]
     pub(crate) common: Common,
     /// Levels below the root to show
     #[arg(long, default_value_t = 3)]
     pub(crate) depth: u32,
-    /// Hide nodes retaining less than this share of the heap (like 1% or 0.5%)
-    #[arg(long, default_value = "1%", value_parser = parse_share)]
+    /// Hide nodes retaining less than this share of the heap (like 1%, 0.5% or 0.005)
+    #[arg(long, default_value = "1%", value_parser = parse_share, value_name = "SHARE")]
     pub(crate) min_share: f64,
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = quantities!())]
 pub(crate) struct SuspectsArgs {
     #[command(flatten)]
     pub(crate) common: Common,
     /// The share of the reachable heap a suspect must retain (like 10% or 0.1)
-    #[arg(long, default_value = "10%", value_parser = parse_share)]
+    #[arg(long, default_value = "10%", value_parser = parse_share, value_name = "SHARE")]
     pub(crate) threshold: f64,
 }
 
@@ -506,14 +591,15 @@ pub(crate) struct StringsArgs {
     /// Only values held by two strings or more, ranked by the bytes the copies waste
     #[arg(long)]
     pub(crate) duplicates: bool,
-    /// How many values to list
-    #[arg(short = 'n', default_value_t = 20)]
+    /// Values to list (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
     pub(crate) n: usize,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct ConvertArgs {
     /// The dump to convert
+    #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Where to write the .hgd file
     #[arg(short = 'o', long = "output")]
@@ -522,69 +608,90 @@ pub(crate) struct ConvertArgs {
     pub(crate) read: ReadArgs,
 }
 
-/// Parses `200ms`, `1s`, `2.5s`, `5m`, `1h`; a bare number is seconds.
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; write it like 200ms, 1s or 5m"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?}; use ms, s, m or h"
-            ));
-        }
-    };
-    std::time::Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("{text:?} is not a duration of zero or more"))
+/// A duration, in the words of `units` (clap's value parser).
+fn parse_duration(text: &str) -> Result<Duration, units::UnitError> {
+    units::parse_duration(text)
 }
 
-/// Parses `1%`, `0.5%` or a fraction such as `0.01`.
-fn parse_share(text: &str) -> Result<f64, String> {
-    let (number, scale) = match text.strip_suffix('%') {
-        Some(number) => (number, 100.0),
-        None => (text, 1.0),
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a share; write it like 1% or 0.01"))?;
-    let share = value / scale;
-    if !(0.0..=1.0).contains(&share) {
-        return Err(format!("{text:?} is not between 0% and 100%"));
-    }
-    Ok(share)
+/// A share, in the words of `units`.
+fn parse_share(text: &str) -> Result<f64, units::UnitError> {
+    units::parse_share(text)
+}
+
+/// A level (a share or a size), in the words of `units`.
+fn parse_level(text: &str) -> Result<Level, units::UnitError> {
+    text.parse()
+}
+
+/// A `--fail-if` rule, its VALUE a change in the words of `units`.
+fn parse_rule(text: &str) -> Result<heapgraph_analyzer::gate::Rule, String> {
+    use heapgraph_analyzer::gate::{Change, parse_rule};
+    parse_rule(text, |value| {
+        match value
+            .parse::<units::Change>()
+            .map_err(|err| err.to_string())?
+        {
+            units::Change::Amount(amount) => Ok(Change::Absolute(amount)),
+            units::Change::Share(share) => Ok(Change::Relative(share)),
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_share};
-    use std::time::Duration;
+    use super::*;
 
     #[test]
-    fn durations_parse_with_their_units() {
-        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert!(parse_duration("5 fortnights").is_err());
-        assert!(parse_duration("soon").is_err());
+    fn the_command_line_is_well_formed() {
+        command().debug_assert();
+    }
+
+    fn parsed(line: &[&str]) -> Command {
+        let matches = command()
+            .try_get_matches_from(std::iter::once("heapgraph").chain(line.iter().copied()))
+            .unwrap();
+        Cli::from_arg_matches(&matches).unwrap().command
+    }
+
+    /// The input help is added without moving the positional arguments.
+    #[test]
+    fn positional_arguments_keep_their_order() {
+        let Command::WhoHolds(args) = parsed(&["who-holds", "a.hgd", "--type", "Cache"]) else {
+            panic!("not who-holds");
+        };
+        assert_eq!(args.common.file, PathBuf::from("a.hgd"));
+        assert_eq!(args.object, None);
+        let Command::Diff(args) = parsed(&["diff", "old.hgd", "new.hgd"]) else {
+            panic!("not diff");
+        };
+        assert_eq!(
+            (args.old, args.new),
+            (PathBuf::from("old.hgd"), PathBuf::from("new.hgd"))
+        );
+        let Command::Leaks(args) = parsed(&["leaks", "b", "t", "f"]) else {
+            panic!("not leaks");
+        };
+        assert_eq!(args.final_, PathBuf::from("f"));
+    }
+
+    /// README's "Common options" documents the words for quantities as `--help` does.
+    #[test]
+    fn readme_quotes_the_quantities_of_help() {
+        let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let readme = words(include_str!("../../../README.md"));
+        let help = words(QUANTITIES);
+        assert!(
+            readme.contains(&help),
+            "README.md's Common options must quote, word for word:\n{help}"
+        );
     }
 
     #[test]
-    fn shares_parse_as_percent_or_fraction() {
-        assert_eq!(parse_share("1%"), Ok(0.01));
-        assert_eq!(parse_share("0.5%"), Ok(0.005));
-        assert_eq!(parse_share("0.25"), Ok(0.25));
-        assert!(parse_share("150%").is_err());
-        assert!(parse_share("lots").is_err());
+    fn gates_read_values_as_every_other_flag() {
+        assert!(parse_rule("total > +1K").is_ok());
+        assert!(parse_rule("total > +1TiB").is_ok());
+        assert!(parse_rule("retained(type~Cache) > +0.1").is_ok());
+        let err = parse_rule("total > +3 furlongs").unwrap_err();
+        assert!(err.contains("unknown unit \"furlongs\""), "{err}");
     }
 }

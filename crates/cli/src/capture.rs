@@ -141,7 +141,7 @@ pub(crate) fn python(args: &CaptureArgs) -> anyhow::Result<String> {
         bail!("give --pid PID and -o FILE.hgd, or --print-dumper");
     };
     let output = absolute(output)?;
-    let done = dump_python(pid, &output, Duration::from_secs(args.timeout_s))?;
+    let done = dump_python(pid, &output, args.timeout)?;
     Ok(format!("wrote {} ({done})\n", output.display()))
 }
 
@@ -447,9 +447,9 @@ fn wait_for(output: &Path, timeout: Duration, pid: u32, remote: bool) -> anyhow:
         std::thread::sleep(Duration::from_millis(50));
     }
     bail!(
-        "process {pid} wrote no {} within {} s; look at its stderr for a Python traceback{}",
+        "process {pid} wrote no {} within {}; look at its stderr for a Python traceback{}",
         output.display(),
-        timeout.as_secs(),
+        heapgraph_format::units::duration_text(timeout),
         if remote {
             " (sys.remote_exec runs the dumper at the interpreter's next safe point: a process              blocked in one long system call, such as a sleep or a read, runs it when the call              returns)"
         } else {

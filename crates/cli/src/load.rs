@@ -75,6 +75,44 @@ pub(crate) enum Holds {
 }
 
 impl Holds {
+    /// Every kind, in the order help lists them.
+    pub(crate) const ALL: [Holds; 4] = [
+        Holds::HeapGraph,
+        Holds::CudaSnapshot,
+        Holds::Allocations,
+        Holds::Timeline,
+    ];
+
+    /// The files of this kind, for help.
+    pub(crate) fn files(self) -> &'static str {
+        match self {
+            Holds::HeapGraph => {
+                "a heap dump (V8 .heapsnapshot, Java .hprof, IBM .phd, or a .hgd of a Python \
+                 process or of `convert`; each plain or gzipped)"
+            }
+            Holds::CudaSnapshot => "a PyTorch CUDA memory snapshot (.pickle, plain or gzipped)",
+            Holds::Allocations => {
+                "a tracemalloc dump (Snapshot.dump) or a Rust allocation recorder's .hgd"
+            }
+            Holds::Timeline => "a recording (.hgt, from `heapgraph record`)",
+        }
+    }
+
+    /// The files `verb` reads, for its help (`None` for a verb that reads none): from the same
+    /// table as [`Holds::readers`], so that its help and its refusals agree.
+    pub(crate) fn inputs_of(verb: &str) -> Option<String> {
+        let kinds: Vec<&str> = Holds::ALL
+            .into_iter()
+            .filter(|holds| holds.readers().contains(&verb))
+            .map(Holds::files)
+            .collect();
+        match kinds.as_slice() {
+            [] => None,
+            [one] => Some((*one).to_owned()),
+            [rest @ .., last] => Some(format!("{}, or {last}", rest.join(", "))),
+        }
+    }
+
     /// What `evidence` holds.
     pub(crate) fn of(evidence: &Evidence) -> Holds {
         match evidence {

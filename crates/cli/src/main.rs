@@ -9,12 +9,11 @@ mod record;
 mod report;
 mod verbs;
 
-use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = args::parse();
     match run(cli) {
         Ok(code) => code,
         Err(error) => {

@@ -1,19 +1,21 @@
 //! `heapgraph record`: samples a process tree's memory at an interval into a timeline (`.hgt`),
 //! alerts at `--warn`, and at `--act` takes a dump of the right kind while there is still time.
-//! The sampler, the writer and the triggers live in `heapgraph_capture::sampler`; this module
-//! runs the loop, the status line and the dumps (one at a time, on a thread of their own, so
-//! that sampling goes on while a dump is written: its memory cost shows on the chart).
+//! The policy (thresholds, when a dump is due, the timeline's header) is
+//! `heapgraph_capture::sampler::Session`'s, and the sampler, the writer and the triggers live
+//! beside it; this module runs the loop on the interval's grid, the status line, and the dumps
+//! (one at a time, on a thread of their own, so that sampling goes on while a dump is written:
+//! its memory cost shows on the chart).
 
 use crate::args::RecordArgs;
 use crate::capture::{absolute, dump_python};
 use anyhow::{Context, bail};
+use heapgraph_capture::sampler::session::Crossing;
 use heapgraph_capture::sampler::trigger::{self, DumpMethod, Dumped, Target};
 use heapgraph_capture::sampler::{
-    GpuDevice, HostLimit, LevelSpec, SOURCE_FORMAT, Sample, Sampler, TimelineWriter, Watch, procfs,
+    Event, HostLimit, Plan, Sample, Sampler, Session, Subject, TimelineWriter, procfs,
 };
-use heapgraph_format::{
-    EventChunk, GpuInfo, Header, KIND_TIMELINE, ThresholdInfo, TimelineInfoChunk,
-};
+use heapgraph_format::units::{Level, duration_text as duration_text_of};
+use heapgraph_format::{EventChunk, Resource};
 use heapgraph_report::{duration_text, human_bytes};
 use std::io::{IsTerminal, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -32,142 +34,6 @@ const MIN_INTERVAL: Duration = Duration::from_millis(50);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
 type WriteResult<T> = Result<T, heapgraph_format::Error>;
-
-/// The thresholds as given, parsed before anything starts.
-struct Specs {
-    warn: Option<LevelSpec>,
-    act: Option<LevelSpec>,
-    gpu_warn: Option<LevelSpec>,
-    gpu_act: Option<LevelSpec>,
-}
-
-impl Specs {
-    fn parse(args: &RecordArgs) -> anyhow::Result<Specs> {
-        let parse = |flag: &str, text: &Option<String>| -> anyhow::Result<Option<LevelSpec>> {
-            text.as_deref()
-                .map(|text| {
-                    text.parse::<LevelSpec>()
-                        .map_err(|message| anyhow::anyhow!("{flag}: {message}"))
-                })
-                .transpose()
-        };
-        let warn = parse("--warn", &args.warn)?;
-        let act = parse("--act", &args.act)?;
-        // A size is about host memory; a share means the same on every GPU.
-        let shares_only =
-            |spec: Option<LevelSpec>| spec.filter(|spec| matches!(spec, LevelSpec::Share(_)));
-        Ok(Specs {
-            gpu_warn: parse("--gpu-warn", &args.gpu_warn)?.or(shares_only(warn)),
-            gpu_act: parse("--gpu-act", &args.gpu_act)?.or(shares_only(act)),
-            warn,
-            act,
-        })
-    }
-}
-
-/// A threshold being watched.
-struct Watched {
-    /// `host` or `gpu:N`.
-    resource: String,
-    /// `warn` or `act`.
-    level: &'static str,
-    /// As the user wrote it.
-    spec: String,
-    watch: Watch,
-    /// For a GPU threshold, the GPU's position in the sample.
-    gpu: Option<usize>,
-}
-
-impl Watched {
-    fn measure(&self, sample: &Sample) -> Option<u64> {
-        match self.gpu {
-            None => Some(sample.rss),
-            Some(index) => sample.gpus.get(index).and_then(|gpu| gpu.process),
-        }
-    }
-
-    fn what(&self) -> String {
-        match self.gpu {
-            None => "host memory".to_owned(),
-            Some(_) => format!("{} memory", self.resource.replace("gpu:", "GPU ")),
-        }
-    }
-
-    /// The alert, in a sentence.
-    fn alert(&self, bytes: u64, t_ms: u64) -> String {
-        let line = if self.spec.ends_with('%') {
-            format!(
-                "{} of the limit, {}",
-                self.spec,
-                human_bytes(self.watch.threshold())
-            )
-        } else {
-            human_bytes(self.watch.threshold())
-        };
-        format!(
-            "{}: {} is {}, at or above {line}, at {}",
-            self.level,
-            self.what(),
-            human_bytes(bytes),
-            duration_text(t_ms as f64 / 1000.0)
-        )
-    }
-}
-
-fn watches(
-    args: &RecordArgs,
-    specs: &Specs,
-    limit: Option<&HostLimit>,
-    gpus: &[GpuDevice],
-) -> anyhow::Result<Vec<Watched>> {
-    let mut watched = Vec::new();
-    for (level, spec, text) in [
-        ("warn", specs.warn, &args.warn),
-        ("act", specs.act, &args.act),
-    ] {
-        let Some(spec) = spec else { continue };
-        let bytes = match (spec, limit) {
-            (LevelSpec::Bytes(bytes), _) => bytes,
-            (LevelSpec::Share(_), Some(limit)) => spec.bytes(limit.bytes),
-            (LevelSpec::Share(_), None) => bail!(
-                "--{level} {}: no limit is known to take a share of (no cgroup limit, and \
-                 /proc/meminfo cannot be read); give a size such as 12GiB",
-                text.as_deref().unwrap_or_default()
-            ),
-        };
-        watched.push(Watched {
-            resource: "host".to_owned(),
-            level,
-            spec: text.clone().unwrap_or_default(),
-            watch: Watch::new(bytes),
-            gpu: None,
-        });
-    }
-    for (index, gpu) in gpus.iter().enumerate() {
-        for (level, spec, text) in [
-            (
-                "warn",
-                specs.gpu_warn,
-                args.gpu_warn.as_ref().or(args.warn.as_ref()),
-            ),
-            (
-                "act",
-                specs.gpu_act,
-                args.gpu_act.as_ref().or(args.act.as_ref()),
-            ),
-        ] {
-            let Some(spec) = spec else { continue };
-            watched.push(Watched {
-                resource: format!("gpu:{}", gpu.index),
-                level,
-                spec: text.cloned().unwrap_or_default(),
-                watch: Watch::new(spec.bytes(gpu.memory_bytes)),
-                gpu: Some(index),
-            });
-        }
-    }
-    Ok(watched)
-}
 
 /// The recorded process: a child this command started, or one it was pointed at.
 enum Recorded {
@@ -220,51 +86,30 @@ impl Recorded {
     }
 }
 
-/// A short name for the program a command line runs, fit for a file name: the script of
-/// `python3 serve.py`, the module of `python3 -m app`, else the executable's name.
-fn program_name(args: &[String]) -> String {
-    let stem = |arg: &str| {
-        Path::new(arg)
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let mut name = args.first().map(|arg| stem(arg)).unwrap_or_default();
-    let interpreter = name == "env"
-        || trigger::runtime_of(None, std::slice::from_ref(&name)) != trigger::Runtime::Other;
-    if interpreter {
-        let mut rest = args.iter().skip(1);
-        while let Some(arg) = rest.next() {
-            match arg.as_str() {
-                "-c" | "-e" | "--eval" => break,
-                "-m" => {
-                    if let Some(module) = rest.next() {
-                        name.clone_from(module);
-                    }
-                    break;
-                }
-                arg if arg.starts_with('-') => {}
-                arg => {
-                    name = stem(arg);
-                    break;
-                }
-            }
-        }
-    }
-    let clean: String = name
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        .take(40)
-        .collect();
-    if clean.is_empty() {
-        "process".to_owned()
-    } else {
-        clean
-    }
-}
-
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A crossing, in a sentence: `act: host memory is 122.2 MiB, at or above 120.0 MiB, at 4.8 s`.
+fn alert(crossing: &Crossing) -> String {
+    let what = match crossing.resource {
+        Resource::Host => "host memory".to_owned(),
+        Resource::Gpu(index) => format!("GPU {index} memory"),
+    };
+    let line = match crossing.spec {
+        Level::Share(_) => format!(
+            "{} of the limit, {}",
+            crossing.spec,
+            human_bytes(crossing.threshold_bytes)
+        ),
+        Level::Bytes(_) => human_bytes(crossing.threshold_bytes),
+    };
+    format!(
+        "{}: {what} is {}, at or above {line}, at {}",
+        crossing.level.name(),
+        human_bytes(crossing.bytes),
+        duration_text(crossing.t_ms as f64 / 1000.0)
+    )
 }
 
 /// Prints on stderr, above the status line when there is one.
@@ -349,70 +194,52 @@ struct InFlight {
     done: mpsc::Receiver<Result<Vec<Dumped>, String>>,
 }
 
-/// The dumps of a recording: how many, when the last was, the one under way.
-struct Dumps<'a> {
-    args: &'a RecordArgs,
+/// The dumps of a recording: where they go, how many were written, the one under way. When
+/// one may start is the session's to say.
+struct Dumps {
     dir: PathBuf,
-    taken: u32,
+    timeout: Duration,
+    started: u32,
     written: u32,
-    last_at: Option<Instant>,
     in_flight: Option<InFlight>,
 }
 
-impl Dumps<'_> {
-    /// Why no dump may start now, if one may not.
-    fn refusal(&self) -> Option<String> {
-        if self.in_flight.is_some() {
-            return Some("a dump is already being taken".to_owned());
-        }
-        if self.taken >= self.args.max_dumps {
-            return Some(format!(
-                "{} dumps were taken already (--max-dumps)",
-                self.args.max_dumps
-            ));
-        }
-        let since = self.last_at?.elapsed();
-        (since < self.args.act_every).then(|| {
-            format!(
-                "the last dump was {} ago (--act-every {})",
-                duration_text(since.as_secs_f64()),
-                duration_text(self.args.act_every.as_secs_f64())
-            )
-        })
-    }
-
-    /// An act threshold was crossed at `t_ms`: dumps the process of the tree that holds the
-    /// most, or records why it cannot.
-    fn act(
+impl Dumps {
+    /// A dump is due at `t_ms`: dumps the process of the tree that holds the most, or records
+    /// why it cannot.
+    fn start(
         &mut self,
         sample: &Sample,
         t_ms: u64,
+        session: &mut Session,
         writer: &mut TimelineWriter,
         console: &mut Console,
     ) -> WriteResult<()> {
-        if let Some(reason) = self.refusal() {
-            let mut event = EventChunk::new(t_ms, "note");
-            event.message = Some(format!("no dump at this crossing: {reason}"));
-            console.say(&format!("no dump: {reason}"));
-            return writer.event(event);
-        }
         let Some(target) = trigger::choose_target(&sample.processes_rss) else {
             return Ok(());
         };
         let method = match target.method.clone() {
             Ok(method) => method,
             Err(reason) => {
-                let mut event = EventChunk::new(t_ms, "dump_failed");
-                event.pid = Some(target.pid);
-                event.dump_kind = Some(target.runtime.name().to_owned());
                 console.say(&format!("cannot dump process {}: {reason}", target.pid));
-                event.message = Some(reason);
-                return writer.event(event);
+                return writer.event(EventChunk::dump_failed(
+                    t_ms,
+                    target.runtime.name(),
+                    target.pid,
+                    reason,
+                ));
             }
         };
-        self.taken += 1;
-        self.last_at = Some(Instant::now());
-        let path = self.path(&target, t_ms, &method);
+        session.dump_started(t_ms);
+        self.started += 1;
+        let name = trigger::dump_file_name(
+            &procfs::command_line(target.pid),
+            target.pid,
+            self.started,
+            t_ms,
+            &method,
+        );
+        let path = self.dir.join(name);
         console.say(&format!(
             "taking a {} dump of process {}",
             method.dump_kind(),
@@ -420,7 +247,7 @@ impl Dumps<'_> {
         ));
         let (send, done) = mpsc::channel();
         let (kind, pid) = (method.dump_kind(), target.pid);
-        let (dir, timeout) = (self.dir.clone(), self.args.dump_timeout);
+        let (dir, timeout) = (self.dir.clone(), self.timeout);
         std::thread::spawn(move || {
             let _ = send.send(take_dump(&target, &method, &path, &dir, timeout));
         });
@@ -434,27 +261,12 @@ impl Dumps<'_> {
         Ok(())
     }
 
-    /// Where the next dump of `target` goes.
-    fn path(&self, target: &Target, t_ms: u64, method: &DumpMethod) -> PathBuf {
-        let extension = match method {
-            DumpMethod::PythonSignal { .. } | DumpMethod::PythonInject => "hgd",
-            DumpMethod::NodeSignal { .. } => "heapsnapshot",
-            DumpMethod::Jcmd { .. } => "hprof.gz",
-        };
-        let program = program_name(&procfs::command_line(target.pid));
-        self.dir.join(format!(
-            "{program}-{}-dump{}-{}s.{extension}",
-            target.pid,
-            self.taken,
-            t_ms / 1000
-        ))
-    }
-
     /// Records the dump under way if it has ended; with `wait`, waits for it first.
     fn settle(
         &mut self,
         t_ms: u64,
         wait: bool,
+        session: &mut Session,
         writer: &mut TimelineWriter,
         console: &mut Console,
     ) -> WriteResult<()> {
@@ -464,7 +276,7 @@ impl Dumps<'_> {
         let outcome = if wait {
             console.say("waiting for the dump under way");
             dump.done
-                .recv_timeout(self.args.dump_timeout)
+                .recv_timeout(self.timeout)
                 .unwrap_or_else(|_| Err("the dump did not finish".to_owned()))
         } else {
             match dump.done.try_recv() {
@@ -480,12 +292,13 @@ impl Dumps<'_> {
             Ok(files) => {
                 self.written += 1;
                 for file in files {
-                    let mut event = EventChunk::new(t_ms, "dump");
-                    event.path = Some(file.path.display().to_string());
-                    event.dump_kind = Some(file.kind.to_owned());
-                    event.pid = Some(dump.pid);
-                    event.duration_ms = Some(took);
-                    writer.event(event)?;
+                    writer.event(EventChunk::dump(
+                        t_ms,
+                        file.path.display().to_string(),
+                        file.kind,
+                        dump.pid,
+                        took,
+                    ))?;
                     console.say(&format!(
                         "wrote {} ({}, in {})",
                         file.path.display(),
@@ -495,18 +308,15 @@ impl Dumps<'_> {
                 }
             }
             Err(reason) => {
-                let mut event = EventChunk::new(t_ms, "dump_failed");
-                event.dump_kind = Some(dump.kind.to_owned());
-                event.pid = Some(dump.pid);
                 console.say(&format!(
                     "the {} dump of process {} failed: {reason}",
                     dump.kind, dump.pid
                 ));
-                event.message = Some(reason);
-                writer.event(event)?;
+                writer.event(EventChunk::dump_failed(t_ms, dump.kind, dump.pid, reason))?;
             }
         }
         self.in_flight = None;
+        session.dump_ended();
         Ok(())
     }
 }
@@ -572,69 +382,27 @@ fn count_stop_signals() -> anyhow::Result<(Arc<AtomicUsize>, Arc<AtomicUsize>)> 
     Ok((interrupts, terminations))
 }
 
-/// The header and first chunk of the timeline: what is recorded, against what.
-fn timeline_start(
-    args: &RecordArgs,
-    recorded: &Recorded,
-    started_at_ms: Option<u64>,
-    sampler: &Sampler,
-    limit: Option<&HostLimit>,
-    watched: &[Watched],
-) -> (Header, TimelineInfoChunk) {
-    let pid = recorded.pid();
-    // A child just spawned may not have run its program yet: its command names the runtime.
-    let (runtime, command) = match recorded {
-        Recorded::Child(_) => (
-            trigger::runtime_of(None, &args.command),
-            args.command.clone(),
-        ),
-        Recorded::Running(_) => (trigger::inspect(pid).runtime, procfs::command_line(pid)),
-    };
-    let mut header = Header::new(KIND_TIMELINE, SOURCE_FORMAT, runtime.name());
-    header.pid = Some(pid);
-    header.captured_at_ms = started_at_ms;
-    header.notes = sampler.notes().to_vec();
-    let mut info = TimelineInfoChunk::default();
-    info.interval_ms = millis(args.interval);
-    info.command = command;
-    info.host_limit_bytes = limit.map(|limit| limit.bytes);
-    info.host_limit_source = limit.map(|limit| limit.source.clone());
-    info.system_memory_bytes = sampler.system_memory();
-    info.gpus = sampler
-        .gpus()
-        .iter()
-        .map(|gpu| {
-            GpuInfo::new(
-                gpu.index,
-                gpu.name.clone(),
-                gpu.uuid.clone(),
-                gpu.memory_bytes,
-            )
-        })
-        .collect();
-    info.thresholds = watched
-        .iter()
-        .map(|watched| {
-            ThresholdInfo::new(
-                watched.resource.clone(),
-                watched.level.to_owned(),
-                watched.watch.threshold(),
-                watched.spec.clone(),
-            )
-        })
-        .collect();
-    (header, info)
+/// The session's plan: the thresholds and the dump policy the arguments give.
+fn plan(args: &RecordArgs) -> Plan {
+    Plan {
+        warn: args.warn,
+        act: args.act,
+        gpu_warn: args.gpu_warn,
+        gpu_act: args.gpu_act,
+        act_every: args.act_every,
+        max_dumps: args.max_dumps,
+        interval: args.interval,
+    }
 }
 
 pub(crate) fn record(args: &RecordArgs) -> anyhow::Result<(String, ExitCode)> {
     if args.interval < MIN_INTERVAL {
         bail!(
-            "--interval {} ms is below the shortest, {} ms",
-            args.interval.as_millis(),
-            MIN_INTERVAL.as_millis()
+            "--interval {} is below the shortest, {}",
+            duration_text_of(args.interval),
+            duration_text_of(MIN_INTERVAL)
         );
     }
-    let specs = Specs::parse(args)?;
     let (interrupts, terminations) = count_stop_signals()?;
     let mut recorded = match (args.pid, args.command.split_first()) {
         (Some(pid), _) => {
@@ -658,28 +426,32 @@ pub(crate) fn record(args: &RecordArgs) -> anyhow::Result<(String, ExitCode)> {
         .duration_since(SystemTime::UNIX_EPOCH)
         .ok()
         .map(millis);
-    let prepared = prepare(args, &specs, &recorded, started_at_ms);
-    let (mut session, output) = match prepared {
+    let prepared = prepare(args, &recorded, started_at_ms);
+    let (mut recording, output) = match prepared {
         Ok(prepared) => prepared,
         Err(err) => {
             recorded.abandon();
             return Err(err);
         }
     };
-    let exit_status = session
+    let exit_status = recording
         .run(&mut recorded, started, &interrupts, &terminations)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    session
+    recording
         .finish(&recorded, exit_status, started)
         .with_context(|| format!("cannot write {}", output.display()))?;
     let summary = format!(
         "wrote {} ({} samples over {}, peak RSS {}, {} dump{}); `heapgraph report {}` draws it\n",
         output.display(),
-        session.samples,
+        recording.session.samples(),
         duration_text(started.elapsed().as_secs_f64()),
-        human_bytes(session.peak_rss),
-        session.dumps.written,
-        if session.dumps.written == 1 { "" } else { "s" },
+        human_bytes(recording.session.peak_rss()),
+        recording.dumps.written,
+        if recording.dumps.written == 1 {
+            ""
+        } else {
+            "s"
+        },
         output.display()
     );
     // Everything goes to stderr: stdout belongs to the recorded command.
@@ -688,37 +460,31 @@ pub(crate) fn record(args: &RecordArgs) -> anyhow::Result<(String, ExitCode)> {
 }
 
 /// A recording under way.
-struct Session<'a> {
+struct Recording<'a> {
     args: &'a RecordArgs,
     sampler: Sampler,
-    limit: Option<HostLimit>,
-    watched: Vec<Watched>,
+    session: Session,
     writer: TimelineWriter,
     console: Console,
-    dumps: Dumps<'a>,
+    dumps: Dumps,
     oom_kills_before: Option<u64>,
-    samples: u64,
-    peak_rss: u64,
 }
 
 /// Everything that can fail before the first sample, done while the child, if any, can still
 /// be stopped: the output, the dump directory, the thresholds, the timeline's header.
 fn prepare<'a>(
     args: &'a RecordArgs,
-    specs: &Specs,
     recorded: &Recorded,
     started_at_ms: Option<u64>,
-) -> anyhow::Result<(Session<'a>, PathBuf)> {
+) -> anyhow::Result<(Recording<'a>, PathBuf)> {
     let pid = recorded.pid();
+    let subject = match recorded {
+        Recorded::Child(_) => Subject::child(pid, args.command.clone()),
+        Recorded::Running(_) => Subject::running(pid),
+    };
     let output = match &args.output {
         Some(output) => absolute(output)?,
-        None => {
-            let command = match recorded {
-                Recorded::Child(_) => args.command.clone(),
-                Recorded::Running(pid) => procfs::command_line(*pid),
-            };
-            absolute(Path::new(&format!("{}-{pid}.hgt", program_name(&command))))?
-        }
+        None => absolute(Path::new(&subject.timeline_name()))?,
     };
     let dump_dir = match &args.dump_dir {
         Some(dir) => absolute(dir)?,
@@ -729,8 +495,7 @@ fn prepare<'a>(
     std::fs::create_dir_all(&dump_dir)
         .with_context(|| format!("cannot create the dump directory {}", dump_dir.display()))?;
     let sampler = Sampler::new(pid);
-    let limit = sampler.host_limit();
-    let watched = watches(args, specs, limit.as_ref(), sampler.gpus())?;
+    let session = Session::new(plan(args), subject, sampler.machine())?;
     let mut console = Console {
         status: !args.quiet && std::io::stderr().is_terminal(),
         shown: false,
@@ -738,39 +503,28 @@ fn prepare<'a>(
     for note in sampler.notes() {
         console.say(note);
     }
-    let (header, info) = timeline_start(
-        args,
-        recorded,
-        started_at_ms,
-        &sampler,
-        limit.as_ref(),
-        &watched,
-    );
+    let (header, info) = session.timeline_start(started_at_ms);
     let writer = TimelineWriter::create(&output, &header, info)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    let session = Session {
+    let recording = Recording {
         args,
         oom_kills_before: procfs::Cgroup::of(pid).and_then(|cgroup| cgroup.oom_kills()),
         sampler,
-        limit,
-        watched,
+        session,
         writer,
         console,
         dumps: Dumps {
-            args,
             dir: dump_dir,
-            taken: 0,
+            timeout: args.dump_timeout,
+            started: 0,
             written: 0,
-            last_at: None,
             in_flight: None,
         },
-        samples: 0,
-        peak_rss: 0,
     };
-    Ok((session, output))
+    Ok((recording, output))
 }
 
-impl Session<'_> {
+impl Recording<'_> {
     /// Samples until the process ends, the recording is stopped, or its duration is over;
     /// returns the child's exit status, when it was seen.
     fn run(
@@ -790,19 +544,19 @@ impl Session<'_> {
                 return Ok(recorded.wait_exit());
             };
             self.writer.sample(&sample)?;
-            self.samples += 1;
-            self.peak_rss = self.peak_rss.max(sample.rss);
-            self.check_thresholds(&sample, t_ms)?;
+            self.take(&sample)?;
             self.dumps.settle(
                 millis(started.elapsed()),
                 false,
+                &mut self.session,
                 &mut self.writer,
                 &mut self.console,
             )?;
+            let limit = self.session.machine().limit.as_ref();
             self.console.status(&status_line(
                 &sample,
-                self.peak_rss,
-                self.limit.as_ref(),
+                self.session.peak_rss(),
+                limit,
                 started.elapsed(),
                 self.dumps.written,
             ));
@@ -841,25 +595,24 @@ impl Session<'_> {
         }
     }
 
-    fn check_thresholds(&mut self, sample: &Sample, t_ms: u64) -> WriteResult<()> {
-        for index in 0..self.watched.len() {
-            let watched = &mut self.watched[index];
-            let Some(bytes) = watched.measure(sample) else {
-                continue;
-            };
-            if !watched.watch.observe(bytes) {
-                continue;
+    /// Hands the sample to the session, and writes, says and does what it calls for.
+    fn take(&mut self, sample: &Sample) -> WriteResult<()> {
+        for event in self.session.observe(sample) {
+            match &event {
+                Event::Crossed(crossing) => self.console.say(&alert(crossing)),
+                Event::NoDump { reason, .. } => self.console.say(&format!("no dump: {reason}")),
+                Event::DumpDue { t_ms } => {
+                    self.dumps.start(
+                        sample,
+                        *t_ms,
+                        &mut self.session,
+                        &mut self.writer,
+                        &mut self.console,
+                    )?;
+                }
             }
-            let mut event = EventChunk::new(t_ms, watched.level);
-            event.resource = Some(watched.resource.clone());
-            event.bytes = Some(bytes);
-            event.threshold_bytes = Some(watched.watch.threshold());
-            self.console.say(&watched.alert(bytes, t_ms));
-            let act = watched.level == "act";
-            self.writer.event(event)?;
-            if act {
-                self.dumps
-                    .act(sample, t_ms, &mut self.writer, &mut self.console)?;
+            if let Some(chunk) = event.chunk() {
+                self.writer.event(chunk)?;
             }
         }
         Ok(())
@@ -875,57 +628,32 @@ impl Session<'_> {
         self.dumps.settle(
             millis(started.elapsed()),
             true,
+            &mut self.session,
             &mut self.writer,
             &mut self.console,
         )?;
         let t_ms = millis(started.elapsed());
         let pid = recorded.pid();
         if let Some(status) = exit_status {
-            let mut event = EventChunk::new(t_ms, "exit");
-            event.exit_code = status.code();
-            event.signal = status.signal();
-            self.writer.event(event)?;
+            self.writer
+                .event(EventChunk::exit(t_ms, status.code(), status.signal()))?;
         } else if !Path::new(&format!("/proc/{pid}")).exists() {
-            self.writer.event(EventChunk::new(t_ms, "exit"))?;
+            self.writer.event(EventChunk::exit(t_ms, None, None))?;
         }
         let oom_kills_after = procfs::Cgroup::of(pid).and_then(|cgroup| cgroup.oom_kills());
         if let (Some(before), Some(after)) = (self.oom_kills_before, oom_kills_after)
             && after > before
         {
-            let mut event = EventChunk::new(t_ms, "note");
-            event.message = Some(format!(
-                "the cgroup's OOM killer killed {} process{} during the recording",
-                after - before,
-                if after - before == 1 { "" } else { "es" }
-            ));
-            self.writer.event(event)?;
+            self.writer.event(EventChunk::note(
+                t_ms,
+                format!(
+                    "the cgroup's OOM killer killed {} process{} during the recording",
+                    after - before,
+                    if after - before == 1 { "" } else { "es" }
+                ),
+            ))?;
         }
         self.console.clear();
         self.writer.finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::program_name;
-
-    fn name(args: &[&str]) -> String {
-        program_name(&args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn programs_are_named_by_what_they_run() {
-        assert_eq!(
-            name(&["python3", "-u", "/srv/app/serve.py", "--port", "8"]),
-            "serve"
-        );
-        assert_eq!(name(&["python3", "-m", "uvicorn", "app:api"]), "uvicorn");
-        assert_eq!(name(&["python3", "-c", "import x\nprint(1)"]), "python3");
-        assert_eq!(
-            name(&["node", "--heapsnapshot-signal=SIGUSR2", "server.js"]),
-            "server"
-        );
-        assert_eq!(name(&["./my service"]), "myservice");
-        assert_eq!(name(&[]), "process");
     }
 }

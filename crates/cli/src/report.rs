@@ -1,4 +1,5 @@
-//! `heapgraph report`: the self-contained HTML page for an incident.
+//! `heapgraph report`: the self-contained HTML page for an incident, written where `-o` says or
+//! beside the first file.
 
 use crate::args::ReportArgs;
 use crate::load::{Evidence, load_evidence};
@@ -11,7 +12,7 @@ use heapgraph_report::DumpInfo;
 use heapgraph_report::html::{
     GpuSection, HeapSection, Report, SeriesSection, SitesSection, TimelineSection,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Depth and share of the dominator tree the page holds (about the top 500 nodes at most).
 const TREE_DEPTH: u32 = 6;
@@ -55,10 +56,13 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
                 });
             }
             Evidence::Alloc(snapshot) if snapshot.cuda.is_some() && files.len() == 1 => {
+                let mut sites = SiteOptions::new(SiteKey::Traceback);
+                sites.user_frames_only = true;
                 let options = GpuOptions {
                     n: 50,
                     all_frames: false,
                     timeline: true,
+                    sites,
                 };
                 let view = heapgraph_analyzer::gpu::gpu(&snapshot, &options)
                     .context("a CUDA snapshot without allocator state")?;
@@ -187,13 +191,32 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         findings: &findings,
     };
     let html = heapgraph_report::html::report(&page);
-    std::fs::write(&args.output, &html)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let output = match &args.output {
+        Some(output) => output.clone(),
+        None => page_beside(&args.files[0]),
+    };
+    std::fs::write(&output, &html).with_context(|| format!("cannot write {}", output.display()))?;
     Ok(format!(
         "wrote {} ({} KiB)\n",
-        args.output.display(),
+        output.display(),
         html.len().div_ceil(1024)
     ))
+}
+
+/// Where the page of `file` goes when `-o` is not given: beside it, named after it without
+/// its extensions (`app.heapsnapshot.gz` → `app.html`, `worker.hgt` → `worker.html`).
+fn page_beside(file: &Path) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let stem = match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem,
+        _ => name,
+    };
+    let stem = if stem.is_empty() { "heapgraph" } else { stem };
+    file.with_file_name(format!("{stem}.html"))
 }
 
 /// The sites of one allocation snapshot by line (`statistics`), or of two compared
@@ -213,4 +236,30 @@ fn sites_view(
         [(_, old), (_, new)] => heapgraph_analyzer::sites::compare(old, new, &options),
         _ => heapgraph_analyzer::sites::statistics(newest, &options),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_beside;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn pages_go_beside_their_file_named_after_it() {
+        for (file, page) in [
+            (
+                "fixtures/v8/app-after.heapsnapshot.gz",
+                "fixtures/v8/app-after.html",
+            ),
+            ("worker.hgt", "worker.html"),
+            (
+                "/srv/dumps/svc-12-dump1-4s.hgd",
+                "/srv/dumps/svc-12-dump1-4s.html",
+            ),
+            ("oom.pickle.gz", "oom.html"),
+            ("core", "core.html"),
+            (".hidden", ".hidden.html"),
+        ] {
+            assert_eq!(page_beside(Path::new(file)), PathBuf::from(page), "{file}");
+        }
+    }
 }

@@ -2,8 +2,9 @@
 //! arguments.
 
 use crate::args::{
-    Common, ConvertArgs, DiffArgs, DominatorsArgs, GraphArgs, LeakingArgs, LeaksArgs, OutputFormat,
-    RankByArg, SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs, WhoHoldsArgs,
+    Common, ConvertArgs, DEFAULT_ROWS, DiffArgs, DominatorsArgs, GraphArgs, LeakingArgs, LeaksArgs,
+    OutputFormat, RankByArg, SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs,
+    WhoHoldsArgs,
 };
 use crate::load::{
     Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner, stored_of,
@@ -14,9 +15,6 @@ use heapgraph_import::native;
 use heapgraph_model::{AllocSnapshot, AllocSource};
 use heapgraph_report::{DumpInfo, json, text};
 use std::io::{BufWriter, Write};
-
-/// Types the text summary lists when `-n` is not given.
-const DEFAULT_TEXT_TYPES: usize = 20;
 
 fn info(common: &Common, loaded: &Loaded) -> DumpInfo {
     DumpInfo::new(&common.file.display().to_string(), loaded.graph.meta())
@@ -58,13 +56,10 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
     );
     let findings = heapgraph_analyzer::findings::accumulations(&suspects);
     Ok(match args.common.format {
-        OutputFormat::Text => text::summary(
-            &view,
-            &info,
-            &findings,
-            args.n_types.unwrap_or(DEFAULT_TEXT_TYPES),
-        ),
-        OutputFormat::Json => json::summary(&view, &info, &findings, args.n_types),
+        OutputFormat::Text => {
+            text::summary(&view, &info, &findings, args.n.unwrap_or(DEFAULT_ROWS))
+        }
+        OutputFormat::Json => json::summary(&view, &info, &findings, args.n),
     })
 }
 
@@ -84,14 +79,17 @@ fn timeline_summary(args: &SummaryArgs, timeline: &heapgraph_model::Timeline) ->
 /// `summary` of an allocation snapshot: the GPU view of a CUDA snapshot, the top lines of a
 /// tracemalloc dump.
 fn alloc_summary(args: &SummaryArgs, snapshot: &AllocSnapshot) -> anyhow::Result<String> {
-    let n = args.n_types.unwrap_or(DEFAULT_TEXT_TYPES);
+    let n = args.n.unwrap_or(DEFAULT_ROWS);
     match snapshot.meta.source {
         AllocSource::TorchCuda => crate::alloc::gpu_of(
             &args.common.file,
             snapshot,
-            n,
-            false,
-            false,
+            crate::alloc::GpuShape {
+                n,
+                by: None,
+                sites: &SiteArgs::default(),
+                timeline: false,
+            },
             args.common.format,
         ),
         _ => crate::alloc::top(
@@ -360,13 +358,7 @@ pub(crate) fn graph(args: &GraphArgs) -> anyhow::Result<String> {
 /// `diff`: two heap dumps by type, or two allocation snapshots by site; with the verdict of
 /// the `--fail-if` gates (true: one failed).
 pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<(String, bool)> {
-    let rules = args
-        .fail_if
-        .iter()
-        .map(|text| heapgraph_analyzer::gate::parse_rule(text))
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|message| anyhow::anyhow!("--fail-if: {message}"))?;
-    let (output, verdicts) = diff_and_check(args, &rules)?;
+    let (output, verdicts) = diff_and_check(args, &args.fail_if)?;
     let mut failed = false;
     let mut stderr = std::io::stderr().lock();
     for verdict in &verdicts {
@@ -425,7 +417,7 @@ fn diff_and_check(
                     &old_info,
                     &findings,
                     by,
-                    args.n.unwrap_or(20),
+                    args.n.unwrap_or(DEFAULT_ROWS),
                 ),
                 OutputFormat::Json => {
                     json::graph_diff(&view, &new_info, &old_info, &findings, by, args.n)
@@ -452,11 +444,18 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     native::write_heap_graph(&loaded.graph, Some(&stored), &mut out).with_context(context)?;
     out.flush().with_context(context)?;
     spinner.finish_and_clear();
+    let graph = &loaded.graph;
+    let synthetic = graph
+        .nodes()
+        .filter(|&node| graph.is_synthetic(node))
+        .count();
+    let objects = graph.node_count() - synthetic;
     Ok(format!(
-        "wrote {} ({} nodes, {} references, with dominators, retained sizes, distances and type totals)\n",
+        "wrote {} ({objects} objects, {synthetic} synthetic root node{} that `summary` leaves \
+         out, {} references, with dominators, retained sizes, distances and type totals)\n",
         args.output.display(),
-        loaded.graph.node_count(),
-        loaded.graph.edge_count()
+        if synthetic == 1 { "" } else { "s" },
+        graph.edge_count()
     ))
 }
 

@@ -47,6 +47,7 @@ mod frame;
 mod reader;
 mod records;
 mod timeline;
+pub mod units;
 mod writer;
 
 pub use column::{LeInt, column_len, decode_column, encode_column};
@@ -58,8 +59,8 @@ pub use records::{
     StringsChunk, StringsIter, TypeTotalsChunk, UnknownChunk, VERSION,
 };
 pub use timeline::{
-    EventChunk, GpuInfo, KIND_TIMELINE, NOT_MEASURED, SampleColumns, SamplesChunk, ThresholdInfo,
-    TimelineInfoChunk,
+    EventChunk, EventKind, GpuInfo, KIND_TIMELINE, NOT_MEASURED, Resource, SampleColumns,
+    SamplesChunk, ThresholdInfo, ThresholdLevel, TimelineInfoChunk,
 };
 pub use writer::{
     AnalysisColumns, EdgeColumns, FrameColumns, NodeColumns, SiteColumns, StackColumns,

@@ -53,6 +53,108 @@ pub struct GpuInfo {
     pub memory_bytes: u64,
 }
 
+/// What a threshold compares, named in the file `host` or `gpu:N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Resource {
+    /// The recorded processes' resident memory, against the host limit.
+    Host,
+    /// The recorded processes' memory on the GPU of this index (as NVML numbers it).
+    Gpu(u32),
+}
+
+impl Resource {
+    /// `host` or `gpu:N`.
+    pub fn name(self) -> String {
+        match self {
+            Resource::Host => "host".to_owned(),
+            Resource::Gpu(index) => format!("gpu:{index}"),
+        }
+    }
+
+    /// The resource named `host` or `gpu:N`.
+    pub fn from_name(name: &str) -> Option<Resource> {
+        if name == "host" {
+            return Some(Resource::Host);
+        }
+        name.strip_prefix("gpu:")?.parse().ok().map(Resource::Gpu)
+    }
+}
+
+/// What crossing a threshold does, named in the file `warn` or `act`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThresholdLevel {
+    /// An alert.
+    Warn,
+    /// A dump of the process.
+    Act,
+}
+
+impl ThresholdLevel {
+    /// `warn` or `act`: also the name of the event a crossing writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThresholdLevel::Warn => EventKind::Warn.name(),
+            ThresholdLevel::Act => EventKind::Act.name(),
+        }
+    }
+
+    /// The level named `warn` or `act`.
+    pub fn from_name(name: &str) -> Option<ThresholdLevel> {
+        match EventKind::from_name(name)? {
+            EventKind::Warn => Some(ThresholdLevel::Warn),
+            EventKind::Act => Some(ThresholdLevel::Act),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of [`EventChunk`], by the name the file gives them (its `event` field). Readers
+/// keep events of other names as they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A warn threshold was crossed upwards.
+    Warn,
+    /// An act threshold was crossed upwards.
+    Act,
+    /// A dump was written.
+    Dump,
+    /// A dump was attempted and failed.
+    DumpFailed,
+    /// The recorded process ended.
+    Exit,
+    /// A note.
+    Note,
+}
+
+impl EventKind {
+    /// Every kind.
+    pub const ALL: [EventKind; 6] = [
+        EventKind::Warn,
+        EventKind::Act,
+        EventKind::Dump,
+        EventKind::DumpFailed,
+        EventKind::Exit,
+        EventKind::Note,
+    ];
+
+    /// The name in the file: `warn`, `act`, `dump`, `dump_failed`, `exit`, `note`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Warn => "warn",
+            EventKind::Act => "act",
+            EventKind::Dump => "dump",
+            EventKind::DumpFailed => "dump_failed",
+            EventKind::Exit => "exit",
+            EventKind::Note => "note",
+        }
+    }
+
+    /// The kind of this name, if it is one of ours.
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+}
+
 /// One threshold of a timeline.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -63,7 +165,7 @@ pub struct ThresholdInfo {
     pub level: String,
     /// The threshold in bytes.
     pub bytes: u64,
-    /// As the user wrote it (`80%`, `12GiB`).
+    /// The level as given, in the words of [`crate::units`] (`80%`, `12GiB`).
     #[serde(default)]
     pub spec: String,
 }
@@ -82,10 +184,15 @@ impl GpuInfo {
 
 impl ThresholdInfo {
     /// A threshold with every field given.
-    pub fn new(resource: String, level: String, bytes: u64, spec: String) -> ThresholdInfo {
+    pub fn new(
+        resource: Resource,
+        level: ThresholdLevel,
+        bytes: u64,
+        spec: String,
+    ) -> ThresholdInfo {
         ThresholdInfo {
-            resource,
-            level,
+            resource: resource.name(),
+            level: level.name().to_owned(),
             bytes,
             spec,
         }
@@ -248,13 +355,76 @@ pub struct EventChunk {
 }
 
 impl EventChunk {
-    /// An event named `event` at `t_ms`, with no other field set.
-    pub fn new(t_ms: u64, event: &str) -> EventChunk {
+    /// An event of `kind` at `t_ms`, with no other field set.
+    pub fn new(t_ms: u64, kind: EventKind) -> EventChunk {
         EventChunk {
             t_ms,
-            event: event.to_owned(),
+            event: kind.name().to_owned(),
             ..EventChunk::default()
         }
+    }
+
+    /// A threshold of `level` on `resource` was crossed upwards: `bytes` were measured.
+    pub fn crossed(
+        t_ms: u64,
+        level: ThresholdLevel,
+        resource: Resource,
+        bytes: u64,
+        threshold_bytes: u64,
+    ) -> EventChunk {
+        let kind = match level {
+            ThresholdLevel::Warn => EventKind::Warn,
+            ThresholdLevel::Act => EventKind::Act,
+        };
+        EventChunk {
+            resource: Some(resource.name()),
+            bytes: Some(bytes),
+            threshold_bytes: Some(threshold_bytes),
+            ..EventChunk::new(t_ms, kind)
+        }
+    }
+
+    /// A dump of `kind` (`python-hgd`, …) of process `pid` was written to `path`.
+    pub fn dump(t_ms: u64, path: String, kind: &str, pid: u32, duration_ms: u64) -> EventChunk {
+        EventChunk {
+            path: Some(path),
+            dump_kind: Some(kind.to_owned()),
+            pid: Some(pid),
+            duration_ms: Some(duration_ms),
+            ..EventChunk::new(t_ms, EventKind::Dump)
+        }
+    }
+
+    /// A dump of `kind` of process `pid` failed, for `reason`.
+    pub fn dump_failed(t_ms: u64, kind: &str, pid: u32, reason: String) -> EventChunk {
+        EventChunk {
+            dump_kind: Some(kind.to_owned()),
+            pid: Some(pid),
+            message: Some(reason),
+            ..EventChunk::new(t_ms, EventKind::DumpFailed)
+        }
+    }
+
+    /// The recorded process ended, with `exit_code` or by `signal` where they are known.
+    pub fn exit(t_ms: u64, exit_code: Option<i32>, signal: Option<i32>) -> EventChunk {
+        EventChunk {
+            exit_code,
+            signal,
+            ..EventChunk::new(t_ms, EventKind::Exit)
+        }
+    }
+
+    /// A note.
+    pub fn note(t_ms: u64, message: String) -> EventChunk {
+        EventChunk {
+            message: Some(message),
+            ..EventChunk::new(t_ms, EventKind::Note)
+        }
+    }
+
+    /// The kind, when the name is one of ours.
+    pub fn kind(&self) -> Option<EventKind> {
+        EventKind::from_name(&self.event)
     }
 }
 
@@ -315,8 +485,8 @@ mod tests {
                 140 << 30,
             )],
             thresholds: vec![ThresholdInfo::new(
-                "host".into(),
-                "act".into(),
+                Resource::Host,
+                ThresholdLevel::Act,
                 900 << 20,
                 "90%".into(),
             )],
@@ -336,8 +506,7 @@ mod tests {
                 .unwrap();
             writer.flush().unwrap();
         }
-        let mut dump = EventChunk::new(250, "dump");
-        dump.path = Some("/tmp/a.hgd".into());
+        let dump = EventChunk::dump(250, "/tmp/a.hgd".into(), "python-hgd", 7, 30);
         writer.write_chunk(&Chunk::Event(dump)).unwrap();
         if finish {
             writer.finish().unwrap();
@@ -374,8 +543,29 @@ mod tests {
             assert_eq!(pss, [0, NOT_MEASURED, 2 << 20]);
             assert_eq!(gpus, 1);
             assert_eq!(events[0].path.as_deref(), Some("/tmp/a.hgd"));
+            assert_eq!(events[0].kind(), Some(EventKind::Dump));
             assert_eq!(reader.truncation().is_some(), !finish);
         }
+    }
+
+    #[test]
+    fn names_read_back_as_what_they_name() {
+        for kind in EventKind::ALL {
+            assert_eq!(EventKind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(EventKind::from_name("gc"), None);
+        for resource in [Resource::Host, Resource::Gpu(0), Resource::Gpu(7)] {
+            assert_eq!(Resource::from_name(&resource.name()), Some(resource));
+        }
+        assert_eq!(Resource::from_name("gpu:x"), None);
+        assert_eq!(Resource::from_name("disk"), None);
+        for level in [ThresholdLevel::Warn, ThresholdLevel::Act] {
+            assert_eq!(ThresholdLevel::from_name(level.name()), Some(level));
+        }
+        assert_eq!(ThresholdLevel::from_name("dump"), None);
+        let crossed = EventChunk::crossed(5, ThresholdLevel::Act, Resource::Gpu(1), 9, 8);
+        assert_eq!(crossed.event, "act");
+        assert_eq!(crossed.resource.as_deref(), Some("gpu:1"));
     }
 
     #[test]

@@ -11,20 +11,13 @@ pub enum Resource {
 }
 
 impl Resource {
-    /// `host` or `gpu:N`, as in the file and in output.
+    /// `host` or `gpu:N`, as in output (the file's names are `heapgraph_format::Resource`'s;
+    /// the importer's test checks that the two agree).
     pub fn name(self) -> String {
         match self {
             Resource::Host => "host".to_owned(),
             Resource::Gpu(index) => format!("gpu:{index}"),
         }
-    }
-
-    /// The resource named `host` or `gpu:N`.
-    pub fn from_name(name: &str) -> Option<Resource> {
-        if name == "host" {
-            return Some(Resource::Host);
-        }
-        name.strip_prefix("gpu:")?.parse().ok().map(Resource::Gpu)
     }
 }
 
@@ -43,15 +36,6 @@ impl Level {
         match self {
             Level::Warn => "warn",
             Level::Act => "act",
-        }
-    }
-
-    /// The level named `warn` or `act`.
-    pub fn from_name(name: &str) -> Option<Level> {
-        match name {
-            "warn" => Some(Level::Warn),
-            "act" => Some(Level::Act),
-            _ => None,
         }
     }
 }
@@ -246,22 +230,5 @@ impl Timeline {
             .thresholds
             .iter()
             .find(|threshold| threshold.resource == resource && threshold.level == level)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resources_and_levels_round_trip_their_names() {
-        for resource in [Resource::Host, Resource::Gpu(0), Resource::Gpu(7)] {
-            assert_eq!(Resource::from_name(&resource.name()), Some(resource));
-        }
-        assert_eq!(Resource::from_name("gpu:x"), None);
-        assert_eq!(Resource::from_name("disk"), None);
-        for level in [Level::Warn, Level::Act] {
-            assert_eq!(Level::from_name(level.name()), Some(level));
-        }
     }
 }

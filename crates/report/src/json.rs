@@ -533,6 +533,8 @@ struct Gpu<'a> {
     largest_free_block: u64,
     oom: Option<Oom<'a>>,
     by_stack: Vec<StackEntry<'a>>,
+    /// What `by_stack` groups by: `traceback` (the default), `lineno` or `filename`.
+    by: &'static str,
     largest_blocks: Vec<BlockEntry<'a>>,
     segments_with_free: Vec<SegmentEntry<'a>>,
     trace: Option<TraceEntry<'a>>,
@@ -575,6 +577,7 @@ pub fn gpu(view: &GpuView, info: &DumpInfo, found: &[Finding]) -> String {
                 blocks: row.count,
             })
             .collect(),
+        by: view.by.name(),
         largest_blocks: view
             .largest_blocks
             .iter()

@@ -562,24 +562,26 @@ pub fn gpu(view: &GpuView, info: &DumpInfo, findings: &[Finding], all_frames: bo
     } else {
         " (library frames folded; --all-frames shows them)"
     };
-    let _ = writeln!(out, "\nlive memory by allocating stack{folded}\n");
+    let (by, site) = match view.by {
+        SiteKey::Traceback => ("allocating stack", "stack"),
+        SiteKey::Lineno => ("allocating line", "line"),
+        SiteKey::Filename => ("allocating file", "file"),
+    };
+    let _ = writeln!(out, "\nlive memory by {by}{folded}\n");
     let mut table = Table::new(&[
         ("bytes", true),
         ("share", true),
         ("blocks", true),
-        ("stack", false),
+        (site, false),
     ]);
     for row in &view.by_stack {
-        let mut frames = row.frames.iter();
         table.row(vec![
             human_bytes(row.size),
             percent(row.size, view.allocated_bytes),
             row.count.to_string(),
-            frames
-                .next()
-                .map_or_else(|| "(no stack recorded)".to_owned(), frame_text),
+            site_text(&row.frames, view.by),
         ]);
-        for frame in frames {
+        for frame in row.frames.iter().skip(1) {
             table.row(vec![
                 String::new(),
                 String::new(),

@@ -1,16 +1,20 @@
 //! The memory recorder's parts (feature `sampler`): a [`Sampler`] of a process tree's host
-//! memory (`/proc`, cgroups) and GPU memory (NVML), thresholds, the [`TimelineWriter`] of the
-//! `.hgt` file, and the triggers that take a dump of a running runtime. The `heapgraph record`
-//! command drives them.
+//! memory (`/proc`, cgroups) and GPU memory (NVML), the [`Session`] that turns samples into
+//! threshold crossings and dumps by the recorder's policy, the [`TimelineWriter`] of the `.hgt`
+//! file, and the triggers that take a dump of a running runtime. The `heapgraph record`
+//! command drives them: it samples on the interval's grid, hands each sample to the session,
+//! writes what it emits, and takes the dumps it calls for.
 
 pub mod gpu;
 pub mod procfs;
+pub mod session;
 pub mod threshold;
 pub mod trigger;
 mod writer;
 
 pub use gpu::{GpuDevice, GpuReading, Gpus};
-pub use threshold::{LevelSpec, Watch};
+pub use session::{Event, Machine, Plan, Session, SessionError, Subject};
+pub use threshold::Watch;
 pub use writer::{SOURCE_FORMAT, TimelineWriter};
 
 use std::io;
@@ -120,6 +124,17 @@ impl Sampler {
     /// The machine's memory.
     pub fn system_memory(&self) -> Option<u64> {
         self.system_memory
+    }
+
+    /// What the thresholds of a [`Session`] are resolved against: the host limit, the GPUs,
+    /// the machine's memory, and the notes so far.
+    pub fn machine(&self) -> Machine {
+        Machine {
+            limit: self.host_limit(),
+            system_memory: self.system_memory,
+            gpus: self.gpus().to_vec(),
+            notes: self.notes.clone(),
+        }
     }
 
     /// The limit host memory is measured against: the cgroup's, where it sets one, else the

@@ -5,6 +5,7 @@
 //! (`heapgraph capture python`).
 
 use super::procfs;
+use heapgraph_format::units::duration_text;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,86 @@ impl DumpMethod {
             DumpMethod::Jcmd { .. } => "hprof",
         }
     }
+}
+
+impl DumpMethod {
+    /// The file extension of what it writes.
+    pub fn extension(&self) -> &'static str {
+        match self {
+            DumpMethod::PythonSignal { .. } | DumpMethod::PythonInject => "hgd",
+            DumpMethod::NodeSignal { .. } => "heapsnapshot",
+            DumpMethod::Jcmd { .. } => "hprof.gz",
+        }
+    }
+}
+
+/// A short name for the program a command line runs, fit for a file name: the script of
+/// `python3 serve.py`, the module of `python3 -m app`, the program `env` starts, else the
+/// executable's name; `process` when nothing is left.
+pub fn program_name(args: &[String]) -> String {
+    let stem = |arg: &str| {
+        Path::new(arg)
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut name = args.first().map(|arg| stem(arg)).unwrap_or_default();
+    if name == "env" {
+        // `env [-i] [NAME=VALUE]… PROGRAM ARGS`: the program is what runs.
+        let program = args
+            .iter()
+            .skip(1)
+            .position(|arg| !arg.starts_with('-') && !arg.contains('='));
+        if let Some(at) = program {
+            return program_name(&args[1 + at..]);
+        }
+    }
+    if runtime_of(None, std::slice::from_ref(&name)) != Runtime::Other {
+        let mut rest = args.iter().skip(1);
+        while let Some(arg) = rest.next() {
+            match arg.as_str() {
+                "-c" | "-e" | "--eval" => break,
+                "-m" => {
+                    if let Some(module) = rest.next() {
+                        name.clone_from(module);
+                    }
+                    break;
+                }
+                arg if arg.starts_with('-') => {}
+                arg => {
+                    name = stem(arg);
+                    break;
+                }
+            }
+        }
+    }
+    let clean: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .take(40)
+        .collect();
+    if clean.is_empty() {
+        "process".to_owned()
+    } else {
+        clean
+    }
+}
+
+/// The file name of dump number `number` of process `pid` (whose command line is `command`),
+/// asked for `t_ms` into the recording: `serve-4242-dump1-12s.hgd`.
+pub fn dump_file_name(
+    command: &[String],
+    pid: u32,
+    number: u32,
+    t_ms: u64,
+    method: &DumpMethod,
+) -> String {
+    format!(
+        "{}-{pid}-dump{number}-{}s.{}",
+        program_name(command),
+        t_ms / 1000,
+        method.extension()
+    )
 }
 
 /// A process of the recorded tree, and how it can be dumped.
@@ -383,9 +464,9 @@ pub fn python_signal(
     }
     let _ = fs::remove_file(&request);
     Err(format!(
-        "process {} wrote no dump within {} s of the signal (its stderr may say why)",
+        "process {} wrote no dump within {} of the signal (its stderr may say why)",
         target.pid,
-        timeout.as_secs()
+        duration_text(timeout)
     ))
 }
 
@@ -578,10 +659,10 @@ pub fn node_signal(
         }
     }
     Err(format!(
-        "process {} wrote no heap snapshot into {} within {} s of the signal",
+        "process {} wrote no heap snapshot into {} within {} of the signal",
         target.pid,
         node_dir.display(),
-        timeout.as_secs()
+        duration_text(timeout)
     ))
 }
 
@@ -620,8 +701,8 @@ pub fn jcmd(
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
-                    "jcmd did not finish within {} s",
-                    timeout.as_secs()
+                    "jcmd did not finish within {}",
+                    duration_text(timeout)
                 ));
             }
             Err(err) => return Err(format!("cannot wait for jcmd: {err}")),
@@ -650,6 +731,47 @@ pub fn jcmd(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn name(args: &[&str]) -> String {
+        program_name(&args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn programs_are_named_by_what_they_run() {
+        assert_eq!(
+            name(&["python3", "-u", "/srv/app/serve.py", "--port", "8"]),
+            "serve"
+        );
+        assert_eq!(name(&["python3", "-m", "uvicorn", "app:api"]), "uvicorn");
+        assert_eq!(name(&["python3", "-c", "import x\nprint(1)"]), "python3");
+        assert_eq!(
+            name(&["node", "--heapsnapshot-signal=SIGUSR2", "server.js"]),
+            "server"
+        );
+        assert_eq!(name(&["env", "python3", "job.py"]), "job");
+        assert_eq!(name(&["./my service"]), "myservice");
+        assert_eq!(name(&[]), "process");
+    }
+
+    #[test]
+    fn dumps_are_named_by_program_pid_number_and_time() {
+        let command = [
+            "java".to_owned(),
+            "-Xmx1g".to_owned(),
+            "Grow.java".to_owned(),
+        ];
+        let jcmd = DumpMethod::Jcmd {
+            jcmd: PathBuf::from("jcmd"),
+        };
+        assert_eq!(
+            dump_file_name(&command, 77, 2, 12_900, &jcmd),
+            "Grow-77-dump2-12s.hprof.gz"
+        );
+        assert_eq!(
+            dump_file_name(&[], 5, 1, 0, &DumpMethod::PythonInject),
+            "process-5-dump1-0s.hgd"
+        );
+    }
 
     #[test]
     fn runtimes_are_told_by_their_executable() {

@@ -5,7 +5,8 @@
 use super::{import_error, malformed};
 use crate::ImportError;
 use heapgraph_format::{
-    Chunk, EventChunk, Header, NOT_MEASURED, Reader, SamplesChunk, TimelineInfoChunk, decode_column,
+    self as format, Chunk, EventChunk, Header, NOT_MEASURED, Reader, SamplesChunk, ThresholdLevel,
+    TimelineInfoChunk, decode_column,
 };
 use heapgraph_model::{
     EventKind, GpuSeries, Level, MemoryLimit, Resource, Threshold, Timeline, TimelineEvent,
@@ -104,18 +105,22 @@ impl Builder {
         });
         meta.system_memory_bytes = info.system_memory_bytes;
         for threshold in info.thresholds {
-            let resource = Resource::from_name(&threshold.resource).ok_or_else(|| {
-                format!(
-                    "a threshold on {:?}; expected \"host\" or \"gpu:N\"",
-                    threshold.resource
-                )
-            })?;
-            let level = Level::from_name(&threshold.level).ok_or_else(|| {
-                format!(
-                    "a threshold of level {:?}; expected \"warn\" or \"act\"",
-                    threshold.level
-                )
-            })?;
+            let resource = format::Resource::from_name(&threshold.resource)
+                .map(resource_of)
+                .ok_or_else(|| {
+                    format!(
+                        "a threshold on {:?}; expected \"host\" or \"gpu:N\"",
+                        threshold.resource
+                    )
+                })?;
+            let level = ThresholdLevel::from_name(&threshold.level)
+                .map(level_of)
+                .ok_or_else(|| {
+                    format!(
+                        "a threshold of level {:?}; expected \"warn\" or \"act\"",
+                        threshold.level
+                    )
+                })?;
             meta.thresholds.push(Threshold {
                 resource,
                 level,
@@ -189,13 +194,18 @@ impl Builder {
     }
 
     fn event(&mut self, event: EventChunk) -> Result<(), String> {
-        let kind = match event.event.as_str() {
-            "warn" | "act" => {
-                let level = Level::from_name(&event.event).unwrap_or(Level::Warn);
+        let kind = match event.kind() {
+            Some(kind @ (format::EventKind::Warn | format::EventKind::Act)) => {
+                let level = if kind == format::EventKind::Act {
+                    Level::Act
+                } else {
+                    Level::Warn
+                };
                 let resource = event
                     .resource
                     .as_deref()
-                    .and_then(Resource::from_name)
+                    .and_then(format::Resource::from_name)
+                    .map(resource_of)
                     .ok_or_else(|| {
                         format!(
                             "a {} event on {:?}; expected \"host\" or \"gpu:N\"",
@@ -209,7 +219,7 @@ impl Builder {
                     threshold_bytes: event.threshold_bytes.unwrap_or(0),
                 }
             }
-            "dump" => EventKind::Dump {
+            Some(format::EventKind::Dump) => EventKind::Dump {
                 path: event
                     .path
                     .ok_or_else(|| "a dump event without its path".to_owned())?,
@@ -217,17 +227,17 @@ impl Builder {
                 pid: event.pid,
                 duration_ms: event.duration_ms,
             },
-            "dump_failed" => EventKind::DumpFailed {
+            Some(format::EventKind::DumpFailed) => EventKind::DumpFailed {
                 dump_kind: event.dump_kind.unwrap_or_default(),
                 pid: event.pid,
                 reason: event.message.unwrap_or_default(),
             },
-            "exit" => EventKind::Exit {
+            Some(format::EventKind::Exit) => EventKind::Exit {
                 code: event.exit_code,
                 signal: event.signal,
             },
-            "note" => EventKind::Note(event.message.unwrap_or_default()),
-            _ => EventKind::Other {
+            Some(format::EventKind::Note) => EventKind::Note(event.message.unwrap_or_default()),
+            None => EventKind::Other {
                 name: event.event,
                 message: event.message,
             },
@@ -286,6 +296,22 @@ fn optional(
     Ok(())
 }
 
+/// The model's resource for the file's.
+fn resource_of(resource: format::Resource) -> Resource {
+    match resource {
+        format::Resource::Host => Resource::Host,
+        format::Resource::Gpu(index) => Resource::Gpu(index),
+    }
+}
+
+/// The model's level for the file's.
+fn level_of(level: ThresholdLevel) -> Level {
+    match level {
+        ThresholdLevel::Warn => Level::Warn,
+        ThresholdLevel::Act => Level::Act,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,8 +339,8 @@ mod tests {
             140 << 30,
         )];
         info.thresholds = vec![ThresholdInfo::new(
-            "gpu:0".into(),
-            "warn".into(),
+            format::Resource::Gpu(0),
+            ThresholdLevel::Warn,
             100 << 30,
             "70%".into(),
         )];
@@ -336,15 +362,17 @@ mod tests {
                 })
                 .unwrap();
             if i == n / 2 {
-                let mut dump = EventChunk::new(i * 50, "dump");
-                dump.path = Some("/var/tmp/dumps/serve-1.hgd".into());
-                dump.dump_kind = Some("python-hgd".into());
-                dump.pid = Some(4242);
+                let dump = EventChunk::dump(
+                    i * 50,
+                    "/var/tmp/dumps/serve-1.hgd".into(),
+                    "python-hgd",
+                    4242,
+                    120,
+                );
                 writer.write_chunk(&Chunk::Event(dump)).unwrap();
             }
         }
-        let mut exit = EventChunk::new(n * 50, "exit");
-        exit.exit_code = Some(0);
+        let exit = EventChunk::exit(n * 50, Some(0), None);
         writer.write_chunk(&Chunk::Event(exit)).unwrap();
         if finish {
             writer.finish().unwrap();
@@ -370,6 +398,17 @@ mod tests {
                 Err(a)
             }
             (Ok(_), _) | (_, Ok(_)) => panic!("the two readers disagree, or read no timeline"),
+        }
+    }
+
+    /// The file's names and the model's (which the JSON output shows) are one vocabulary.
+    #[test]
+    fn timeline_names_mean_the_same_in_the_file_and_the_model() {
+        for resource in [format::Resource::Host, format::Resource::Gpu(3)] {
+            assert_eq!(resource_of(resource).name(), resource.name());
+        }
+        for level in [ThresholdLevel::Warn, ThresholdLevel::Act] {
+            assert_eq!(level_of(level).name(), level.name());
         }
     }
 
