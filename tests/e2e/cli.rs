@@ -96,7 +96,10 @@ fn who_holds_a_planted_request_names_the_cache() {
         "json",
     ]);
     assert_eq!(shortest["paths"].as_array().map(Vec::len), Some(3));
-    for path in paths.iter().chain(shortest["paths"].as_array().expect("paths")) {
+    for path in paths
+        .iter()
+        .chain(shortest["paths"].as_array().expect("paths"))
+    {
         let steps = path.as_array().expect("steps");
         assert_eq!(
             steps[0]["edge"],
