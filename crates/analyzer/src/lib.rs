@@ -118,6 +118,18 @@ impl Analysis {
             .get_or_init(|| bfs_distances(graph, &self.edge_rule))
     }
 
+    /// The reachable heap: the shallow sizes of the reachable real objects, summed. The root's
+    /// retained size also counts the synthetic nodes (V8's `(GC roots)` and its kin carry a few
+    /// bytes), which no user sees as heap; shares of the heap divide by this. O(V).
+    pub fn heap_size(&self, graph: &HeapGraph) -> u64 {
+        let sizes = &graph.parts().node_shallow_size;
+        graph
+            .nodes()
+            .filter(|&node| self.dominators.reachable[node.index()] && !graph.is_synthetic(node))
+            .map(|node| sizes.get(node.index()))
+            .sum()
+    }
+
     /// Per-type totals (count, shallow and retained size per type); computed on the first call
     /// (O(V), a walk of the dominator tree).
     pub fn type_totals(&self, graph: &HeapGraph) -> &TypeTotals {

@@ -33,7 +33,7 @@ pub const DEFAULT_SUSPECT_THRESHOLD: f64 = 0.1;
 pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> SuspectsView {
     let tree = &analysis.dominators;
     let root = graph.root();
-    let total = tree.retained_size.get(root.index());
+    let total = analysis.heap_size(graph);
     let limit = (threshold * total as f64).ceil().max(1.0) as u64;
     let big = |node: usize| {
         tree.reachable[node] && tree.retained_size.get(node) >= limit && node != root.index()

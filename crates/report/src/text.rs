@@ -219,7 +219,7 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
     let mut out = String::new();
     header(info, &mut out);
     let _ = writeln!(out, "target: {}", object_line(&view.target));
-    if let Some(matches) = view.matches {
+    if let Some(matches) = view.matches.filter(|&matches| matches > 1) {
         let _ = writeln!(
             out,
             "({matches} objects of this type; this one retains the most)"
