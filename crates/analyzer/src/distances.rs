@@ -31,13 +31,19 @@ pub fn bfs_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
 /// Plain breadth-first distances over the retaining edges.
 pub(crate) fn strong_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
     let strong = StrongEdges::new(graph, rule);
+    distances_over(graph, |from, edge, to| strong.retains(from, edge, to))
+}
+
+/// Plain breadth-first distances from the root over the edges `follows` keeps.
+pub(crate) fn distances_over(
+    graph: &HeapGraph,
+    follows: impl FnMut(u32, usize, u32) -> bool,
+) -> Vec<u32> {
     let mut distance = vec![NO_DISTANCE; graph.node_count()];
     let root = graph.root().to_raw();
     distance[root as usize] = 0;
     let mut queue = vec![root];
-    bfs(graph, &mut distance, &mut queue, |from, edge, to| {
-        strong.retains(from, edge, to)
-    });
+    bfs(graph, &mut distance, &mut queue, follows);
     distance
 }
 

@@ -33,6 +33,7 @@ mod suspects;
 pub mod timeline;
 mod tree_columns;
 pub mod view;
+mod weak;
 
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, MEMORY_BOUND_REFERENCES, NO_NODE, dominators, memory_bound};
@@ -44,10 +45,11 @@ pub use queries::{
 pub use suspects::{ACCUMULATION_SHARE, DEFAULT_SUSPECT_THRESHOLD, strings, suspects};
 pub use tree_columns::{NodeCounts, NodeFlags};
 pub use view::{
-    AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HoldersView,
-    ObjectView, PathStep, RankBy, StringsView, SummaryView, Suspect, SuspectRule, SuspectsView,
-    TypeRow,
+    AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HELD_THROUGH_ROWS,
+    HeldThroughRow, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView, Suspect,
+    SuspectRule, SuspectsView, TypeRow, WeaklyHeld,
 };
+pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
 use heapgraph_model::HeapGraph;
 use std::sync::OnceLock;
@@ -70,6 +72,8 @@ pub struct Analysis {
     distance: OnceLock<Vec<u32>>,
     /// Per-type totals, computed on first use: only `summary` needs them.
     type_totals: OnceLock<TypeTotals>,
+    /// What holds the objects the strong references do not reach, computed on first use.
+    weak: OnceLock<WeakReach>,
 }
 
 /// An analysis as plain columns, to store beside the graph (the native format's trailing
@@ -103,6 +107,7 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
         dominators: dominators(graph, &options.edge_rule),
         distance: OnceLock::new(),
         type_totals: OnceLock::new(),
+        weak: OnceLock::new(),
     }
 }
 
@@ -114,6 +119,23 @@ impl Analysis {
     pub fn distances(&self, graph: &HeapGraph) -> &[u32] {
         self.distance
             .get_or_init(|| bfs_distances(graph, &self.edge_rule))
+    }
+
+    /// What holds the objects the strong references do not reach (soft, weak, final or
+    /// phantom references, or nothing), and the references that hold them; computed on the
+    /// first call ([`weak_reach`], O(V + E)).
+    pub fn weak_reach(&self, graph: &HeapGraph) -> &WeakReach {
+        self.weak
+            .get_or_init(|| weak_reach(graph, &self.edge_rule, &self.dominators))
+    }
+
+    /// What holds `node`: strong references, only references of one kind, or nothing.
+    pub fn held_by(&self, graph: &HeapGraph, node: heapgraph_model::NodeId) -> HeldBy {
+        if self.dominators.reachable[node.index()] {
+            HeldBy::Strong
+        } else {
+            self.weak_reach(graph).held_by(node)
+        }
     }
 
     /// Per-type totals (count, shallow and retained size per type); computed on the first call
@@ -194,6 +216,7 @@ impl Analysis {
             dominators: tree,
             distance: OnceLock::from(distance),
             type_totals,
+            weak: OnceLock::new(),
         })
     }
 
@@ -206,6 +229,7 @@ impl Analysis {
             dominators,
             distance,
             type_totals,
+            weak: _,
         } = self;
         let type_totals = type_totals
             .into_inner()
