@@ -186,6 +186,9 @@ pub(crate) fn chain_line(path: &[PathStep]) -> String {
             && let Some(edge) = &next.edge
         {
             label.push_str(&edge_suffix(&short(edge, 40)));
+            if let Some(kind) = next.reference_kind {
+                let _ = write!(label, " ({})", kind.name());
+            }
         }
         parts.push(label);
     }

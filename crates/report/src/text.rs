@@ -2,8 +2,8 @@
 
 use crate::findings::frame_text;
 use crate::{
-    DumpInfo, chain_line, duration_text, edge_suffix, human_bytes, rank_name, short, signed_bytes,
-    signed_count, type_text,
+    DumpInfo, chain_line, duration_text, human_bytes, rank_name, short, signed_bytes, signed_count,
+    type_text,
 };
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
@@ -17,6 +17,8 @@ use heapgraph_analyzer::{
     SuspectsView,
 };
 use std::fmt::Write;
+
+mod held;
 
 /// A table with right-aligned numeric columns and left-aligned text columns.
 struct Table {
@@ -134,6 +136,7 @@ pub fn summary(
         view.unreachable_objects,
         human_bytes(view.unreachable_size)
     );
+    held::unreachable_lines(view, &mut out);
     out.push('\n');
     let mut table = Table::new(&[
         ("type", false),
@@ -221,20 +224,14 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
             "({matches} objects of this type; this one retains the most)"
         );
     }
-    if view.dominator_chain.is_empty() {
+    if !held::not_strongly_held(view, &mut out) {
         let _ = writeln!(
             out,
-            "\nthe root does not reach this object through strong references: nothing holds it \
-             (it is garbage, or held only weakly)"
+            "\ndominators (releasing any of them frees the target), root first:"
         );
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "\ndominators (releasing any of them frees the target), root first:"
-    );
-    for (depth, object) in view.dominator_chain.iter().enumerate() {
-        let _ = writeln!(out, "  {:>3}  {}", depth, object_line(object));
+        for (depth, object) in view.dominator_chain.iter().enumerate() {
+            let _ = writeln!(out, "  {:>3}  {}", depth, object_line(object));
+        }
     }
     for (i, path) in view.paths.iter().enumerate() {
         let _ = writeln!(
@@ -246,11 +243,7 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
         );
         let _ = writeln!(out, "  {}", chain_line(path));
         for step in path {
-            let edge = step
-                .edge
-                .as_deref()
-                .map(edge_suffix)
-                .unwrap_or_else(|| "(root)".to_owned());
+            let edge = held::step_edge(step);
             let _ = writeln!(
                 out,
                 "    {:<28} {}",
