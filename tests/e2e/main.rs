@@ -11,6 +11,7 @@ mod phd;
 mod python;
 mod python_checks;
 mod record;
+mod references;
 mod refusals;
 mod report;
 mod rust_alloc;

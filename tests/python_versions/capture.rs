@@ -10,12 +10,6 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
-/// The modules the dumper imports, imported by the child before it collects its garbage: the
-/// first import of some (`signal`, through `enum`) leaves garbage cycles that would show as
-/// unreachable objects.
-const DUMPER_IMPORTS: &str = "import array, dis, gc, itertools, os, runpy, signal, struct, sys, \
-                              threading, time, types, weakref";
-
 /// A child that says `ready` and waits to be dumped. Killed when dropped.
 struct Waiting {
     child: Child,
@@ -63,18 +57,28 @@ impl Drop for Waiting {
 }
 
 /// 500 `Planted` objects, the garbage collected, then `time.sleep` in short steps: 3.14's
-/// `sys.remote_exec` runs at the interpreter's next safe point.
+/// `sys.remote_exec` runs at the interpreter's next safe point. Nothing the dumper needs is
+/// imported first: the capture imports it, and leaves no garbage for the dump to show.
 fn planted_program() -> String {
-    format!(
-        "{DUMPER_IMPORTS}\n\
-         class Planted: pass\n\
-         keep = [Planted() for _ in range(500)]\n\
-         gc.collect()\n\
-         print('ready', flush=True)\n\
-         while True:\n\
-         \x20   time.sleep(0.05)\n"
-    )
+    "import gc, time\n\
+     class Planted: pass\n\
+     keep = [Planted() for _ in range(500)]\n\
+     gc.collect()\n\
+     print('ready', flush=True)\n\
+     while True:\n\
+     \x20   time.sleep(0.05)\n"
+        .to_owned()
 }
+
+/// The idle program of issue 22: nothing imported but `time`, sleeping in short steps inside
+/// a function that has a local (whose frame, up to 3.12, keeps a dict of its locals once the
+/// dumper has read them).
+const IDLE_PROGRAM: &str = "import time\n\
+                            def idle(pending):\n\
+                            \x20   print('ready', flush=True)\n\
+                            \x20   while True:\n\
+                            \x20       time.sleep(0.05)\n\
+                            idle([])\n";
 
 /// `heapgraph capture python --pid PID -o OUT`, with `path` as heapgraph's `PATH` if given.
 fn capture(pid: &str, out: &Path, path: Option<&str>) -> Output {
@@ -279,8 +283,85 @@ fn capture_of_an_interpreter_without_symbols_says_so(python: &Python) {
     );
 }
 
+/// Issue 22, item 6: two captures of an idle process diff to nothing. The first capture
+/// imports what the dumper needs into a process that has none of it (`array`, `opcode`; on
+/// 3.13 and 3.14 `array` brings `collections`, whose first import leaves garbage cycles), and
+/// the dumper then runs in it; the second finds the same objects: no type and no holder
+/// changed, not one object more or less (the oracle: the process did nothing between them).
+/// The first dump names the modules the capture imported; the second, none.
+fn two_captures_of_an_idle_process_diff_to_nothing(python: &Python) {
+    let dir = temp_dir(&format!("idle-py{}", python.version));
+    let _proc = python.proc_mounted();
+    let child = Waiting::start(python, IDLE_PROGRAM, &[]);
+    let no_gdb;
+    let path = if python.version == "3.14" {
+        no_gdb = path_without_gdb(&dir);
+        Some(no_gdb.as_str())
+    } else {
+        None
+    };
+    let dumps = [dir.join("first.hgd"), dir.join("second.hgd")];
+    for dump in &dumps {
+        let output = capture(&child.pid(), dump, path);
+        assert!(
+            output.status.success(),
+            "python{}: {}",
+            python.version,
+            stderr_of(&output)
+        );
+    }
+    drop(child);
+    let diff = json(&[
+        "diff",
+        path_str(&dumps[0]),
+        path_str(&dumps[1]),
+        "--format",
+        "json",
+    ]);
+    let version = python.version;
+    let total = &diff["total"];
+    assert_eq!(
+        total["objects_before"], total["objects_after"],
+        "python{version}: {total}"
+    );
+    for delta in ["delta", "shallow_delta", "retained_delta"] {
+        assert_eq!(total[delta], 0, "python{version}: {total}");
+    }
+    let types = diff["types"].as_array().unwrap();
+    assert!(!types.is_empty());
+    let changed: Vec<_> = types
+        .iter()
+        .filter(|row| {
+            ["count_delta", "shallow_delta", "retained_delta"]
+                .iter()
+                .any(|delta| row[delta] != 0)
+        })
+        .collect();
+    assert!(changed.is_empty(), "python{version}: {changed:#?}");
+    let holders = diff["holders"].as_array().unwrap();
+    assert!(!holders.is_empty());
+    let moved: Vec<_> = holders
+        .iter()
+        .filter(|holder| holder["status"] != "same" || holder["retained_delta"] != 0)
+        .collect();
+    assert!(moved.is_empty(), "python{version}: {moved:#?}");
+    let notes = |dump: &str| diff[dump]["notes"].to_string();
+    assert!(
+        notes("old_dump").contains("this capture imported") && notes("old_dump").contains("array"),
+        "python{version}: {}",
+        notes("old_dump")
+    );
+    assert!(
+        !notes("dump").contains("this capture imported"),
+        "python{version}: {}",
+        notes("dump")
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 per_version!(
     capture_pid_dumps_the_process_to_a_file_the_caller_reads,
+    two_captures_of_an_idle_process_diff_to_nothing,
     capture_as_another_user_names_the_refusal,
     capture_of_an_interpreter_without_symbols_says_so,
 );

@@ -30,23 +30,20 @@ pub fn bfs_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
 
 /// Plain breadth-first distances over the retaining edges.
 pub(crate) fn strong_distances(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
-    strong_distances_entering(graph, rule, &|_| true)
+    let strong = StrongEdges::new(graph, rule);
+    distances_over(graph, |from, edge, to| strong.retains(from, edge, to))
 }
 
-/// [`strong_distances`] through the root's edges that `enters` accepts only.
-pub(crate) fn strong_distances_entering(
+/// Plain breadth-first distances from the root over the edges `follows` keeps.
+pub(crate) fn distances_over(
     graph: &HeapGraph,
-    rule: &EdgeRule,
-    enters: &dyn Fn(usize) -> bool,
+    follows: impl FnMut(u32, usize, u32) -> bool,
 ) -> Vec<u32> {
-    let strong = StrongEdges::new(graph, rule);
     let mut distance = vec![NO_DISTANCE; graph.node_count()];
     let root = graph.root().to_raw();
     distance[root as usize] = 0;
     let mut queue = vec![root];
-    bfs(graph, &mut distance, &mut queue, |from, edge, to| {
-        strong.retains(from, edge, to) && (from != root || enters(edge))
-    });
+    bfs(graph, &mut distance, &mut queue, follows);
     distance
 }
 

@@ -34,6 +34,7 @@ mod suspects;
 pub mod timeline;
 mod tree_columns;
 pub mod view;
+mod weak;
 
 pub use chains::ChainOrder;
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
@@ -46,10 +47,11 @@ pub use queries::{
 pub use suspects::{ACCUMULATION_SHARE, DEFAULT_SUSPECT_THRESHOLD, strings, suspects};
 pub use tree_columns::{NodeCounts, NodeFlags};
 pub use view::{
-    AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HoldersView,
-    ObjectView, PathStep, RankBy, StringsView, SummaryView, Suspect, SuspectRule, SuspectsView,
-    TypeRow,
+    AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HELD_THROUGH_ROWS,
+    HeldThroughRow, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView, Suspect,
+    SuspectRule, SuspectsView, TypeRow, WeaklyHeld,
 };
+pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
 use heapgraph_model::HeapGraph;
 use std::sync::OnceLock;
@@ -72,6 +74,8 @@ pub struct Analysis {
     distance: OnceLock<Vec<u32>>,
     /// Per-type totals, computed on first use: only `summary` needs them.
     type_totals: OnceLock<TypeTotals>,
+    /// What holds the objects the strong references do not reach, computed on first use.
+    weak: OnceLock<WeakReach>,
 }
 
 /// An analysis as plain columns, to store beside the graph (the native format's trailing
@@ -105,6 +109,7 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
         dominators: dominators(graph, &options.edge_rule),
         distance: OnceLock::new(),
         type_totals: OnceLock::new(),
+        weak: OnceLock::new(),
     }
 }
 
@@ -128,6 +133,23 @@ impl Analysis {
             .filter(|&node| self.dominators.reachable[node.index()] && !graph.is_synthetic(node))
             .map(|node| sizes.get(node.index()))
             .sum()
+    }
+
+    /// What holds the objects the strong references do not reach (soft, weak, final or
+    /// phantom references, or nothing), and the references that hold them; computed on the
+    /// first call ([`weak_reach`], O(V + E)).
+    pub fn weak_reach(&self, graph: &HeapGraph) -> &WeakReach {
+        self.weak
+            .get_or_init(|| weak_reach(graph, &self.edge_rule, &self.dominators))
+    }
+
+    /// What holds `node`: strong references, only references of one kind, or nothing.
+    pub fn held_by(&self, graph: &HeapGraph, node: heapgraph_model::NodeId) -> HeldBy {
+        if self.dominators.reachable[node.index()] {
+            HeldBy::Strong
+        } else {
+            self.weak_reach(graph).held_by(node)
+        }
     }
 
     /// Per-type totals (count, shallow and retained size per type); computed on the first call
@@ -208,6 +230,7 @@ impl Analysis {
             dominators: tree,
             distance: OnceLock::from(distance),
             type_totals,
+            weak: OnceLock::new(),
         })
     }
 
@@ -220,6 +243,7 @@ impl Analysis {
             dominators,
             distance,
             type_totals,
+            weak: _,
         } = self;
         let type_totals = type_totals
             .into_inner()

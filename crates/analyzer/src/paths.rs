@@ -6,9 +6,10 @@
 //! extended first, which makes the search dive to the root instead of widening.
 
 use crate::NO_DISTANCE;
-use crate::distances::strong_distances_entering;
+use crate::distances::distances_over;
 use crate::edge_rule::{EdgeRule, StrongEdges};
-use heapgraph_model::{HeapGraph, NodeId};
+use crate::weak::{ReferenceKind, ReferenceKinds};
+use heapgraph_model::{EdgeKind, HeapGraph, NodeId};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -55,11 +56,46 @@ pub(crate) fn shortest_chains_entering(
     k: usize,
     enters: &dyn Fn(usize) -> bool,
 ) -> Vec<Chain> {
-    let distance = strong_distances_entering(graph, rule, enters);
+    let strong = StrongEdges::new(graph, rule);
+    let root = graph.root().to_raw();
+    chains_over(graph, target, k, |from, edge, to| {
+        strong.retains(from, edge, to) && (from != root || enters(edge))
+    })
+}
+
+/// As [`shortest_chains`], over the retaining edges and the weak references of kind `kind` or
+/// a stronger one: for an object only such references reach, its strongest chains (no chain
+/// over retaining and stronger references reaches it, by [`crate::weak_reach`]).
+///
+/// # Complexity
+/// As [`shortest_chains`].
+pub(crate) fn shortest_weak_chains(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    kind: ReferenceKind,
+    target: NodeId,
+    k: usize,
+) -> Vec<Chain> {
+    let strong = StrongEdges::new(graph, rule);
+    let mut kinds = ReferenceKinds::new(graph);
+    chains_over(graph, target, k, |from, edge, to| {
+        strong.retains(from, edge, to)
+            || (from != to && graph.edge_kind(edge) == EdgeKind::Weak && kinds.of(from) <= kind)
+    })
+}
+
+/// Up to `k` distinct simple chains from the root to `target` over the edges `follows`
+/// keeps, shortest first.
+fn chains_over(
+    graph: &HeapGraph,
+    target: NodeId,
+    k: usize,
+    mut follows: impl FnMut(u32, usize, u32) -> bool,
+) -> Vec<Chain> {
+    let distance = distances_over(graph, &mut follows);
     if k == 0 || distance[target.index()] == NO_DISTANCE {
         return Vec::new();
     }
-    let strong = StrongEdges::new(graph, rule);
     let reverse = graph.reverse();
     let root = graph.root().to_raw();
     let mut partials: Vec<Partial> = vec![Partial {
@@ -93,10 +129,7 @@ pub(crate) fn shortest_chains_entering(
         for (from, edge) in reverse.retainers(node_id) {
             let from_raw = from.to_raw();
             let from_distance = distance[from.index()];
-            if from_distance == NO_DISTANCE
-                || !strong.retains(from_raw, edge, node)
-                || (from_raw == root && !enters(edge))
-            {
+            if from_distance == NO_DISTANCE || !follows(from_raw, edge, node) {
                 continue;
             }
             if from_distance >= min_distance && chain_contains(&partials, index, from_raw) {

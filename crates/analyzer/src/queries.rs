@@ -1,15 +1,16 @@
 //! The questions users ask, answered as view structs: summary, top, who holds, dominator tree.
 
 use crate::Analysis;
-use crate::chains::{ChainOrder, ranked_chains};
+use crate::chains::{ChainOrder, RankedChain, ranked_chains};
 use crate::distances::edges_from_root;
 use crate::histogram::DominatorChildren;
-use crate::paths::Chain;
+use crate::paths::{Chain, shortest_weak_chains};
 use crate::view::{
-    DominatorTreeNode, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, SummaryView,
-    TypeRow,
+    DominatorTreeNode, DominatorTreeView, HELD_THROUGH_ROWS, HeldThroughRow, HoldersView,
+    ObjectView, PathStep, RankBy, SummaryView, TypeRow, WeaklyHeld,
 };
-use heapgraph_model::{EdgeName, HeapGraph, NodeId};
+use crate::weak::{HeldBy, ReferenceKind, ReferenceKinds};
+use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId};
 use std::cmp::Reverse;
 
 /// The view of one object.
@@ -67,6 +68,9 @@ fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> Summa
         reachable_size: 0,
         unreachable_objects: 0,
         unreachable_size: 0,
+        weakly_held: Vec::new(),
+        garbage_objects: 0,
+        garbage_size: 0,
         heap_size: 0,
         kind: kind.map(|kind| parts.node_kinds[usize::from(kind)].name.clone()),
         types: Vec::new(),
@@ -92,6 +96,7 @@ fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> Summa
             view.unreachable_size += size;
         }
     }
+    held_apart(graph, analysis, &kept, &mut view);
     let filtered;
     let totals = match kind {
         None => analysis.type_totals(graph),
@@ -122,6 +127,66 @@ fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> Summa
             ))
     });
     view
+}
+
+/// Splits the summary's unreachable objects into those references of each kind hold and the
+/// garbage, and (over the whole dump) says through which references.
+fn held_apart(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    kept: &impl Fn(usize) -> bool,
+    view: &mut SummaryView,
+) {
+    if view.unreachable_objects == 0 {
+        return;
+    }
+    let reach = analysis.weak_reach(graph);
+    let mut by_kind = [(0u64, 0u64); 4];
+    for node in graph.nodes() {
+        if graph.is_synthetic(node) || !kept(node.index()) {
+            continue;
+        }
+        let size = graph.shallow_size(node);
+        match reach.held_by(node) {
+            HeldBy::Strong => {}
+            HeldBy::Only(kind) => {
+                let (objects, bytes) = &mut by_kind[kind as usize];
+                *objects += 1;
+                *bytes += size;
+            }
+            HeldBy::Nothing => {
+                view.garbage_objects += 1;
+                view.garbage_size += size;
+            }
+        }
+    }
+    let strings = graph.strings();
+    view.weakly_held = ReferenceKind::ALL
+        .into_iter()
+        .zip(by_kind)
+        .filter(|(_, (objects, _))| *objects > 0)
+        .map(|(kind, (objects, size))| WeaklyHeld {
+            kind,
+            objects,
+            size,
+            through: if view.kind.is_some() {
+                Vec::new()
+            } else {
+                reach
+                    .through
+                    .iter()
+                    .filter(|row| row.kind == kind)
+                    .take(HELD_THROUGH_ROWS)
+                    .map(|row| HeldThroughRow {
+                        reference_type: strings.get(row.reference_type).to_owned(),
+                        holder_type: row.holder_type.map(|holder| strings.get(holder).to_owned()),
+                        objects: row.objects,
+                        size: row.size,
+                    })
+                    .collect()
+            },
+        })
+        .collect();
 }
 
 /// The `n` real objects ranked highest by `by`, ties broken by node index.
@@ -198,7 +263,25 @@ pub fn who_holds(
         }
         dominator_chain.reverse();
     }
-    let ranked = ranked_chains(graph, analysis, target, n_paths, order);
+    let held_by = analysis.held_by(graph, target);
+    let ranked = match held_by {
+        HeldBy::Strong => ranked_chains(graph, analysis, target, n_paths, order),
+        HeldBy::Only(kind) => {
+            // As for strong chains: in the explaining order, at most one per root object.
+            let mut roots = Vec::new();
+            shortest_weak_chains(graph, &analysis.edge_rule, kind, target, n_paths)
+                .into_iter()
+                .filter(|chain| {
+                    let root = chain.get(1).map(|step| step.0);
+                    let first = !roots.contains(&root);
+                    roots.push(root);
+                    first || order == ChainOrder::Shortest
+                })
+                .map(|chain| RankedChain { chain, count: 1 })
+                .collect()
+        }
+        HeldBy::Nothing => Vec::new(),
+    };
     let path_counts = ranked.iter().map(|ranked| ranked.count).collect();
     let paths = ranked
         .into_iter()
@@ -208,19 +291,31 @@ pub fn who_holds(
         target: object_view(graph, analysis, target),
         matches: None,
         dominator_chain,
+        held_by,
         paths,
         path_counts,
     }
 }
 
-/// A chain of (node, edge into it) from the root as path steps.
+/// A chain of (node, edge into it) from the root as path steps, each weak edge with its
+/// reference kind.
 pub(crate) fn path_steps(graph: &HeapGraph, analysis: &Analysis, chain: Chain) -> Vec<PathStep> {
+    let mut kinds = ReferenceKinds::new(graph);
+    let mut previous: Option<NodeId> = None;
     chain
         .into_iter()
-        .map(|(node, edge)| PathStep {
-            object: object_view(graph, analysis, node),
-            edge: edge.map(|edge| edge_text(graph, edge)),
-            edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+        .map(|(node, edge)| {
+            let reference_kind = edge
+                .filter(|&edge| graph.edge_kind(edge) == EdgeKind::Weak)
+                .zip(previous)
+                .map(|(_, from)| kinds.of(from.to_raw()));
+            previous = Some(node);
+            PathStep {
+                object: object_view(graph, analysis, node),
+                edge: edge.map(|edge| edge_text(graph, edge)),
+                edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+                reference_kind,
+            }
         })
         .collect()
 }

@@ -2,6 +2,7 @@
 //!
 //! report and cli render these; they never look inside the graph or the analysis.
 
+use crate::weak::{HeldBy, ReferenceKind};
 use heapgraph_model::NodeId;
 
 /// One object, with everything a table row or a chain element shows.
@@ -61,6 +62,13 @@ pub struct SummaryView {
     pub unreachable_objects: u64,
     /// Their shallow size.
     pub unreachable_size: u64,
+    /// The unreachable objects that references of one kind reach (soft, weak, final,
+    /// phantom), one row per kind that has any, strongest kind first.
+    pub weakly_held: Vec<WeaklyHeld>,
+    /// The unreachable objects that nothing reaches: garbage.
+    pub garbage_objects: u64,
+    /// Their shallow size.
+    pub garbage_size: u64,
     /// The shallow size of every reachable real object of the dump: what a type's share is taken
     /// of, also when the counts above cover one kind of object only.
     pub heap_size: u64,
@@ -68,6 +76,39 @@ pub struct SummaryView {
     pub kind: Option<String>,
     /// Types, by retained size (then shallow size, then name).
     pub types: Vec<TypeRow>,
+}
+
+/// The objects that only references of one kind hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WeaklyHeld {
+    /// The strongest kind of reference that reaches them.
+    pub kind: ReferenceKind,
+    /// Real objects.
+    pub objects: u64,
+    /// Their shallow size.
+    pub size: u64,
+    /// Through which references, largest first (at most [`HELD_THROUGH_ROWS`]; none when the
+    /// summary is restricted to one kind of object).
+    pub through: Vec<HeldThroughRow>,
+}
+
+/// At most this many [`HeldThroughRow`]s per reference kind in a summary.
+pub const HELD_THROUGH_ROWS: usize = 10;
+
+/// The weakly held objects that one kind of reference reaches first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldThroughRow {
+    /// The type of the object holding the reference (`java.lang.ref.SoftReference`, a
+    /// `WeakMap`'s table, `weakref.ReferenceType`).
+    pub reference_type: String,
+    /// What keeps that object: the type of the first of its dominators that is not a piece of
+    /// the runtime's containers (an array, a `java.util` map's node, a dict), or for a class
+    /// object (its statics) the class; `None` when the root or a synthetic node is first.
+    pub holder_type: Option<String>,
+    /// Real objects reached first through such references.
+    pub objects: u64,
+    /// Their shallow size.
+    pub size: u64,
 }
 
 /// How `top` ranks objects.
@@ -90,6 +131,8 @@ pub struct PathStep {
     pub edge: Option<String>,
     /// The kind of that edge (`property`, `element`, …); `None` at the root.
     pub edge_kind: Option<&'static str>,
+    /// When that edge is a weak reference, its kind (`soft`, `weak`, `final`, `phantom`).
+    pub reference_kind: Option<ReferenceKind>,
 }
 
 /// Who holds an object: its dominators and its shortest retainer chains.
@@ -102,6 +145,9 @@ pub struct HoldersView {
     /// Immediate-dominator chain from the root down to the target, both included. Releasing
     /// any element frees the target. Empty when the target is unreachable.
     pub dominator_chain: Vec<ObjectView>,
+    /// What holds the target: strong references, only references of one kind (then `paths`
+    /// are the strongest chains, which cross such references), or nothing.
+    pub held_by: HeldBy,
     /// Chains from the root to the target, root and target included: those from named roots
     /// first, one per root, or the shortest first (as asked).
     pub paths: Vec<Vec<PathStep>>,

@@ -1,7 +1,9 @@
 //! The analyzer against simple oracles on thousands of random graphs: petgraph's
 //! `simple_fast` for dominators, brute force for retained sizes, type totals and chains.
 
-use heapgraph_analyzer::{ChainOrder, EdgeRule, Options, RankBy, analyze, summary, top, who_holds};
+use heapgraph_analyzer::{
+    ChainOrder, EdgeRule, HeldBy, Options, RankBy, ReferenceKind, analyze, summary, top, who_holds,
+};
 use heapgraph_model::{EdgeKind, HeapGraph, NodeId, Runtime};
 use heapgraph_test_support::{graph, graph_from_edges};
 use petgraph::algo::dominators::simple_fast;
@@ -53,8 +55,38 @@ fn oracle_distances(graph: &HeapGraph) -> Vec<Option<u32>> {
     distance
 }
 
-/// All simple chain lengths from the root to `target` over non-weak edges (brute force).
-fn all_chain_lengths(graph: &HeapGraph, target: NodeId) -> Vec<usize> {
+/// Which nodes a search from the root reaches over non-weak edges, and over all edges: the
+/// oracle for what holds each object (strong references, weak ones only, or nothing).
+fn oracle_held_by(graph: &HeapGraph) -> Vec<HeldBy> {
+    let reach = |weak_too: bool| {
+        let mut seen = vec![false; graph.node_count()];
+        seen[0] = true;
+        let mut stack = vec![graph.root()];
+        while let Some(node) = stack.pop() {
+            for edge in graph.edge_range(node) {
+                let to = graph.edge_target(edge);
+                let follows = weak_too || graph.edge_kind(edge) != EdgeKind::Weak;
+                if follows && to != node && !seen[to.index()] {
+                    seen[to.index()] = true;
+                    stack.push(to);
+                }
+            }
+        }
+        seen
+    };
+    let (strong, any) = (reach(false), reach(true));
+    (0..graph.node_count())
+        .map(|node| match (strong[node], any[node]) {
+            (true, _) => HeldBy::Strong,
+            (false, true) => HeldBy::Only(ReferenceKind::Weak),
+            (false, false) => HeldBy::Nothing,
+        })
+        .collect()
+}
+
+/// All simple chain lengths from the root to `target` (brute force), over non-weak edges or,
+/// with `weak_too`, over all.
+fn chain_lengths(graph: &HeapGraph, target: NodeId, weak_too: bool) -> Vec<usize> {
     let mut lengths = Vec::new();
     let mut stack = vec![(graph.root(), vec![graph.root()])];
     while let Some((node, chain)) = stack.pop() {
@@ -64,7 +96,8 @@ fn all_chain_lengths(graph: &HeapGraph, target: NodeId) -> Vec<usize> {
         }
         for edge in graph.edge_range(node) {
             let to = graph.edge_target(edge);
-            if graph.edge_kind(edge) != EdgeKind::Weak && !chain.contains(&to) {
+            let follows = weak_too || graph.edge_kind(edge) != EdgeKind::Weak;
+            if follows && !chain.contains(&to) {
                 let mut longer = chain.clone();
                 longer.push(to);
                 stack.push((to, longer));
@@ -167,11 +200,46 @@ proptest! {
     }
 
     #[test]
+    fn held_by_and_the_summary_split_match_two_searches(graph in random_graph()) {
+        let analysis = analyze(&graph, &options());
+        let oracle = oracle_held_by(&graph);
+        let (mut weak, mut garbage) = ((0u64, 0u64), (0u64, 0u64));
+        for node in graph.nodes() {
+            prop_assert_eq!(analysis.held_by(&graph, node), oracle[node.index()], "{:?}", node);
+            if graph.is_synthetic(node) {
+                continue;
+            }
+            let size = graph.shallow_size(node);
+            match oracle[node.index()] {
+                HeldBy::Only(_) => weak = (weak.0 + 1, weak.1 + size),
+                HeldBy::Nothing => garbage = (garbage.0 + 1, garbage.1 + size),
+                HeldBy::Strong => {}
+            }
+        }
+        let view = summary(&graph, &analysis);
+        let rows: Vec<(ReferenceKind, u64, u64)> =
+            view.weakly_held.iter().map(|row| (row.kind, row.objects, row.size)).collect();
+        let expected: Vec<(ReferenceKind, u64, u64)> = if weak.0 > 0 {
+            vec![(ReferenceKind::Weak, weak.0, weak.1)]
+        } else {
+            Vec::new()
+        };
+        prop_assert_eq!(rows, expected);
+        prop_assert_eq!((view.garbage_objects, view.garbage_size), garbage);
+        // Every weakly held object is counted once among the rows that say through what.
+        let through: u64 = view.weakly_held.iter().flat_map(|row| &row.through).map(|row| row.objects).sum();
+        prop_assert!(through <= weak.0);
+        prop_assert_eq!(view.unreachable_objects, weak.0 + garbage.0);
+    }
+
+    #[test]
     fn chains_are_the_shortest_simple_chains(graph in small_graph(), k in 1usize..5) {
         let analysis = analyze(&graph, &options());
         for target in graph.nodes().skip(1).take(6) {
             let view = who_holds(&graph, &analysis, target, k, ChainOrder::Shortest);
-            let lengths = all_chain_lengths(&graph, target);
+            // Objects that weak references alone hold get the chains that cross them.
+            let weakly_held = view.held_by == HeldBy::Only(ReferenceKind::Weak);
+            let lengths = chain_lengths(&graph, target, weakly_held);
             let expected: Vec<usize> = lengths.iter().copied().take(k).collect();
             let got: Vec<usize> = view.paths.iter().map(|path| path.len() - 1).collect();
             prop_assert_eq!(&got, &expected, "chain lengths to {:?}", target);
@@ -186,8 +254,15 @@ proptest! {
                 let steps: Vec<(NodeId, Option<String>)> = path.iter().map(|step| (step.object.node, step.edge.clone())).collect();
                 prop_assert!(distinct.insert(steps), "chain returned twice");
                 for pair in nodes.windows(2) {
-                    let linked = graph.edge_range(pair[0]).any(|e| graph.edge_target(e) == pair[1] && graph.edge_kind(e) != EdgeKind::Weak);
+                    let linked = graph.edge_range(pair[0]).any(|e| graph.edge_target(e) == pair[1] && (weakly_held || graph.edge_kind(e) != EdgeKind::Weak));
                     prop_assert!(linked, "no strong edge between chain steps");
+                }
+                for step in path {
+                    let weak_step = step.edge_kind == Some("weak");
+                    prop_assert_eq!(step.reference_kind.is_some(), weak_step);
+                }
+                if weakly_held {
+                    prop_assert!(path.iter().any(|step| step.reference_kind == Some(ReferenceKind::Weak)));
                 }
             }
         }
@@ -205,6 +280,8 @@ proptest! {
             prop_assert_eq!(view.paths.is_empty(), shortest.paths.is_empty());
             prop_assert!(view.paths.len() <= k);
             prop_assert_eq!(view.path_counts.len(), view.paths.len());
+            // Only what weak references alone hold is reached through them.
+            let crosses_weak = view.held_by != HeldBy::Strong;
             let mut roots = HashSet::default();
             for path in &view.paths {
                 prop_assert_eq!(path[0].object.node, graph.root());
@@ -212,9 +289,10 @@ proptest! {
                 prop_assert!(roots.insert(path[1].object.node), "two chains from one root");
                 for pair in path.windows(2) {
                     let linked = graph.edge_range(pair[0].object.node).any(|e| {
-                        graph.edge_target(e) == pair[1].object.node && graph.edge_kind(e) != EdgeKind::Weak
+                        graph.edge_target(e) == pair[1].object.node
+                            && (crosses_weak || graph.edge_kind(e) != EdgeKind::Weak)
                     });
-                    prop_assert!(linked, "no strong edge between chain steps");
+                    prop_assert!(linked, "no edge it may cross between chain steps");
                 }
             }
         }
@@ -273,7 +351,35 @@ fn unreachable_objects_are_counted_apart() {
     let holders = who_holds(&graph, &analysis, orphan, 3, ChainOrder::Explain);
     assert!(holders.dominator_chain.is_empty());
     assert!(holders.paths.is_empty());
+    assert_eq!(holders.held_by, HeldBy::Nothing);
     assert_eq!(holders.target.distance, None);
+    // c is held by a's weak reference only; orphan and b by nothing.
+    let weak: Vec<_> = view
+        .weakly_held
+        .iter()
+        .map(|row| (row.kind, row.objects, row.size))
+        .collect();
+    assert_eq!(weak, [(ReferenceKind::Weak, 1, 3)]);
+    assert_eq!((view.garbage_objects, view.garbage_size), (2, 9));
+    let c = graph
+        .nodes()
+        .find(|&node| graph.name(node) == "c")
+        .expect("c");
+    let holders = who_holds(&graph, &analysis, c, 3, ChainOrder::Explain);
+    assert_eq!(holders.held_by, HeldBy::Only(ReferenceKind::Weak));
+    assert!(holders.dominator_chain.is_empty());
+    let chain: Vec<_> = holders.paths[0]
+        .iter()
+        .map(|step| (step.object.name.as_str(), step.reference_kind))
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            ("root", None),
+            ("a", None),
+            ("c", Some(ReferenceKind::Weak))
+        ]
+    );
 }
 
 proptest! {

@@ -26,17 +26,23 @@ the program runs during the walk), and the file is written once the walk is done
 free-threaded build there is no GIL to hold; the file's notes say so.
 """
 
+# `heapgraph capture python --pid` imports these in the process before it takes the list of its
+# objects (`CAPTURE_IMPORTS` in the heapgraph-capture crate), so that they are in every dump it
+# takes: keep the two lists the same. None leaves garbage cycles behind on its first import
+# where the interpreter's own startup has loaded `collections` (`array` registers with
+# `collections.abc` from 3.10): a capture that left garbage would show it in the next one.
+# `signal` (through `enum`), `threading`, `types`, `weakref`, `dis` and `runpy` do, on some
+# version: what they gave is taken from the built-in modules below, or from the program's own
+# `threading` if it has one.
+import _signal
+import _thread
+import _weakref
 import gc
 import os
-import signal as _signal
-import struct
 import sys
-import threading
 import time
-import types
-import weakref
 from array import array
-from itertools import repeat
+from opcode import opmap as _opmap
 
 __all__ = ["dump", "install"]
 
@@ -60,6 +66,19 @@ _ATOMS = (str, bytes, int, float, complex, bool, type(None))
 HEAPTYPE = 1 << 9
 
 
+# The types `types` names, taken from objects of each kind.
+def _function():
+    pass
+
+
+_FunctionType = type(_function)
+_CodeType = type(_function.__code__)
+_ModuleType = type(sys)
+_CellType = type((lambda value: lambda: value)(0).__closure__[0])
+_FrameType = type(sys._getframe())
+_SimpleNamespace = type(sys.implementation)
+
+
 # --- MessagePack, only what the format needs --------------------------------------------------
 
 def _mp_str(out, text):
@@ -70,9 +89,9 @@ def _mp_str(out, text):
     elif n < 256:
         out += b"\xd9" + bytes((n,))
     elif n < 65536:
-        out += b"\xda" + struct.pack(">H", n)
+        out += b"\xda" + n.to_bytes(2, "big")
     else:
-        out += b"\xdb" + struct.pack(">I", n)
+        out += b"\xdb" + n.to_bytes(4, "big")
     out += data
 
 
@@ -81,9 +100,9 @@ def _mp_bin(out, data):
     if n < 256:
         out += b"\xc4" + bytes((n,))
     elif n < 65536:
-        out += b"\xc5" + struct.pack(">H", n)
+        out += b"\xc5" + n.to_bytes(2, "big")
     else:
-        out += b"\xc6" + struct.pack(">I", n)
+        out += b"\xc6" + n.to_bytes(4, "big")
     out += data
 
 
@@ -93,27 +112,27 @@ def _mp_uint(out, value):
     elif value < 256:
         out += b"\xcc" + bytes((value,))
     elif value < 65536:
-        out += b"\xcd" + struct.pack(">H", value)
+        out += b"\xcd" + value.to_bytes(2, "big")
     elif value < 1 << 32:
-        out += b"\xce" + struct.pack(">I", value)
+        out += b"\xce" + value.to_bytes(4, "big")
     else:
-        out += b"\xcf" + struct.pack(">Q", value)
+        out += b"\xcf" + value.to_bytes(8, "big")
 
 
 def _mp_map_header(out, n):
     if n < 16:
         out.append(0x80 | n)
     else:
-        out += b"\xde" + struct.pack(">H", n)
+        out += b"\xde" + n.to_bytes(2, "big")
 
 
 def _mp_array_header(out, n):
     if n < 16:
         out.append(0x90 | n)
     elif n < 65536:
-        out += b"\xdc" + struct.pack(">H", n)
+        out += b"\xdc" + n.to_bytes(2, "big")
     else:
-        out += b"\xdd" + struct.pack(">I", n)
+        out += b"\xdd" + n.to_bytes(4, "big")
 
 
 def _mp_value(out, value):
@@ -162,45 +181,50 @@ def _le(column):
 
 # --- The walk ---------------------------------------------------------------------------------
 
-class _Columns:
-    """Nodes and edges as columns; edges name their target by object id (`to_object`)."""
+def _columns():
+    """Nodes and edges as columns; edges name their target by object id (`to_object`). A plain
+    namespace of arrays and functions, not a class: a class is a garbage cycle once dropped, and
+    an injected capture must leave nothing behind for the collector."""
+    strings = {"": 0}
+    object_id = array("Q")
+    kind = array("B")
+    type_name = array("I")
+    name = array("I")
+    shallow_size = array("Q")
+    edge_count = array("I")
+    refcount = array("I")
+    edge_to = array("Q")
+    edge_kind = array("B")
+    edge_name = array("I")
 
-    def __init__(self):
-        self.object_id = array("Q")
-        self.kind = array("B")
-        self.type_name = array("I")
-        self.name = array("I")
-        self.shallow_size = array("Q")
-        self.edge_count = array("I")
-        self.refcount = array("I")
-        self.edge_to = array("Q")
-        self.edge_kind = array("B")
-        self.edge_name = array("I")
-        self.strings = {"": 0}
-        self.buffers = {"node": array("I"), "address": array("Q"), "nbytes": array("Q"),
-                        "device": array("I"), "owned": array("B")}
-
-    def string(self, text):
-        strings = self.strings
+    def string(text, strings=strings):
         found = strings.get(text)
         if found is None:
             found = strings[text] = len(strings)
         return found
 
-    def node(self, object_id, kind, type_name, label, size):
-        self.object_id.append(object_id)
-        self.kind.append(kind)
-        self.type_name.append(type_name)
-        self.name.append(self.string(label) if label else 0)
-        self.shallow_size.append(size)
-        self.edge_count.append(0)
-        self.refcount.append(0)
-        return len(self.object_id) - 1
+    def node(object_id_, kind_, type_name_, label, size, string=string):
+        object_id.append(object_id_)
+        kind.append(kind_)
+        type_name.append(type_name_)
+        name.append(string(label) if label else 0)
+        shallow_size.append(size)
+        edge_count.append(0)
+        refcount.append(0)
+        return len(object_id) - 1
 
-    def edge(self, target_id, kind, name):
-        self.edge_to.append(target_id)
-        self.edge_kind.append(kind)
-        self.edge_name.append(name)
+    def edge(target_id, kind_, name_):
+        edge_to.append(target_id)
+        edge_kind.append(kind_)
+        edge_name.append(name_)
+
+    return _SimpleNamespace(
+        object_id=object_id, kind=kind, type_name=type_name, name=name,
+        shallow_size=shallow_size, edge_count=edge_count, refcount=refcount, edge_to=edge_to,
+        edge_kind=edge_kind, edge_name=edge_name, strings=strings, string=string, node=node,
+        edge=edge,
+        buffers={"node": array("I"), "address": array("Q"), "nbytes": array("Q"),
+                 "device": array("I"), "owned": array("B")})
 
 
 def _type_name(cls):
@@ -213,13 +237,13 @@ def _label(obj, cls):
     """A string's first characters, or the name of a function, class, module or code object."""
     if cls is str:
         return obj[:LABEL_CHARS]
-    if cls is types.FunctionType or cls is types.ModuleType or isinstance(obj, type):
+    if cls is _FunctionType or cls is _ModuleType or isinstance(obj, type):
         try:
-            name = obj.__qualname__ if cls is types.FunctionType else obj.__name__
+            name = obj.__qualname__ if cls is _FunctionType else obj.__name__
         except Exception:
             return None
         return name if type(name) is str else None
-    if cls is types.CodeType:
+    if cls is _CodeType:
         return obj.co_name
     return None
 
@@ -227,9 +251,8 @@ def _label(obj, cls):
 def _stored_attributes(code):
     """The attribute names a function assigns (`x.name = …`), nested functions included, read
     from the bytecode: (opcode, argument) byte pairs, with EXTENDED_ARG prefixes."""
-    import dis
-    store_attr = dis.opmap["STORE_ATTR"]
-    extended_arg = dis.opmap["EXTENDED_ARG"]
+    store_attr = _opmap["STORE_ATTR"]
+    extended_arg = _opmap["EXTENDED_ARG"]
     names = []
     stack = [code]
     while stack:
@@ -244,7 +267,7 @@ def _stored_attributes(code):
             extended = 0
             if op == store_attr and arg < len(code.co_names):
                 names.append(code.co_names[arg])
-        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        stack.extend(c for c in code.co_consts if isinstance(c, _CodeType))
     return names
 
 
@@ -257,37 +280,33 @@ def _class_lookup(cls, name, default):
     return default
 
 
-class _AttributeNames:
+def _attribute_candidates(cls, by_class):
     """Names for the attribute values of instances. Since 3.11 they are kept inline and reading
     `__dict__` would create a dict per object, so names are found another way: candidates are
     the names the class's own methods use (`co_names`) that are not attributes of the class
     itself (so no descriptor, property or cached_property can run), and a value is named by the
-    candidate for which `object.__getattribute__` gives that very object back."""
-
-    def __init__(self):
-        self.by_class = {}
-
-    def candidates(self, cls):
-        found = self.by_class.get(cls)
-        if found is None:
-            names = []
-            seen = set()
-            for klass in getattr(cls, "__mro__", (cls,)):
-                if klass is object or type(klass).__module__ != "builtins" or \
-                        klass.__module__ == "builtins":
-                    continue
-                for value in list(klass.__dict__.values()):
-                    code = getattr(getattr(value, "__func__", value), "__code__", None)
-                    if isinstance(code, types.CodeType):
-                        for name in _stored_attributes(code):
-                            if name not in seen:
-                                seen.add(name)
-                                names.append(name)
-            missing = object()
-            found = self.by_class[cls] = [
-                n for n in names if _class_lookup(cls, n, missing) is missing
-            ]
-        return found
+    candidate for which `object.__getattribute__` gives that very object back. `by_class`
+    keeps each class's candidates for the walk."""
+    found = by_class.get(cls)
+    if found is None:
+        names = []
+        seen = set()
+        for klass in getattr(cls, "__mro__", (cls,)):
+            if klass is object or type(klass).__module__ != "builtins" or \
+                    klass.__module__ == "builtins":
+                continue
+            for value in list(klass.__dict__.values()):
+                code = getattr(getattr(value, "__func__", value), "__code__", None)
+                if isinstance(code, _CodeType):
+                    for name in _stored_attributes(code):
+                        if name not in seen:
+                            seen.add(name)
+                            names.append(name)
+        missing = object()
+        found = by_class[cls] = [
+            n for n in names if _class_lookup(cls, n, missing) is missing
+        ]
+    return found
 
 
 def _buffer_of(obj, cls, columns, node):
@@ -354,7 +373,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     object_counts = _raw_counts(objects)
     notes = []
     type_ids = {}
-    attribute_names = _AttributeNames()
+    attribute_names = {}
     class_candidates = {}
     getattribute = object.__getattribute__
     get_referents = gc.get_referents
@@ -377,11 +396,11 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     edge_name_extend = columns.edge_name.extend
     strings = columns.strings
     atoms = frozenset(_ATOMS)
-    function_type = types.FunctionType
-    cell_type = types.CellType
-    frame_type = types.FrameType
-    module_type = types.ModuleType
-    code_type = types.CodeType
+    function_type = _FunctionType
+    cell_type = _CellType
+    frame_type = _FrameType
+    module_type = _ModuleType
+    code_type = _CodeType
     # Not __dict__ or __annotations__: reading them would create them.
     function_fields = ("__code__", "__globals__", "__defaults__", "__kwdefaults__",
                        "__closure__", "__module__", "__name__", "__qualname__",
@@ -390,9 +409,9 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     code_fields = ("co_consts", "co_names", "co_filename", "co_name", "co_qualname")
     type_dict = type.__dict__["__dict__"].__get__
     # A module's namespace, read through ModuleType's own descriptor (no user code runs).
-    module_dict = types.ModuleType.__dict__["__dict__"].__get__
+    module_dict = _ModuleType.__dict__["__dict__"].__get__
     buffer_classes = _buffer_classes()
-    labelled = frozenset((types.FunctionType, types.ModuleType, types.CodeType))
+    labelled = frozenset((_FunctionType, _ModuleType, _CodeType))
 
     name_id = columns.string
 
@@ -542,6 +561,12 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
             if local_vars is not None and local_vars is obj.f_globals:
                 own.append((local_vars, INTERNAL, f_locals_name))
             elif local_vars is not None:
+                if type(local_vars) is dict:
+                    # Up to 3.12 a function's frame keeps the dict that reading `f_locals`
+                    # makes, a copy of the locals named below (for a class body, its
+                    # namespace). The running frames' are made before the object list is
+                    # taken (`_touch_locals`), so that every dump has them.
+                    own.append((local_vars, INTERNAL, f_locals_name))
                 for name, value in list(local_vars.items()):
                     own.append((value, PROPERTY, name_id(name)))
             own.append((obj.f_code, INTERNAL, f_code_name))
@@ -588,7 +613,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
             candidates = class_candidates.get(cls)
             if candidates is None:
                 candidates = class_candidates[cls] = (
-                    () if isinstance(obj, type) else attribute_names.candidates(cls))
+                    () if isinstance(obj, type) else _attribute_candidates(cls, attribute_names))
             names = None
             if candidates:
                 names = {}
@@ -655,7 +680,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
         if labelled_batch:
             # setdefault(label, len(strings)): a new label gets the next string id.
             labels = [text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS] for text in batch]
-            columns.name.extend(map(strings.setdefault, labels, map(len, repeat(strings))))
+            columns.name.extend(map(strings.setdefault, labels, map(len, [strings] * count)))
         else:
             columns.name.frombytes(bytes(4 * count))
         columns.edge_count.frombytes(bytes(4 * count))
@@ -667,7 +692,7 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
 
 
 # weakref.ref and its subclasses (KeyedRef, WeakMethod): their referent is a weak reference.
-_weakref_types = (weakref.ref,)
+_weakref_types = (_weakref.ref,)
 
 
 def _buffer_classes():
@@ -767,7 +792,7 @@ def _write_new(path, write):
     flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_CLOEXEC", 0))
     try:
-        with os.fdopen(os.open(name, flags, 0o644), "wb") as out:
+        with open(os.open(name, flags, 0o644), "wb") as out:
             write(out)
         os.replace(name, path)
     except BaseException:
@@ -784,20 +809,48 @@ def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
     `gc.get_objects()`, taken first). With `cuda_snapshot=True` and torch's CUDA initialised,
     `torch.cuda.memory._snapshot()` is pickled beside it (`path` + `.cuda.pickle`) at the same
     moment."""
+    return _dump(path, max_untracked, cuda_snapshot, objects, None)
+
+
+def _touch_locals(frames):
+    """Reads each frame's `f_locals`. Up to 3.12 that makes the dict of a function frame's
+    locals, which the frame then keeps; the walk reads it too, so it is made here, before the
+    object list is taken, for every dump to have it (a capture's bootstrap does the same)."""
+    for frame in frames:
+        try:
+            frame.f_locals
+        except Exception:
+            pass
+
+
+def _dump(path, max_untracked, cuda_snapshot, objects, capture):
+    """`dump`. `capture`, when `heapgraph capture python --pid` ran the dumper (`_capture`):
+    the modules the process had before it, the program's frame the capture interrupted, and
+    the ids of the capture's own objects in `objects`."""
     started = time.time()
     notes = []
     free_threaded = bool(getattr(sys, "_is_gil_enabled", lambda: True)() is False)
     if free_threaded:
         notes.append("free-threaded build: there is no GIL to hold; other threads may have "
                      "changed objects during the walk")
-    thread_names = {t.ident: t.name for t in threading.enumerate()}
+    # The program's threads by name, if it has imported threading (importing it here would
+    # leave garbage behind).
+    threading = sys.modules.get("threading")
+    thread_names = {t.ident: t.name for t in threading.enumerate()} if threading else {}
     frames_by_thread = sys._current_frames()
-    # This thread's stack starts at the caller, not inside the dumper.
-    caller = sys._getframe(1)
+    # This thread's stack starts at the caller, not inside the dumper (nor, captured, in the
+    # frames that ran it).
+    own_frames = []
+    caller = sys._getframe(0)
     while caller is not None and caller.f_globals is globals():
+        own_frames.append(caller)
         caller = caller.f_back
+    if capture is not None:
+        caller = capture[1]
     if caller is not None:
-        frames_by_thread[threading.get_ident()] = caller
+        frames_by_thread[_thread.get_ident()] = caller
+    else:
+        frames_by_thread.pop(_thread.get_ident(), None)
     del caller
     root_frames = []
     for frame in frames_by_thread.values():
@@ -810,12 +863,29 @@ def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
     sys.setswitchinterval(1e6)
     try:
         if objects is None:
+            _touch_locals(root_frames)
             objects = gc.get_objects()
-        skip = {id(objects), id(frames_by_thread), id(thread_names), id(root_frames)}
+        skip = {id(objects), id(frames_by_thread), id(thread_names), id(root_frames),
+                id(own_frames)}
         skip.update(id(frame) for frame in root_frames)
-        columns = _Columns()
+        skip.update(id(frame) for frame in own_frames)
+        own_frames = None
+        if capture is not None:
+            modules, _, own = capture
+            skip.update(own)
+            brought = sorted(set(sys.modules) - set(modules))
+            if brought:
+                notes.append("this capture imported %d module(s) into the process before the "
+                             "dump, which the dumper needs: %s"
+                             % (len(brought), ", ".join(brought)))
+            modules = own = None
+        columns = _columns()
         _roots(columns, frames_by_thread, thread_names)
         notes += _walk(columns, root_frames, objects, skip, max_untracked)
+        # The list holds this very frame (and the dumper's others) once `sys._getframe` has
+        # made their objects: a cycle through this frame's locals, left for the collector if
+        # the list outlived the call.
+        objects = None
         cuda = None
         if cuda_snapshot and "torch" in sys.modules:
             torch = sys.modules["torch"]
@@ -830,7 +900,7 @@ def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
         ("magic", "heapgraph"),
         ("version", FORMAT_VERSION),
         ("endianness", "little"),
-        ("pointer_size", struct.calcsize("P")),
+        ("pointer_size", 8 if sys.maxsize > 1 << 32 else 4),
         ("kind", "heap-graph"),
         ("source_format", "python-gc"),
         ("runtime", "python"),
@@ -848,6 +918,50 @@ def dump(path, *, max_untracked=5_000_000, cuda_snapshot=False, objects=None):
         _write_new(str(path) + ".cuda.pickle", lambda out: pickle.dump(cuda, out))
     _write_new(path, lambda out: out.writelines(_chunks(columns, header)))
     return len(columns.object_id)
+
+
+def _capture(path, objects, modules, collector, program, bootstrap):
+    """What `heapgraph capture python --pid` runs in the process, from the bootstrap
+    (`CAPTURE_BOOTSTRAP` in the heapgraph-capture crate, which says why each step is where it
+    is). `objects` was taken before this source was compiled, so nothing the dumper makes is
+    in it; `modules` is `sys.modules` before the capture imported what the dumper needs;
+    `collector` whether the collector was on, which the bootstrap turned off; `program` the
+    frame the capture interrupted; `bootstrap` the bootstrap's own frame.
+
+    At the end the dumper's namespace is emptied, so that everything the capture made is freed
+    by reference counting (its functions and their globals form a cycle that only the
+    collector would free, whenever it next ran: the next capture would find it), and only then
+    is the collector turned back on: the capture's allocations start no collection, which would
+    change what the next capture finds (tuples the collector untracks, garbage it frees)."""
+    namespace = globals()
+    enable = gc.enable
+    # The capture's own objects in the list: for the bootstrap and the statement that ran it,
+    # their frames, the constants and names of their code (tuples are tracked until a
+    # collection finds them), the function `exec` made of the code (from 3.11), and the
+    # namespace unless it was `__main__`'s; and the list in which the parser of the statement
+    # keeps what it made (its arena's objects, the bootstrap's source among them) while the
+    # statement runs.
+    own = [objects, modules]
+    main = getattr(sys.modules.get("__main__"), "__dict__", None)
+    codes = []
+    frame = bootstrap
+    while frame is not None and frame is not program:
+        codes.append(frame.f_code)
+        own += (frame, frame.f_code.co_consts, frame.f_code.co_names)
+        if frame.f_globals is not main:
+            own.append(frame.f_globals)
+        frame = frame.f_back
+    sources = [c for code in codes for c in code.co_consts if type(c) is str and len(c) > 256]
+    own += (o for o in gc.get_referrers(*codes, *sources)
+            if type(o) is _FunctionType or type(o) is list)
+    frame = bootstrap = codes = sources = None
+    try:
+        return _dump(path, 5_000_000, False, objects, (modules, program, [id(o) for o in own]))
+    finally:
+        own = objects = modules = program = None
+        namespace.clear()
+        if collector:
+            enable()
 
 
 # How `heapgraph record` finds a process that can dump itself, and asks it for a dump: the
@@ -923,7 +1037,10 @@ def install(signal=_signal.SIGUSR2, path=None):
             sys.stderr.write("heapgraph_dump: could not write %s: %s%s\n"
                              % (target, type(error).__name__, ": " + detail if detail else ""))
 
-    previous = _signal.signal(signal, handler)
+    # The program's own import, made when it installs the dumper (not at every capture: the
+    # first import of `signal` leaves garbage cycles, through `enum`).
+    import signal as signals
+    previous = signals.signal(signal, handler)
     marker = MARKER % os.getpid()
     try:
         text = b'{"signal": %d, "format_version": %d}\n' % (int(signal), FORMAT_VERSION)
@@ -935,3 +1052,9 @@ def install(signal=_signal.SIGUSR2, path=None):
                          "process by injection (gdb, or sys.remote_exec from Python 3.14) "
                          "instead of the signal\n" % (marker, error))
     return previous
+
+
+# Run by `heapgraph capture python --pid`: this source executed with `__capture__` set to
+# `_capture`'s arguments.
+if "__capture__" in globals():
+    _capture(*globals().pop("__capture__"))

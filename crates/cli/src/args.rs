@@ -85,14 +85,17 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
-    /// Totals and the types that hold the most memory (count, shallow, retained); for
+    /// Totals and the types that hold the most memory (count, shallow, retained), and what
+    /// holds the unreachable objects (soft, weak, final or phantom references, or nothing); for
     /// allocation snapshots, the top sites (tracemalloc) or the gpu view (CUDA); for a
     /// timeline (.hgt), peaks, growth, thresholds crossed, dumps taken and the exit
     Summary(SummaryArgs),
     /// The objects that retain the most memory; for allocation snapshots, the sites that hold
     /// the most, as tracemalloc's Snapshot.statistics
     Top(TopArgs),
-    /// Chains of references from the GC roots to an object, and its dominators
+    /// Chains of references from the GC roots to an object, and its dominators; for an object
+    /// only weak references hold (a soft-referenced cache), the strongest chains through them,
+    /// each marked with its kind
     WhoHolds(WhoHoldsArgs),
     /// The dominator tree from the root down: what keeps what alive
     Dominators(DominatorsArgs),

@@ -9,7 +9,7 @@
 
 use crate::args::CaptureArgs;
 use anyhow::{Context, bail};
-use heapgraph_capture::python::{DUMPER_SOURCE, SUPPORTED};
+use heapgraph_capture::python::{DUMPER_SOURCE, SUPPORTED, capture_statement};
 use heapgraph_capture::sampler::procfs;
 use heapgraph_capture::sampler::trigger::{Shared, move_file};
 use std::path::{Path, PathBuf};
@@ -211,10 +211,9 @@ pub(crate) fn dump_python(pid: u32, output: &Path, timeout: Duration) -> anyhow:
             exchange.dumper.outer.display()
         )
     })?;
-    let code = format!(
-        "import runpy; runpy.run_path('{}', run_name='heapgraph_dump')['dump']('{}')",
-        plain_path(&exchange.dumper.inner)?,
-        plain_path(&exchange.dump.inner)?
+    let code = capture_statement(
+        &plain_path(&exchange.dumper.inner)?,
+        &plain_path(&exchange.dump.inner)?,
     );
     let remote = target.version.is_some_and(|v| v >= (3, 14));
     if remote {
@@ -365,7 +364,11 @@ fn display_root(root: &Path) -> String {
 /// crash the process.
 fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
     let pid = target.pid.to_string();
-    let run = format!("call (int) PyRun_SimpleString(\"{code}\")");
+    // The statement inside gdb's C string literal.
+    let run = format!(
+        "call (int) PyRun_SimpleString(\"{}\")",
+        code.replace('\\', "\\\\").replace('"', "\\\"")
+    );
     let output = Command::new("gdb")
         .args(["-batch", "-nx"])
         .args(["-ex", &format!("set sysroot /proc/{pid}/root")])

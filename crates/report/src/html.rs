@@ -12,6 +12,7 @@ use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule
 use std::fmt::Write;
 
 mod chart;
+mod held;
 mod timeline;
 
 pub use timeline::TimelineSection;
@@ -315,20 +316,20 @@ fn cards(cards: &[(String, &str)], out: &mut String) {
 
 fn heap_section(heap: &HeapSection<'_>, out: &mut String) {
     let summary = heap.summary;
-    cards(
-        &[
-            (
-                human_bytes(summary.total_shallow_size),
-                "heap (shallow, all objects)",
-            ),
-            (human_bytes(summary.reachable_size), "reachable"),
-            (human_bytes(summary.unreachable_size), "unreachable"),
-            (summary.objects.to_string(), "objects"),
-            (summary.references.to_string(), "references"),
-            (summary.types.len().to_string(), "types"),
-        ],
-        out,
-    );
+    let mut heap_cards = vec![
+        (
+            human_bytes(summary.total_shallow_size),
+            "heap (shallow, all objects)",
+        ),
+        (human_bytes(summary.reachable_size), "reachable"),
+    ];
+    heap_cards.extend(held::held_cards(summary));
+    heap_cards.extend([
+        (summary.objects.to_string(), "objects"),
+        (summary.references.to_string(), "references"),
+        (summary.types.len().to_string(), "types"),
+    ]);
+    cards(&heap_cards, out);
     if !heap.suspects.suspects.is_empty() {
         out.push_str("<h2>Leak suspects</h2>");
         for (i, suspect) in heap.suspects.suspects.iter().enumerate() {

@@ -12,7 +12,7 @@ use heapgraph_analyzer::sites::{SiteFrame, SiteRow, SitesView};
 use heapgraph_analyzer::timeline::TimelineView;
 use heapgraph_analyzer::{
     DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
-    SuspectsView,
+    SuspectsView, WeaklyHeld,
 };
 use serde::Serialize;
 
@@ -85,11 +85,50 @@ struct Summary<'a> {
     reachable_size: u64,
     unreachable_objects: u64,
     unreachable_size: u64,
+    weakly_held: Vec<WeaklyHeldEntry<'a>>,
+    garbage_objects: u64,
+    garbage_size: u64,
     heap_size: u64,
     kind: Option<&'a str>,
     types: Vec<TypeEntry<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     dumps: Vec<FileDumpEntry>,
+}
+
+#[derive(Serialize)]
+struct WeaklyHeldEntry<'a> {
+    kind: &'static str,
+    objects: u64,
+    size: u64,
+    through: Vec<HeldThroughEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct HeldThroughEntry<'a> {
+    reference_type: &'a str,
+    holder_type: Option<&'a str>,
+    objects: u64,
+    size: u64,
+}
+
+impl<'a> From<&'a WeaklyHeld> for WeaklyHeldEntry<'a> {
+    fn from(held: &'a WeaklyHeld) -> Self {
+        WeaklyHeldEntry {
+            kind: held.kind.name(),
+            objects: held.objects,
+            size: held.size,
+            through: held
+                .through
+                .iter()
+                .map(|row| HeldThroughEntry {
+                    reference_type: &row.reference_type,
+                    holder_type: row.holder_type.as_deref(),
+                    objects: row.objects,
+                    size: row.size,
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -121,6 +160,9 @@ pub fn summary(
         reachable_size: view.reachable_size,
         unreachable_objects: view.unreachable_objects,
         unreachable_size: view.unreachable_size,
+        weakly_held: view.weakly_held.iter().map(WeaklyHeldEntry::from).collect(),
+        garbage_objects: view.garbage_objects,
+        garbage_size: view.garbage_size,
         heap_size: view.heap_size,
         kind: view.kind.as_deref(),
         types: view.types[..shown]
@@ -173,6 +215,8 @@ struct Step<'a> {
     name: &'a str,
     edge: Option<&'a str>,
     edge_kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference_kind: Option<&'static str>,
 }
 
 impl<'a> From<&'a PathStep> for Step<'a> {
@@ -183,6 +227,7 @@ impl<'a> From<&'a PathStep> for Step<'a> {
             name: &step.object.name,
             edge: step.edge.as_deref(),
             edge_kind: step.edge_kind,
+            reference_kind: step.reference_kind.map(|kind| kind.name()),
         }
     }
 }
@@ -195,6 +240,7 @@ struct Holders<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     matches: Option<u64>,
     dominator_chain: Vec<Object<'a>>,
+    held_by: &'static str,
     paths: Vec<Vec<Step<'a>>>,
     path_counts: &'a [u64],
 }
@@ -212,6 +258,7 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
         target: (&view.target).into(),
         matches: view.matches,
         dominator_chain: view.dominator_chain.iter().map(Object::from).collect(),
+        held_by: view.held_by.name(),
         paths,
         path_counts: &view.path_counts,
     })

@@ -196,6 +196,9 @@ pub(crate) fn chain_steps(path: &[PathStep]) -> Vec<String> {
             && next.edge_kind != Some("shortcut")
         {
             label.push_str(&edge_suffix(edge));
+            if let Some(kind) = next.reference_kind {
+                let _ = write!(label, " ({})", kind.name());
+            }
         }
         parts.push(label);
     }

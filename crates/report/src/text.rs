@@ -2,8 +2,8 @@
 
 use crate::findings::frame_text;
 use crate::{
-    DumpInfo, chain_line, duration_text, edge_suffix, fit_distinct_paths, human_bytes, rank_name,
-    short, signature_steps, signed_bytes, signed_count, type_text,
+    DumpInfo, chain_line, duration_text, fit_distinct_paths, human_bytes, rank_name, short,
+    signature_steps, signed_bytes, signed_count, type_text,
 };
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
@@ -21,6 +21,8 @@ use std::fmt::Write;
 /// How many characters a path in a table's last column may take before its middle steps give
 /// way.
 const TABLE_PATH_WIDTH: usize = 120;
+
+mod held;
 
 /// A table with right-aligned numeric columns and left-aligned text columns.
 struct Table {
@@ -138,6 +140,7 @@ pub fn summary(
         view.unreachable_objects,
         human_bytes(view.unreachable_size)
     );
+    held::unreachable_lines(view, &mut out);
     out.push('\n');
     let mut table = Table::new(&[
         ("type", false),
@@ -225,20 +228,14 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
             "({matches} objects of this type; this one retains the most)"
         );
     }
-    if view.dominator_chain.is_empty() {
+    if !held::not_strongly_held(view, &mut out) {
         let _ = writeln!(
             out,
-            "\nthe root does not reach this object through strong references: nothing holds it \
-             (it is garbage, or held only weakly)"
+            "\ndominators (releasing any of them frees the target), root first:"
         );
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "\ndominators (releasing any of them frees the target), root first:"
-    );
-    for (depth, object) in view.dominator_chain.iter().enumerate() {
-        let _ = writeln!(out, "  {:>3}  {}", depth, object_line(object));
+        for (depth, object) in view.dominator_chain.iter().enumerate() {
+            let _ = writeln!(out, "  {:>3}  {}", depth, object_line(object));
+        }
     }
     for (i, path) in view.paths.iter().enumerate() {
         let alike = match view.path_counts.get(i) {
@@ -254,11 +251,7 @@ pub fn holders(view: &HoldersView, info: &DumpInfo) -> String {
         );
         let _ = writeln!(out, "  {}", chain_line(path));
         for step in path {
-            let edge = match (step.edge.as_deref(), step.edge_kind) {
-                (None, _) => "(root)".to_owned(),
-                (Some(_), Some("shortcut")) => "(shortcut)".to_owned(),
-                (Some(edge), _) => edge_suffix(edge),
-            };
+            let edge = held::step_edge(step);
             let _ = writeln!(out, "    {:<28} {}", edge, object_line(&step.object));
         }
     }
