@@ -193,6 +193,10 @@ pub enum Finding {
         growing_per_s: Option<f64>,
         /// The dumps taken: kind, when, file.
         dumps: Vec<(String, f64, String)>,
+        /// The first dump that was asked for and failed: when, and why.
+        failed_dump: Option<(f64, String)>,
+        /// How often an act threshold (`--act`) was crossed; `None` when none was set.
+        act_crossings: Option<usize>,
     },
 }
 
@@ -277,24 +281,52 @@ pub fn accumulations(view: &SuspectsView) -> Vec<Finding> {
                 SuspectRule::SingleObject if !suspect.entry_path.is_empty() => &suspect.entry_path,
                 _ => &suspect.path,
             };
-            let path = chain.iter().map(HolderStep::from_path_step).collect();
+            let holder = Holder::new(
+                chain.iter().map(HolderStep::from_path_step).collect(),
+                view.runtime,
+            );
             let retained = match suspect.rule {
-                SuspectRule::SingleObject => suspect
-                    .accumulation_point
-                    .as_ref()
-                    .or(suspect.object.as_ref())
-                    .and_then(|object| object.retained_size)
-                    .unwrap_or(suspect.retained_size),
+                SuspectRule::SingleObject => {
+                    let point = suspect
+                        .accumulation_point
+                        .as_ref()
+                        .or(suspect.object.as_ref());
+                    let at_point = point
+                        .and_then(|object| object.retained_size)
+                        .unwrap_or(suspect.retained_size);
+                    // Where no child keeps most of the point's bytes (a class and its static
+                    // fields), the chain to the largest entry names one holder below the
+                    // point, which retains its own part only.
+                    let below_point = point.is_some_and(|point| {
+                        chain
+                            .iter()
+                            .take(holder.named)
+                            .any(|step| step.object.node == point.node)
+                    });
+                    // (A holder that holds the entries without retaining them, a set of tasks
+                    // that a semaphore's waiters also hold, keeps the point's figure.)
+                    let entries = mostly(&suspect.accumulated, view.runtime)
+                        .map_or(0, |entries| entries.retained_size);
+                    match chain
+                        .get(holder.named)
+                        .and_then(|step| step.object.retained_size)
+                    {
+                        Some(own) if below_point && own >= entries => own.min(at_point),
+                        _ => at_point,
+                    }
+                }
                 SuspectRule::ManyInstances => suspect.retained_size,
             };
             let finding = Finding::Accumulation {
-                holder: Holder::new(path, view.runtime),
+                holder,
                 rule: suspect.rule,
                 instances: suspect.count,
                 type_name: suspect.type_name.clone(),
                 retained,
                 share: retained as f64 / view.total_retained.max(1) as f64,
-                mostly: mostly(&suspect.accumulated, view.runtime),
+                // What the point holds by type is more than one holder below it may hold.
+                mostly: mostly(&suspect.accumulated, view.runtime)
+                    .filter(|mostly| mostly.retained_size <= retained),
             };
             (suspect.rule == SuspectRule::SingleObject, finding)
         })
@@ -439,6 +471,17 @@ pub fn timeline(view: &TimelineView) -> Option<Finding> {
             .iter()
             .map(|dump| (dump.kind.clone(), dump.t_s, dump.path.clone()))
             .collect(),
+        failed_dump: view
+            .events
+            .iter()
+            .find(|event| event.kind == "dump_failed")
+            .map(|event| (event.t_s, event.text.clone())),
+        act_crossings: view
+            .thresholds
+            .iter()
+            .filter(|threshold| threshold.level == "act")
+            .map(|threshold| threshold.crossings)
+            .reduce(|a, b| a + b),
     })
 }
 

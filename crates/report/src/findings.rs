@@ -206,7 +206,10 @@ pub fn sentence(finding: &Finding) -> Sentence {
                 duration_text(*peak_at_s)
             ));
             if let (Some(share), Some((_, source))) = (share_of_limit, limit) {
-                out.text(format!(", {:.0}% of the limit ({source})", share * 100.0));
+                out.text(format!(
+                    ", {} of the limit ({source})",
+                    crate::limit_share_text(*share)
+                ));
             }
             if let Some(rate) = growing_per_s {
                 out.text(format!(
@@ -250,7 +253,12 @@ pub fn detail(finding: &Finding) -> Option<(&'static str, Sentence)> {
             out.code(stack_text(&frames[1..]));
             Some(("called from", out))
         }
-        Finding::Timeline { dumps, .. } => {
+        Finding::Timeline {
+            dumps,
+            failed_dump,
+            act_crossings,
+            ..
+        } => {
             match dumps.first() {
                 Some((kind, at_s, file)) => {
                     out.text(format!(
@@ -260,11 +268,27 @@ pub fn detail(finding: &Finding) -> Option<(&'static str, Sentence)> {
                     .code(format!("heapgraph report {file}"))
                     .text(" says what it holds");
                 }
-                None => {
-                    out.text("no dump was taken (record with ")
-                        .code("--act")
-                        .text(" for one)");
-                }
+                None => match (failed_dump, act_crossings) {
+                    (Some((at_s, why)), _) => {
+                        out.text(format!(
+                            "no dump was written: at {}, {why}",
+                            duration_text(*at_s)
+                        ));
+                    }
+                    (None, Some(0)) => {
+                        out.text("no dump was taken: memory stayed below the ")
+                            .code("--act")
+                            .text(" threshold");
+                    }
+                    (None, Some(_)) => {
+                        out.text("no dump was taken");
+                    }
+                    (None, None) => {
+                        out.text("no dump was taken (record with ")
+                            .code("--act")
+                            .text(" for one)");
+                    }
+                },
             }
             Some(("dumps", out))
         }
@@ -309,13 +333,15 @@ fn owner_name(step: &HolderStep) -> Option<String> {
     {
         return Some(label.clone());
     }
+    // A path matched across dumps has no labels: a module is named by its root edge, as
+    // the same path of one dump names it by its label.
     if step.type_name == "module"
         && let Some(name) = step
             .edge
             .as_deref()
             .and_then(|edge| edge.strip_prefix("module "))
     {
-        return Some(format!("module {name}"));
+        return Some(name.to_owned());
     }
     Some(type_text(&step.type_name).to_owned())
 }
@@ -365,5 +391,91 @@ pub fn frame_text(frame: &SiteFrame) -> String {
     match &frame.name {
         Some(name) => format!("{}:{} ({name})", frame.filename, frame.lineno),
         None => format!("{}:{}", frame.filename, frame.lineno),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heapgraph_analyzer::findings::HolderStep;
+    use heapgraph_model::Runtime;
+
+    fn step(type_name: &str, label: Option<&str>, edge: Option<&str>) -> HolderStep {
+        HolderStep {
+            type_name: type_name.to_owned(),
+            label: label.map(str::to_owned),
+            edge: edge.map(str::to_owned),
+            edge_kind: None,
+        }
+    }
+
+    /// A global of `__main__`, as one dump's chain has it (the module's label) and as a
+    /// comparison's holder has it (no labels, the module named by its root edge).
+    fn global(label: Option<&str>) -> Holder {
+        Holder::new(
+            vec![
+                step("(root)", None, None),
+                step("module", label, Some("module __main__")),
+                step("dict", None, Some("__dict__")),
+                step("list", None, Some("_TOKEN_CACHE")),
+            ],
+            Runtime::Python,
+        )
+    }
+
+    #[test]
+    fn a_module_is_named_alike_in_one_dump_and_in_a_comparison() {
+        let phrase = |holder: &Holder| {
+            let mut out = Sentence::default();
+            holder_phrase(holder, &mut out);
+            out.plain()
+        };
+        let labelled = phrase(&global(Some("__main__")));
+        assert_eq!(labelled, "`_TOKEN_CACHE` of `__main__` (a `list`)");
+        assert_eq!(phrase(&global(None)), labelled);
+    }
+
+    fn recording(failed_dump: Option<(f64, String)>, act_crossings: Option<usize>) -> String {
+        detail(&timeline(None, failed_dump, act_crossings))
+            .expect("a detail")
+            .1
+            .plain()
+    }
+
+    fn timeline(
+        share_of_limit: Option<f64>,
+        failed_dump: Option<(f64, String)>,
+        act_crossings: Option<usize>,
+    ) -> Finding {
+        Finding::Timeline {
+            peak: 1 << 20,
+            peak_at_s: 1.0,
+            limit: Some((200 << 20, "physical memory".to_owned())),
+            share_of_limit,
+            growing_per_s: None,
+            dumps: Vec::new(),
+            failed_dump,
+            act_crossings,
+        }
+    }
+
+    #[test]
+    fn a_small_share_of_the_limit_keeps_its_decimal() {
+        // 1 MiB of 200 MiB is 0.5%, as the summary's table prints it; 50% needs none.
+        let sentence = |share| sentence(&timeline(Some(share), None, None)).plain();
+        assert!(sentence(0.005).contains(", 0.5% of the limit (physical memory)"));
+        assert!(sentence(0.5).contains(", 50% of the limit (physical memory)"));
+    }
+
+    #[test]
+    fn a_recording_without_a_dump_says_why() {
+        let why =
+            "a python-hgd dump of process 7 failed: process 7 ended before its dump was written";
+        assert_eq!(
+            recording(Some((1.3, why.to_owned())), Some(1)),
+            format!("no dump was written: at 1.3 s, {why}")
+        );
+        assert!(recording(None, Some(0)).contains("stayed below the `--act` threshold"));
+        assert!(recording(None, None).contains("record with `--act` for one"));
     }
 }

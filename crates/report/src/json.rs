@@ -1308,6 +1308,7 @@ fn findings(findings: &[Finding]) -> Vec<FindingEntry<'_>> {
                     share_of_limit,
                     growing_per_s,
                     dumps,
+                    ..
                 } => FindingEntry::Timeline {
                     summary,
                     peak_bytes: *peak,

@@ -98,6 +98,14 @@ impl DumpInfo {
     }
 }
 
+/// A share of a limit as a percentage: a decimal below 10%, so that 0.5% does not read 1%
+/// (the summary's table prints one decimal too).
+pub(crate) fn limit_share_text(share: f64) -> String {
+    let percent = share * 100.0;
+    let digits = usize::from(percent < 10.0);
+    format!("{percent:.digits$}%")
+}
+
 /// A span of seconds as people read it: `850 ms`, `42.0 s`, `12 min 5 s`, `3 h 20 min`.
 pub fn duration_text(seconds: f64) -> String {
     if !seconds.is_finite() || seconds < 0.0 {

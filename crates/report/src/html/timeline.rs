@@ -195,7 +195,11 @@ pub(super) fn section(section: &TimelineSection<'_>, with_info: bool, out: &mut 
     )];
     if let (Some(share), Some((limit, _))) = (view.peak_share_of_limit, &view.limit) {
         card_list.push((
-            format!("{:.0}% of {}", share * 100.0, human_bytes(*limit)),
+            format!(
+                "{} of {}",
+                crate::limit_share_text(share),
+                human_bytes(*limit)
+            ),
             "peak share of the limit",
         ));
     }
