@@ -1,0 +1,515 @@
+//! Merged paths to the roots: for a set of objects (the instances of a type, the objects new
+//! since a baseline), the tree of shortest chains from the root to each of them, merged by
+//! node, each node with how many of the objects it leads to and what they retain. Eclipse MAT's
+//! "Merge Shortest Paths to GC Roots" and dotMemory's merged retention paths answer the same
+//! question: who holds the 30,000 leaked records, in one screen.
+//!
+//! One breadth-first search from the root over the retaining edges gives every object its
+//! parent on a shortest chain; it stops once every object asked about is found. In the
+//! [`ChainOrder::Explain`] order the search first enters through named roots only (a module, a
+//! static field, a thread, V8's `global`), then through the others, as `who-holds` ranks its
+//! chains. The nodes on a chain to an object are then counted bottom-up in reverse search order.
+
+use crate::Analysis;
+use crate::NO_NODE;
+use crate::chains::{ChainOrder, is_named_root_edge};
+use crate::edge_rule::StrongEdges;
+use crate::queries::edge_text;
+use crate::view::ObjectView;
+use heapgraph_model::{HeapGraph, NodeId};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::cmp::Reverse;
+
+/// Nodes a merged tree lists at most; the rest are counted in their parents' hidden totals.
+pub const MAX_NODES: usize = 200;
+
+/// A run of nodes with one child each that is longer than this is shown by its first
+/// [`RUN_HEAD`] and last [`RUN_TAIL`] nodes, with the steps between counted.
+const MAX_RUN: usize = 8;
+const RUN_HEAD: usize = 3;
+const RUN_TAIL: usize = 3;
+
+/// One node of a merged tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedPathNode {
+    /// The object.
+    pub object: ObjectView,
+    /// The reference into it from its parent (a field, key, variable or root kind).
+    pub edge: Option<String>,
+    /// That reference's kind (`property`, `element`, …).
+    pub edge_kind: Option<&'static str>,
+    /// The parent's index in [`MergedPathsView::nodes`]; `None` for the root's children.
+    pub parent: Option<usize>,
+    /// Edges from the root on this chain (the root's children are at 1).
+    pub depth: u32,
+    /// How far in it is printed: a node whose parent has no other child on the tree continues
+    /// its parent's line of descent at the same indent.
+    pub indent: u32,
+    /// Objects asked about at or below it.
+    pub targets: u64,
+    /// What those objects retain together, each byte counted once (an object that another of
+    /// them below this node dominates adds nothing).
+    pub retained_size: u64,
+    /// Whether the node is itself one of the objects asked about.
+    pub is_target: bool,
+    /// Steps of a long single-child run left out just above this node.
+    pub skipped_steps: u64,
+    /// Children left out (past the branch limit or [`MAX_NODES`]).
+    pub hidden_children: u64,
+    /// Objects asked about below those children.
+    pub hidden_targets: u64,
+    /// What those objects retain.
+    pub hidden_retained: u64,
+}
+
+/// The merged tree of shortest chains from the root to a set of objects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedPathsView {
+    /// Objects asked about.
+    pub targets: u64,
+    /// Those with a chain from the root (the others are unreachable).
+    pub reached: u64,
+    /// What the reached objects retain, each byte counted once.
+    pub retained_size: u64,
+    /// Children listed per node, at most.
+    pub branches: usize,
+    /// The order the chains were chosen in.
+    pub order: ChainOrder,
+    /// The tree in pre-order below the root (the root itself is left out), the children of a
+    /// node by the objects they lead to, most first.
+    pub nodes: Vec<MergedPathNode>,
+}
+
+/// The real objects of type `type_name` (none when no object has it).
+///
+/// Complexity: O(V).
+pub fn objects_of_type(graph: &HeapGraph, type_name: &str) -> Vec<NodeId> {
+    let Some(type_id) = graph.strings().find(type_name) else {
+        return Vec::new();
+    };
+    graph
+        .nodes()
+        .filter(|&node| graph.type_id(node) == type_id && !graph.is_synthetic(node))
+        .collect()
+}
+
+/// The real objects of `after` whose object id `before` does not have: the objects allocated
+/// between the two dumps, as `leaks` and `diff` match objects (V8 ids stay with their object
+/// for the life of a process; Java and Python ids are addresses, which a collector may reuse
+/// or move, so there "new" is an upper bound).
+///
+/// Complexity: O(V_before + V_after) expected time, O(V_before) auxiliary space.
+pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
+    let before_ids: FxHashSet<u64> = before.parts().node_object_id.iter().collect();
+    after
+        .nodes()
+        .filter(|&node| !after.is_synthetic(node) && !before_ids.contains(&after.object_id(node)))
+        .collect()
+}
+
+/// The merged shortest chains from the root to `targets`, at most `branches` children listed
+/// per node, chains chosen in `order`.
+///
+/// # Complexity
+/// O(V + E) time for the search (less when it finds every target early), O(V) auxiliary space
+/// (a parent and a place in the search order per node, and two bits), then O(P log P) for the
+/// P nodes on the chains.
+pub fn merged_paths(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    targets: &[NodeId],
+    branches: usize,
+    order: ChainOrder,
+) -> MergedPathsView {
+    let n_nodes = graph.node_count();
+    let mut is_target = Bits::new(n_nodes);
+    for &node in targets {
+        is_target.set(node.index());
+    }
+    let n_targets = is_target.count() as u64;
+    let search = search(graph, analysis, &is_target, n_targets, order);
+
+    // The nodes on a chain to a target, in search order (every parent before its children).
+    let mut on_path = Bits::new(n_nodes);
+    for &node in &search.visited {
+        if !is_target.get(node as usize) {
+            continue;
+        }
+        let mut current = node;
+        while !on_path.get(current as usize) {
+            on_path.set(current as usize);
+            let parent = search.parent[current as usize];
+            if parent == current {
+                break;
+            }
+            current = parent;
+        }
+    }
+    let chain_nodes: Vec<u32> = search
+        .visited
+        .iter()
+        .copied()
+        .filter(|&node| on_path.get(node as usize))
+        .collect();
+    drop(on_path);
+    let compact: FxHashMap<u32, u32> = chain_nodes
+        .iter()
+        .enumerate()
+        .map(|(at, &node)| (node, at as u32))
+        .collect();
+    let tree = &analysis.dominators;
+    let parent_of = |at: usize| -> Option<usize> {
+        let node = chain_nodes[at];
+        let parent = search.parent[node as usize];
+        (parent != node).then(|| compact[&parent] as usize)
+    };
+    // What the targets below a node retain, each byte once: a target adds its retained size
+    // from itself up to, not including, the nearest target that dominates it (which already
+    // counts those bytes). That target lies on every chain to it, so it is an ancestor here.
+    let root = graph.root().to_raw();
+    let mut nearest_target_dominator = vec![u32::MAX; chain_nodes.len()];
+    for (at, &node) in chain_nodes.iter().enumerate() {
+        let dominator = tree.idom[node as usize];
+        if node == root || dominator == root || dominator == NO_NODE {
+            continue;
+        }
+        if let Some(&above) = compact.get(&dominator) {
+            nearest_target_dominator[at] = if is_target.get(dominator as usize) {
+                above
+            } else {
+                nearest_target_dominator[above as usize]
+            };
+        }
+    }
+    let mut counts = vec![0u64; chain_nodes.len()];
+    // Sums that a subtraction may take below zero on the way; the totals are exact.
+    let mut retained = vec![0u64; chain_nodes.len()];
+    for (at, &node) in chain_nodes.iter().enumerate() {
+        if is_target.get(node as usize) {
+            let size = tree.retained_size.get(node as usize);
+            counts[at] = 1;
+            retained[at] = retained[at].wrapping_add(size);
+            if let Some(cancel) = retained.get_mut(nearest_target_dominator[at] as usize) {
+                *cancel = cancel.wrapping_sub(size);
+            }
+        }
+    }
+    for at in (0..chain_nodes.len()).rev() {
+        if let Some(parent) = parent_of(at) {
+            counts[parent] += counts[at];
+            retained[parent] = retained[parent].wrapping_add(retained[at]);
+        }
+    }
+    // Children per chain node, most targets first.
+    let mut children: Vec<Vec<u32>> = vec![Vec::new(); chain_nodes.len()];
+    for at in 1..chain_nodes.len() {
+        if let Some(parent) = parent_of(at) {
+            children[parent].push(at as u32);
+        }
+    }
+    for kids in &mut children {
+        kids.sort_by_key(|&kid| {
+            (
+                Reverse(counts[kid as usize]),
+                Reverse(retained[kid as usize]),
+                graph.object_id(node_id(graph, chain_nodes[kid as usize])),
+            )
+        });
+    }
+    let reached = chain_nodes
+        .iter()
+        .filter(|&&node| is_target.get(node as usize))
+        .count() as u64;
+    let mut builder = TreeBuilder {
+        graph,
+        analysis,
+        chain_nodes: &chain_nodes,
+        parents: &search.parent,
+        children: &children,
+        counts: &counts,
+        retained: &retained,
+        is_target: &is_target,
+        branches: branches.max(1),
+        order,
+        nodes: Vec::new(),
+    };
+    if !chain_nodes.is_empty() {
+        builder.build();
+    }
+    MergedPathsView {
+        targets: n_targets,
+        reached,
+        retained_size: retained.first().copied().unwrap_or(0),
+        branches: branches.max(1),
+        order,
+        nodes: builder.nodes,
+    }
+}
+
+fn node_id(graph: &HeapGraph, raw: u32) -> NodeId {
+    // Raw indices here come from the graph's own edges.
+    graph.node(raw as usize).unwrap_or(graph.root())
+}
+
+/// A bit per node.
+pub(crate) struct Bits(Vec<u64>);
+
+impl Bits {
+    pub(crate) fn new(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+    #[inline]
+    pub(crate) fn get(&self, at: usize) -> bool {
+        self.0[at / 64] >> (at % 64) & 1 == 1
+    }
+    #[inline]
+    pub(crate) fn set(&mut self, at: usize) {
+        self.0[at / 64] |= 1 << (at % 64);
+    }
+    fn count(&self) -> usize {
+        self.0.iter().map(|word| word.count_ones() as usize).sum()
+    }
+}
+
+/// A breadth-first search tree: each visited node's parent (the root's is itself), and the
+/// visited nodes in the order found.
+struct SearchTree {
+    parent: Vec<u32>,
+    visited: Vec<u32>,
+}
+
+fn search(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    is_target: &Bits,
+    n_targets: u64,
+    order: ChainOrder,
+) -> SearchTree {
+    let strong = StrongEdges::new(graph, &analysis.edge_rule);
+    let parts = graph.parts();
+    let root = graph.root().to_raw();
+    let mut parent = vec![NO_NODE; graph.node_count()];
+    parent[root as usize] = root;
+    let mut visited = vec![root];
+    let mut remaining = n_targets;
+    let named = |edge: usize| is_named_root_edge(graph, edge);
+    let anything = |_: usize| true;
+    let passes: &[&dyn Fn(usize) -> bool] = match order {
+        ChainOrder::Explain => &[&named, &anything],
+        ChainOrder::Shortest => &[&anything],
+    };
+    for enters in passes {
+        // The root again: its edges into nodes the passes before did not reach.
+        let mut queue = vec![root];
+        let mut head = 0;
+        'search: while remaining > 0 && head < queue.len() {
+            let node = queue[head];
+            head += 1;
+            for edge in parts.first_edge.range(node as usize) {
+                let to = parts.edge_to[edge];
+                if parent[to as usize] != NO_NODE
+                    || !strong.retains(node, edge, to)
+                    || (node == root && !enters(edge))
+                {
+                    continue;
+                }
+                parent[to as usize] = node;
+                queue.push(to);
+                visited.push(to);
+                if is_target.get(to as usize) {
+                    remaining -= 1;
+                    if remaining == 0 {
+                        break 'search;
+                    }
+                }
+            }
+        }
+        if remaining == 0 {
+            break;
+        }
+    }
+    SearchTree { parent, visited }
+}
+
+struct TreeBuilder<'a> {
+    graph: &'a HeapGraph,
+    analysis: &'a Analysis,
+    chain_nodes: &'a [u32],
+    parents: &'a [u32],
+    children: &'a [Vec<u32>],
+    counts: &'a [u64],
+    retained: &'a [u64],
+    is_target: &'a Bits,
+    branches: usize,
+    order: ChainOrder,
+    nodes: Vec<MergedPathNode>,
+}
+
+/// A chain node waiting to be listed: its place in the chain nodes, its listed parent, indent
+/// and depth.
+struct Pending {
+    at: u32,
+    parent: Option<usize>,
+    indent: u32,
+    depth: u32,
+}
+
+impl TreeBuilder<'_> {
+    fn build(&mut self) {
+        // The root (chain node 0) is not listed: its children start the tree.
+        let mut stack: Vec<Pending> = Vec::new();
+        self.push_children(&mut stack, 0, None, 0, 1);
+        'pending: while let Some(pending) = stack.pop() {
+            let Some(mut listed) = self.list(&pending, 0) else {
+                continue;
+            };
+            let (mut at, mut depth) = (pending.at, pending.depth);
+            // A line of descent without branches stays on one indent, its middle left out
+            // where it is long.
+            while self.children[at as usize].len() == 1 {
+                let run = self.run_from(self.children[at as usize][0]);
+                let keep_all = run.len() <= MAX_RUN;
+                let mut skipped = 0u64;
+                for (index, &step) in run.iter().enumerate() {
+                    if !keep_all && index >= RUN_HEAD && index < run.len() - RUN_TAIL {
+                        skipped += 1;
+                        continue;
+                    }
+                    let next = Pending {
+                        at: step,
+                        parent: Some(listed),
+                        indent: pending.indent,
+                        depth: depth + 1 + index as u32,
+                    };
+                    let Some(index) = self.list(&next, skipped) else {
+                        continue 'pending;
+                    };
+                    listed = index;
+                    skipped = 0;
+                }
+                depth += run.len() as u32;
+                at = *run.last().expect("a run has a node");
+            }
+            self.push_children(&mut stack, at, Some(listed), pending.indent + 1, depth + 1);
+        }
+    }
+
+    /// The nodes of one child each from `start` on, and the node that ends them (one with
+    /// none or several).
+    fn run_from(&self, start: u32) -> Vec<u32> {
+        let mut run = vec![start];
+        let mut at = start;
+        while self.children[at as usize].len() == 1 {
+            at = self.children[at as usize][0];
+            run.push(at);
+        }
+        run
+    }
+
+    fn target(&self, at: u32) -> bool {
+        self.is_target.get(self.chain_nodes[at as usize] as usize)
+    }
+
+    /// Pushes the listed children of chain node `at` (reversed, so the first pops first) and
+    /// counts the others in `listed`'s hidden totals.
+    fn push_children(
+        &mut self,
+        stack: &mut Vec<Pending>,
+        at: u32,
+        listed: Option<usize>,
+        indent: u32,
+        depth: u32,
+    ) {
+        let kids = &self.children[at as usize];
+        let shown = kids.len().min(self.branches);
+        if let Some(listed) = listed {
+            for &kid in &kids[shown..] {
+                self.hide(listed, kid);
+            }
+        }
+        for &kid in kids[..shown].iter().rev() {
+            stack.push(Pending {
+                at: kid,
+                parent: listed,
+                indent,
+                depth,
+            });
+        }
+    }
+
+    fn hide(&mut self, listed: usize, kid: u32) {
+        let node = &mut self.nodes[listed];
+        node.hidden_children += 1;
+        node.hidden_targets += self.counts[kid as usize];
+        node.hidden_retained += self.retained[kid as usize];
+    }
+
+    /// The edge the search took into `raw`: the first retaining edge from its parent, through a
+    /// named root where the search entered through one.
+    fn edge_into(&self, raw: u32) -> Option<usize> {
+        let graph = self.graph;
+        let parts = graph.parts();
+        let parent = self.parents[raw as usize];
+        let strong = StrongEdges::new(graph, &self.analysis.edge_rule);
+        let mut edges = parts
+            .first_edge
+            .range(parent as usize)
+            .filter(|&edge| parts.edge_to[edge] == raw && strong.retains(parent, edge, raw));
+        let first = edges.next()?;
+        if parent != graph.root().to_raw() || self.order == ChainOrder::Shortest {
+            return Some(first);
+        }
+        Some(
+            std::iter::once(first)
+                .chain(edges)
+                .find(|&edge| is_named_root_edge(graph, edge))
+                .unwrap_or(first),
+        )
+    }
+
+    /// Lists a node, or, past [`MAX_NODES`], counts it in its parent's hidden totals.
+    fn list(&mut self, pending: &Pending, skipped_steps: u64) -> Option<usize> {
+        if self.nodes.len() >= MAX_NODES {
+            if let Some(parent) = pending.parent {
+                self.hide(parent, pending.at);
+            }
+            return None;
+        }
+        let graph = self.graph;
+        let raw = self.chain_nodes[pending.at as usize];
+        let node = node_id(graph, raw);
+        let edge = self.edge_into(raw);
+        let tree = &self.analysis.dominators;
+        let object_id = graph.object_id(node);
+        // The search's depth stands for the distance: the distances of the whole graph are not
+        // needed here, and on a large dump they cost more than this query.
+        let object = ObjectView {
+            node,
+            id: object_id,
+            id_text: graph.meta().runtime.format_object_id(object_id),
+            kind: graph.kind(node).name.clone(),
+            type_name: graph.type_name(node).to_owned(),
+            name: graph.name(node).to_owned(),
+            shallow_size: graph.shallow_size(node),
+            retained_size: Some(tree.retained_size.get(node.index())),
+            distance: Some(pending.depth),
+            retained_count: u64::from(tree.retained_count[node.index()]),
+        };
+        self.nodes.push(MergedPathNode {
+            object,
+            edge: edge.map(|edge| edge_text(graph, edge)),
+            edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+            parent: pending.parent,
+            depth: pending.depth,
+            indent: pending.indent,
+            targets: self.counts[pending.at as usize],
+            retained_size: self.retained[pending.at as usize],
+            is_target: self.target(pending.at),
+            skipped_steps,
+            hidden_children: 0,
+            hidden_targets: 0,
+            hidden_retained: 0,
+        });
+        Some(self.nodes.len() - 1)
+    }
+}
