@@ -513,3 +513,166 @@ impl TreeBuilder<'_> {
         Some(self.nodes.len() - 1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EdgeRule, Options, analyze};
+    use heapgraph_model::{EdgeKind, Runtime};
+    use heapgraph_test_support::graph_from_edges;
+    use std::collections::VecDeque;
+
+    /// Breadth-first distances over the edges Java's rule retains, written plainly.
+    fn distances(graph: &HeapGraph) -> Vec<Option<u32>> {
+        let parts = graph.parts();
+        let root = graph.root().index();
+        let mut distance = vec![None; graph.node_count()];
+        distance[root] = Some(0);
+        let mut queue = VecDeque::from([root]);
+        while let Some(node) = queue.pop_front() {
+            for edge in parts.first_edge.range(node) {
+                let to = parts.edge_to[edge] as usize;
+                let retains = match parts.edge_kind[edge] {
+                    EdgeKind::Weak => false,
+                    EdgeKind::Shortcut => node == root,
+                    _ => true,
+                };
+                if retains && to != node && distance[to].is_none() {
+                    distance[to] = Some(distance[node].unwrap() + 1);
+                    queue.push_back(to);
+                }
+            }
+        }
+        distance
+    }
+
+    /// On random graphs, against plain searches: the targets reached, each listed target at its
+    /// shortest distance, each node's count the sum of what lies below it, and the total the
+    /// retained sizes of the targets no other target dominates (found by walking up `idom`).
+    #[test]
+    fn merged_paths_agree_with_plain_searches() {
+        let kinds = [
+            EdgeKind::Property,
+            EdgeKind::Element,
+            EdgeKind::Weak,
+            EdgeKind::Shortcut,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % bound
+        };
+        let mut checked_counts = 0;
+        for _ in 0..2000 {
+            let n_nodes = 2 + next(40) as u32;
+            let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + next(100)).collect();
+            let n_edges = next(u64::from(n_nodes) * 3);
+            let edges: Vec<(u32, u32, EdgeKind)> = (0..n_edges)
+                .map(|_| {
+                    let from = next(u64::from(n_nodes)) as u32;
+                    let to = next(u64::from(n_nodes)) as u32;
+                    (from, to, kinds[next(kinds.len() as u64) as usize])
+                })
+                .collect();
+            let graph = graph_from_edges(&sizes, &edges);
+            let analysis = analyze(
+                &graph,
+                &Options {
+                    edge_rule: EdgeRule::for_runtime(Runtime::Java),
+                },
+            );
+            let targets: Vec<NodeId> = graph
+                .nodes()
+                .filter(|&node| graph.type_name(node) == "T1")
+                .collect();
+            let view = merged_paths(&graph, &analysis, &targets, 1000, ChainOrder::Shortest);
+            let distance = distances(&graph);
+            let reached: Vec<NodeId> = targets
+                .iter()
+                .copied()
+                .filter(|node| distance[node.index()].is_some())
+                .collect();
+            assert_eq!(view.targets, targets.len() as u64);
+            assert_eq!(view.reached, reached.len() as u64);
+            let tree = &analysis.dominators;
+            let dominated_by_another = |node: NodeId| {
+                let mut at = tree.immediate_dominator(&graph, node);
+                while let Some(dominator) = at {
+                    if targets.contains(&dominator) {
+                        return true;
+                    }
+                    at = tree.immediate_dominator(&graph, dominator);
+                }
+                false
+            };
+            let total: u64 = reached
+                .iter()
+                .filter(|&&node| !dominated_by_another(node))
+                .map(|node| tree.retained_size.get(node.index()))
+                .sum();
+            assert_eq!(view.retained_size, total);
+            for node in &view.nodes {
+                assert_eq!(
+                    Some(node.depth),
+                    distance[node.object.node.index()],
+                    "{node:?}"
+                );
+                assert_eq!(node.is_target, targets.contains(&node.object.node));
+            }
+            let top: u64 = view
+                .nodes
+                .iter()
+                .filter(|node| node.parent.is_none())
+                .map(|node| node.targets)
+                .sum();
+            assert_eq!(top, view.reached);
+            if view.nodes.iter().all(|node| node.skipped_steps == 0) {
+                for (at, node) in view.nodes.iter().enumerate() {
+                    let below: u64 = view
+                        .nodes
+                        .iter()
+                        .filter(|child| child.parent == Some(at))
+                        .map(|child| child.targets)
+                        .sum();
+                    assert_eq!(
+                        node.targets,
+                        u64::from(node.is_target) + below + node.hidden_targets
+                    );
+                    checked_counts += 1;
+                }
+            }
+        }
+        assert!(checked_counts > 1000);
+    }
+
+    #[test]
+    fn explain_enters_through_a_named_root_when_one_reaches() {
+        // The target is one reference from a busy monitor (anonymous) and three from a static
+        // field (named); the shortest order takes the monitor.
+        let graph = heapgraph_test_support::graph(
+            "root -> <busy monitor>; <busy monitor> -> Target#t: 8;
+             root -> <system class>; <system class> -> Registry#r; Registry#r -> list;
+             list -> Target#t",
+        );
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+            },
+        );
+        let targets = objects_of_type(&graph, "Target");
+        let explain = merged_paths(&graph, &analysis, &targets, 20, ChainOrder::Explain);
+        let types: Vec<&str> = explain
+            .nodes
+            .iter()
+            .map(|node| node.object.type_name.as_str())
+            .collect();
+        assert_eq!(types, ["<system class>", "Registry", "list", "Target"]);
+        assert!(explain.nodes.iter().all(|node| node.indent == 0));
+        let shortest = merged_paths(&graph, &analysis, &targets, 20, ChainOrder::Shortest);
+        assert_eq!(shortest.nodes[0].object.type_name, "<busy monitor>");
+        assert_eq!(shortest.retained_size, 8);
+    }
+}
