@@ -279,21 +279,17 @@ pub fn immediate_dominators_text(
     }
     let _ = writeln!(
         out,
-        "\n{:>9}  {:>10}  {:>10}  {:>10}  dominator type (an example)",
+        "\n{:>9}  {:>10}  {:>10}  {:>10}  dominators' type: the one holding the most",
         "dominated", "retained", "shallow", "dominators"
     );
     for group in view.groups.iter().take(n) {
         let name = if group.is_root {
             format!(
-                "<ROOT> (only roots hold them: {})",
+                "<ROOT>: only the roots together, {}",
                 object_text(&group.example)
             )
         } else {
-            format!(
-                "{} ({})",
-                type_text(&group.type_name),
-                group.example.id_text
-            )
+            object_text(&group.example)
         };
         let _ = writeln!(
             out,
