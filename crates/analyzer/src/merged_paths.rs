@@ -17,7 +17,7 @@ use crate::edge_rule::StrongEdges;
 use crate::queries::edge_text;
 use crate::view::ObjectView;
 use heapgraph_model::{HeapGraph, NodeId};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::cmp::Reverse;
 
 /// Nodes a merged tree lists at most; the rest are counted in their parents' hidden totals.
@@ -145,35 +145,52 @@ pub fn merged_paths(
             current = parent;
         }
     }
-    let chain_nodes: Vec<u32> = search
-        .visited
+    let SearchTree {
+        mut parent,
+        visited,
+    } = search;
+    let chain_nodes: Vec<u32> = visited
         .iter()
         .copied()
         .filter(|&node| on_path.get(node as usize))
         .collect();
+    drop(visited);
     drop(on_path);
-    let compact: FxHashMap<u32, u32> = chain_nodes
+    // Each chain node's parent by its place among the chain nodes; the parent column, no
+    // longer needed, then maps a chain node to its place (array reads, not a hash map: on a
+    // million targets this part is most of the time).
+    let root = graph.root().to_raw();
+    let mut chain_parent: Vec<u32> = chain_nodes
         .iter()
-        .enumerate()
-        .map(|(at, &node)| (node, at as u32))
+        .map(|&node| {
+            if node == root {
+                NO_NODE
+            } else {
+                parent[node as usize]
+            }
+        })
         .collect();
+    for (at, &node) in chain_nodes.iter().enumerate() {
+        parent[node as usize] = at as u32;
+    }
+    let place = parent;
+    for above in &mut chain_parent {
+        if *above != NO_NODE {
+            *above = place[*above as usize];
+        }
+    }
     let tree = &analysis.dominators;
-    let parent_of = |at: usize| -> Option<usize> {
-        let node = chain_nodes[at];
-        let parent = search.parent[node as usize];
-        (parent != node).then(|| compact[&parent] as usize)
-    };
     // What the targets below a node retain, each byte once: a target adds its retained size
     // from itself up to, not including, the nearest target that dominates it (which already
     // counts those bytes). That target lies on every chain to it, so it is an ancestor here.
-    let root = graph.root().to_raw();
-    let mut nearest_target_dominator = vec![u32::MAX; chain_nodes.len()];
+    let mut nearest_target_dominator = vec![NO_NODE; chain_nodes.len()];
     for (at, &node) in chain_nodes.iter().enumerate() {
         let dominator = tree.idom[node as usize];
         if node == root || dominator == root || dominator == NO_NODE {
             continue;
         }
-        if let Some(&above) = compact.get(&dominator) {
+        let above = place[dominator as usize];
+        if (above as usize) < at && chain_nodes[above as usize] == dominator {
             nearest_target_dominator[at] = if is_target.get(dominator as usize) {
                 above
             } else {
@@ -181,6 +198,7 @@ pub fn merged_paths(
             };
         }
     }
+    drop(place);
     let mut counts = vec![0u64; chain_nodes.len()];
     // Sums that a subtraction may take below zero on the way; the totals are exact.
     let mut retained = vec![0u64; chain_nodes.len()];
@@ -194,28 +212,29 @@ pub fn merged_paths(
             }
         }
     }
-    for at in (0..chain_nodes.len()).rev() {
-        if let Some(parent) = parent_of(at) {
-            counts[parent] += counts[at];
-            retained[parent] = retained[parent].wrapping_add(retained[at]);
-        }
+    drop(nearest_target_dominator);
+    for at in (1..chain_nodes.len()).rev() {
+        let above = chain_parent[at] as usize;
+        counts[above] += counts[at];
+        retained[above] = retained[above].wrapping_add(retained[at]);
     }
-    // Children per chain node, most targets first.
-    let mut children: Vec<Vec<u32>> = vec![Vec::new(); chain_nodes.len()];
-    for at in 1..chain_nodes.len() {
-        if let Some(parent) = parent_of(at) {
-            children[parent].push(at as u32);
-        }
+    // Children per chain node (a CSR), most targets first.
+    let mut first = vec![0u32; chain_nodes.len() + 1];
+    for &above in &chain_parent[1.min(chain_parent.len())..] {
+        first[above as usize + 1] += 1;
     }
-    for kids in &mut children {
-        kids.sort_by_key(|&kid| {
-            (
-                Reverse(counts[kid as usize]),
-                Reverse(retained[kid as usize]),
-                graph.object_id(node_id(graph, chain_nodes[kid as usize])),
-            )
-        });
+    for at in 1..first.len() {
+        first[at] += first[at - 1];
     }
+    let mut kids = vec![0u32; chain_nodes.len().saturating_sub(1)];
+    let mut fill = first.clone();
+    for (at, &above) in chain_parent.iter().enumerate().skip(1) {
+        kids[fill[above as usize] as usize] = at as u32;
+        fill[above as usize] += 1;
+    }
+    drop(fill);
+    // Sorted when listed: only the listed nodes' children are ever ranked.
+    let children = Children { first, kids };
     let reached = chain_nodes
         .iter()
         .filter(|&&node| is_target.get(node as usize))
@@ -224,7 +243,7 @@ pub fn merged_paths(
         graph,
         analysis,
         chain_nodes: &chain_nodes,
-        parents: &search.parent,
+        chain_parent: &chain_parent,
         children: &children,
         counts: &counts,
         retained: &retained,
@@ -249,6 +268,19 @@ pub fn merged_paths(
 fn node_id(graph: &HeapGraph, raw: u32) -> NodeId {
     // Raw indices here come from the graph's own edges.
     graph.node(raw as usize).unwrap_or(graph.root())
+}
+
+/// The children of each chain node, by place: those of `at` are
+/// `kids[first[at]..first[at + 1]]`.
+struct Children {
+    first: Vec<u32>,
+    kids: Vec<u32>,
+}
+
+impl Children {
+    fn of(&self, at: u32) -> &[u32] {
+        &self.kids[self.first[at as usize] as usize..self.first[at as usize + 1] as usize]
+    }
 }
 
 /// A bit per node.
@@ -290,7 +322,14 @@ fn search(
     let root = graph.root().to_raw();
     let mut parent = vec![NO_NODE; graph.node_count()];
     parent[root as usize] = root;
-    let mut visited = vec![root];
+    // The visited nodes are the queue: each pass takes the root's edges into nodes the passes
+    // before did not reach, then searches from them.
+    let mut visited = Vec::with_capacity(graph.node_count());
+    visited.push(root);
+    // A bit per node says which were reached: an eighth of a megabyte per million nodes stays
+    // in cache, where the parent column would cost a miss per edge.
+    let mut reached = Bits::new(graph.node_count());
+    reached.set(root as usize);
     let mut remaining = n_targets;
     let named = |edge: usize| is_named_root_edge(graph, edge);
     let anything = |_: usize| true;
@@ -298,34 +337,33 @@ fn search(
         ChainOrder::Explain => &[&named, &anything],
         ChainOrder::Shortest => &[&anything],
     };
-    for enters in passes {
-        // The root again: its edges into nodes the passes before did not reach.
-        let mut queue = vec![root];
-        let mut head = 0;
-        'search: while remaining > 0 && head < queue.len() {
-            let node = queue[head];
-            head += 1;
+    'passes: for enters in passes {
+        let mut head = visited.len();
+        let mut node = root;
+        loop {
             for edge in parts.first_edge.range(node as usize) {
                 let to = parts.edge_to[edge];
-                if parent[to as usize] != NO_NODE
+                if reached.get(to as usize)
                     || !strong.retains(node, edge, to)
                     || (node == root && !enters(edge))
                 {
                     continue;
                 }
+                reached.set(to as usize);
                 parent[to as usize] = node;
-                queue.push(to);
                 visited.push(to);
                 if is_target.get(to as usize) {
                     remaining -= 1;
                     if remaining == 0 {
-                        break 'search;
+                        break 'passes;
                     }
                 }
             }
-        }
-        if remaining == 0 {
-            break;
+            if remaining == 0 || head == visited.len() {
+                break;
+            }
+            node = visited[head];
+            head += 1;
         }
     }
     SearchTree { parent, visited }
@@ -335,8 +373,8 @@ struct TreeBuilder<'a> {
     graph: &'a HeapGraph,
     analysis: &'a Analysis,
     chain_nodes: &'a [u32],
-    parents: &'a [u32],
-    children: &'a [Vec<u32>],
+    chain_parent: &'a [u32],
+    children: &'a Children,
     counts: &'a [u64],
     retained: &'a [u64],
     is_target: &'a Bits,
@@ -366,8 +404,8 @@ impl TreeBuilder<'_> {
             let (mut at, mut depth) = (pending.at, pending.depth);
             // A line of descent without branches stays on one indent, its middle left out
             // where it is long.
-            while self.children[at as usize].len() == 1 {
-                let run = self.run_from(self.children[at as usize][0]);
+            while self.children.of(at).len() == 1 {
+                let run = self.run_from(self.children.of(at)[0]);
                 let keep_all = run.len() <= MAX_RUN;
                 let mut skipped = 0u64;
                 for (index, &step) in run.iter().enumerate() {
@@ -399,8 +437,8 @@ impl TreeBuilder<'_> {
     fn run_from(&self, start: u32) -> Vec<u32> {
         let mut run = vec![start];
         let mut at = start;
-        while self.children[at as usize].len() == 1 {
-            at = self.children[at as usize][0];
+        while self.children.of(at).len() == 1 {
+            at = self.children.of(at)[0];
             run.push(at);
         }
         run
@@ -410,8 +448,9 @@ impl TreeBuilder<'_> {
         self.is_target.get(self.chain_nodes[at as usize] as usize)
     }
 
-    /// Pushes the listed children of chain node `at` (reversed, so the first pops first) and
-    /// counts the others in `listed`'s hidden totals.
+    /// Pushes the listed children of chain node `at`, those leading to the most targets (then
+    /// retaining the most, then by object id) first, and counts the others in `listed`'s
+    /// hidden totals.
     fn push_children(
         &mut self,
         stack: &mut Vec<Pending>,
@@ -420,8 +459,21 @@ impl TreeBuilder<'_> {
         indent: u32,
         depth: u32,
     ) {
-        let kids = &self.children[at as usize];
+        let mut kids = self.children.of(at).to_vec();
+        let graph = self.graph;
+        let (counts, retained, chain_nodes) = (self.counts, self.retained, self.chain_nodes);
+        let key = |kid: &u32| {
+            (
+                Reverse(counts[*kid as usize]),
+                Reverse(retained[*kid as usize]),
+                graph.object_id(node_id(graph, chain_nodes[*kid as usize])),
+            )
+        };
         let shown = kids.len().min(self.branches);
+        if shown < kids.len() {
+            kids.select_nth_unstable_by_key(shown, key);
+        }
+        kids[..shown].sort_by_key(key);
         if let Some(listed) = listed {
             for &kid in &kids[shown..] {
                 self.hide(listed, kid);
@@ -446,10 +498,11 @@ impl TreeBuilder<'_> {
 
     /// The edge the search took into `raw`: the first retaining edge from its parent, through a
     /// named root where the search entered through one.
-    fn edge_into(&self, raw: u32) -> Option<usize> {
+    fn edge_into(&self, at: u32) -> Option<usize> {
         let graph = self.graph;
         let parts = graph.parts();
-        let parent = self.parents[raw as usize];
+        let raw = self.chain_nodes[at as usize];
+        let parent = self.chain_nodes[*self.chain_parent.get(at as usize)? as usize];
         let strong = StrongEdges::new(graph, &self.analysis.edge_rule);
         let mut edges = parts
             .first_edge
@@ -478,7 +531,7 @@ impl TreeBuilder<'_> {
         let graph = self.graph;
         let raw = self.chain_nodes[pending.at as usize];
         let node = node_id(graph, raw);
-        let edge = self.edge_into(raw);
+        let edge = self.edge_into(pending.at);
         let tree = &self.analysis.dominators;
         let object_id = graph.object_id(node);
         // The search's depth stands for the distance: the distances of the whole graph are not
