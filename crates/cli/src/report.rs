@@ -244,32 +244,6 @@ fn sites_view(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::page_beside;
-    use std::path::{Path, PathBuf};
-
-    #[test]
-    fn pages_go_beside_their_file_named_after_it() {
-        for (file, page) in [
-            (
-                "fixtures/v8/app-after.heapsnapshot.gz",
-                "fixtures/v8/app-after.html",
-            ),
-            ("worker.hgt", "worker.html"),
-            (
-                "/srv/dumps/svc-12-dump1-4s.hgd",
-                "/srv/dumps/svc-12-dump1-4s.html",
-            ),
-            ("oom.pickle.gz", "oom.html"),
-            ("core", "core.html"),
-            (".hidden", ".hidden.html"),
-        ] {
-            assert_eq!(page_beside(Path::new(file)), PathBuf::from(page), "{file}");
-        }
-    }
-}
-
 /// Children a node of the report's merged paths lists.
 const HOLDERS_BRANCHES: usize = 5;
 
@@ -310,4 +284,30 @@ fn top_suspects_holders(
         ..Default::default()
     };
     Some((view, selection))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_beside;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn pages_go_beside_their_file_named_after_it() {
+        for (file, page) in [
+            (
+                "fixtures/v8/app-after.heapsnapshot.gz",
+                "fixtures/v8/app-after.html",
+            ),
+            ("worker.hgt", "worker.html"),
+            (
+                "/srv/dumps/svc-12-dump1-4s.hgd",
+                "/srv/dumps/svc-12-dump1-4s.html",
+            ),
+            ("oom.pickle.gz", "oom.html"),
+            ("core", "core.html"),
+            (".hidden", ".hidden.html"),
+        ] {
+            assert_eq!(page_beside(Path::new(file)), PathBuf::from(page), "{file}");
+        }
+    }
 }
