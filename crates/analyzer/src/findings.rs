@@ -349,7 +349,7 @@ fn mostly(accumulated: &[AccumulatedType], runtime: Runtime) -> Option<Accumulat
 /// Whether a type is the program's own rather than the runtime's: not a class of the Java
 /// platform or an array, not one of Python's built-in types, not one of V8's categories
 /// (`(closure)`, `(string)`, `system / …`) or JavaScript's built-in constructors.
-fn is_programs_type(type_name: &str, runtime: Runtime) -> bool {
+pub(crate) fn is_programs_type(type_name: &str, runtime: Runtime) -> bool {
     match runtime {
         Runtime::Java => !is_jdk_type(type_name) && !type_name.ends_with("[]"),
         Runtime::Python => {

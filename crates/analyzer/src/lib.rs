@@ -26,7 +26,9 @@ pub mod findings;
 pub mod gate;
 pub mod gpu;
 mod histogram;
+pub mod immediate_dominators;
 pub mod leaks;
+pub mod merged_paths;
 mod paths;
 mod queries;
 pub mod sites;
@@ -44,7 +46,10 @@ pub use histogram::TypeTotals;
 pub use queries::{
     dominator_tree, find_largest_of_type, object_view, summary, summary_of_kind, top, who_holds,
 };
-pub use suspects::{ACCUMULATION_SHARE, DEFAULT_SUSPECT_THRESHOLD, strings, suspects};
+pub use suspects::{
+    ACCUMULATION_SHARE, BigDrop, BigDropsView, DEFAULT_MIN_DROP, DEFAULT_SUSPECT_THRESHOLD,
+    big_drops, strings, suspects, suspects_with_drop,
+};
 pub use tree_columns::{NodeCounts, NodeFlags};
 pub use view::{
     AccumulatedType, DominatorTreeNode, DominatorTreeView, DuplicateString, HELD_THROUGH_ROWS,

@@ -6,13 +6,19 @@
 //! retained size, and stops at the accumulation point, whose dominated objects are grouped by
 //! type. And a type whose top-level instances (dominated by no real object: held from many
 //! places) together retain at least `threshold` is a suspect, with its largest instance.
+//!
+//! Big drops in the dominator tree (Eclipse MAT's "Big Drops in Dominator Tree",
+//! `org.eclipse.mat.inspections.BigDropsQuery`) list every accumulation point, not only those
+//! below a suspect: the objects that retain much while each of their children retains much
+//! less, where the memory of many small objects gathers under one.
 
 use crate::Analysis;
 use crate::chains::{ChainOrder, ranked_chains};
 use crate::histogram::DominatorChildren;
 use crate::queries::{object_view, path_steps};
 use crate::view::{
-    AccumulatedType, DuplicateString, PathStep, StringsView, Suspect, SuspectRule, SuspectsView,
+    AccumulatedType, DuplicateString, ObjectView, PathStep, StringsView, Suspect, SuspectRule,
+    SuspectsView,
 };
 use heapgraph_model::{EdgeName, HeapGraph, NodeId, Runtime};
 use rustc_hash::FxHashMap;
@@ -20,6 +26,11 @@ use std::cmp::Reverse;
 
 /// Share of its parent's retained size that a child must keep for the walk down to continue.
 pub const ACCUMULATION_SHARE: f64 = 0.8;
+
+/// The share of its retained size that an accumulation point's largest child must fall short
+/// of unless told otherwise (`--min-drop`): the walk to an accumulation point stops where the
+/// largest child keeps less than [`ACCUMULATION_SHARE`].
+pub const DEFAULT_MIN_DROP: f64 = 1.0 - ACCUMULATION_SHARE;
 
 /// Types listed per accumulation point.
 const ACCUMULATED_TYPES: usize = 10;
@@ -31,6 +42,18 @@ pub const DEFAULT_SUSPECT_THRESHOLD: f64 = 0.1;
 /// The leak suspects of `graph`: objects and types retaining at least `threshold` (a share, 0
 /// to 1) of the reachable heap, largest first.
 pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> SuspectsView {
+    suspects_with_drop(graph, analysis, threshold, DEFAULT_MIN_DROP)
+}
+
+/// [`suspects`], with each suspect's accumulation point where its largest child falls
+/// `min_drop` (a share, 0 to 1) or more short of it.
+pub fn suspects_with_drop(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    threshold: f64,
+    min_drop: f64,
+) -> SuspectsView {
+    let keep_share = 1.0 - min_drop.clamp(0.0, 1.0);
     let tree = &analysis.dominators;
     let root = graph.root();
     let total = analysis.heap_size(graph);
@@ -50,7 +73,7 @@ pub fn suspects(graph: &HeapGraph, analysis: &Analysis, threshold: f64) -> Suspe
         if big(parent) && graph.node(parent).is_some_and(|p| !graph.is_synthetic(p)) {
             continue;
         }
-        let point = accumulation_point(graph, tree, &children, node);
+        let point = accumulation_point(graph, tree, &children, node, keep_share);
         let (accumulated, representative) = accumulated_types(graph, tree, &children, point);
         found.push(Suspect {
             rule: SuspectRule::SingleObject,
@@ -138,12 +161,14 @@ fn share(part: u64, total: u64) -> f64 {
     }
 }
 
-/// Down the dominator tree from `start` while the largest child keeps most of the retained size.
+/// Down the dominator tree from `start` while the largest child keeps `keep_share` or more of
+/// the retained size.
 fn accumulation_point(
     graph: &HeapGraph,
     tree: &crate::DominatorTree,
     children: &DominatorChildren,
     start: NodeId,
+    keep_share: f64,
 ) -> NodeId {
     let mut node = start.index();
     loop {
@@ -153,8 +178,7 @@ fn accumulation_point(
             .max_by_key(|&child| (tree.retained_size.get(child as usize), Reverse(child)));
         match largest {
             Some(child)
-                if tree.retained_size.get(child as usize) as f64
-                    >= ACCUMULATION_SHARE * retained =>
+                if tree.retained_size.get(child as usize) as f64 >= keep_share * retained =>
             {
                 node = child as usize;
             }
@@ -234,6 +258,132 @@ fn accumulated_types(
         rows.into_iter().map(|(row, _)| row).collect(),
         representative,
     )
+}
+
+/// An accumulation point: an object that retains much while its largest child retains much less.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BigDrop {
+    /// The accumulation point.
+    pub object: ObjectView,
+    /// Its retained size as a share of the reachable heap.
+    pub share: f64,
+    /// Its children in the dominator tree (the objects it alone keeps alive directly).
+    pub children: u64,
+    /// What the largest of them retains.
+    pub largest_child: u64,
+    /// The share of its retained size that its largest child does not keep: 1 − largest /
+    /// retained.
+    pub drop: f64,
+    /// The first of its dominators whose type is the program's own, not the runtime's (MAT's
+    /// "first interesting dominator", whose default skips `java.*` and `com.sun.*`); `None`
+    /// when only the runtime's objects and the roots lie above.
+    pub dominator: Option<ObjectView>,
+}
+
+/// The big drops of a dominator tree, largest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BigDropsView {
+    /// The share of the heap an accumulation point retains at least.
+    pub threshold: f64,
+    /// The share of its retained size its largest child falls short of at least.
+    pub min_drop: f64,
+    /// The reachable heap's size.
+    pub total_retained: u64,
+    /// The accumulation points.
+    pub drops: Vec<BigDrop>,
+}
+
+/// The accumulation points of the dominator tree: real objects retaining at least `threshold`
+/// of the reachable heap whose largest child retains less than `1 − min_drop` of them.
+///
+/// This is MAT's `BigDropsQuery` walk with relative drops: MAT walks down from the root into
+/// every child above its size threshold (1% of the heap) and reports a node when its retained
+/// size less its largest child's exceeds that same threshold (a leaf above it counts, its drop
+/// being all of it). An absolute drop of 1% reports a node of half the heap whose child keeps
+/// 48%; here the drop is a share of the node itself, the rule `suspects` already walks down by
+/// (`min_drop` 20%: a child keeping 80% continues the walk), and the size threshold is the
+/// suspects' own, so that every suspect's accumulation point that retains that much is a big
+/// drop.
+///
+/// # Complexity
+/// O(V) for the dominator tree's children, then O(K · c) for the K nodes above the threshold
+/// and their c children each.
+pub fn big_drops(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    threshold: f64,
+    min_drop: f64,
+) -> BigDropsView {
+    let tree = &analysis.dominators;
+    let root = graph.root();
+    let total = tree.retained_size.get(root.index());
+    let limit = (threshold * total as f64).ceil().max(1.0) as u64;
+    let children = DominatorChildren::build(graph, tree);
+    let mut drops = Vec::new();
+    let mut stack = vec![root.to_raw()];
+    while let Some(node) = stack.pop() {
+        let index = node as usize;
+        let retained = tree.retained_size.get(index);
+        let mut n_children = 0u64;
+        let mut largest = 0u64;
+        for child in children.of(index) {
+            let child_retained = tree.retained_size.get(child as usize);
+            n_children += 1;
+            largest = largest.max(child_retained);
+            if child_retained >= limit {
+                stack.push(child);
+            }
+        }
+        let Some(node_id) = graph.node(index) else {
+            continue;
+        };
+        if graph.is_synthetic(node_id) || retained < limit {
+            continue;
+        }
+        let drop = 1.0 - largest as f64 / retained.max(1) as f64;
+        if drop < min_drop {
+            continue;
+        }
+        drops.push(BigDrop {
+            object: object_view(graph, analysis, node_id),
+            share: share(retained, total),
+            children: n_children,
+            largest_child: largest,
+            drop,
+            dominator: programs_dominator(graph, analysis, node_id)
+                .map(|dominator| object_view(graph, analysis, dominator)),
+        });
+    }
+    drops.sort_by_key(|drop| {
+        (
+            Reverse(drop.object.retained_size.unwrap_or(0)),
+            drop.object.node.to_raw(),
+        )
+    });
+    BigDropsView {
+        threshold,
+        min_drop,
+        total_retained: total,
+        drops,
+    }
+}
+
+/// The first dominator above `node` whose type is the program's own.
+fn programs_dominator(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Option<NodeId> {
+    let tree = &analysis.dominators;
+    let runtime = graph.meta().runtime;
+    let mut current = tree.immediate_dominator(graph, node)?;
+    loop {
+        if current == graph.root() {
+            return None;
+        }
+        if !graph.is_synthetic(current)
+            && crate::findings::is_programs_type(graph.type_name(current), runtime)
+        {
+            return Some(current);
+        }
+        current = tree.immediate_dominator(graph, current)?;
+    }
 }
 
 /// Whether every dominator of `node` is synthetic (the root, V8's root groups, frames).

@@ -105,6 +105,15 @@ pub(crate) enum Command {
     /// Strings grouped by value; --duplicates shows the values held more than once and the
     /// bytes the copies waste
     Strings(StringsArgs),
+    /// Who holds a set of objects (a type's instances, ids, or the objects new since a
+    /// baseline): the shortest chains from the roots to each, merged into one tree, each node
+    /// with how many of the objects it leads to and what they retain (MAT's merged shortest
+    /// paths to GC roots)
+    Paths(PathsArgs),
+    /// A set of objects (a type's instances, ids, or the objects new since a baseline) grouped
+    /// by the type of their immediate dominator, looking through the types --skip names (MAT's
+    /// immediate dominators)
+    DominatedBy(DominatedByArgs),
     /// What grew between two dumps: heap dumps by type (count, shallow, retained) and by holder
     /// (matched by its path from the root), allocation snapshots (tracemalloc, CUDA) by
     /// allocating site, as tracemalloc's Snapshot.compare_to; --fail-if gates for CI
@@ -582,9 +591,69 @@ pub(crate) struct DominatorsArgs {
 pub(crate) struct SuspectsArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// The share of the reachable heap a suspect must retain (like 10% or 0.1)
+    /// The share of the reachable heap a suspect, or a big drop, must retain (like 10% or 0.1)
     #[arg(long, default_value = "10%", value_parser = parse_share, value_name = "SHARE")]
     pub(crate) threshold: f64,
+    /// Where the bytes accumulate: an object whose largest child in the dominator tree keeps
+    /// less than the rest of this share of it (a big drop, as Eclipse MAT calls it)
+    #[arg(long, default_value = "20%", value_parser = parse_share, value_name = "SHARE")]
+    pub(crate) min_drop: f64,
+}
+
+/// Which objects `paths` and `dominated-by` are about.
+#[derive(Args, Debug)]
+pub(crate) struct TargetArgs {
+    /// The objects of this type (a whole name, or the end of one after a dot: Session for
+    /// com.example.Session)
+    #[arg(long = "type", value_name = "NAME")]
+    pub(crate) type_name: Option<String>,
+    /// These objects: ids as @12345, 12345 or 0x3039, separated by commas
+    #[arg(long, value_name = "ID,…", value_delimiter = ',')]
+    pub(crate) ids: Vec<String>,
+    /// Only the objects that this earlier dump of the process does not have (matched by object
+    /// id, as diff and leaks match them); with --type, the new objects of that type
+    #[arg(long, value_name = "BEFORE")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// All the objects new since --baseline
+    #[arg(long, requires = "baseline")]
+    pub(crate) new: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    override_usage = "heapgraph paths [OPTIONS] <FILE> <--type NAME | --ids ID,… | --baseline BEFORE --new>"
+)]
+pub(crate) struct PathsArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) targets: TargetArgs,
+    /// Children listed per node, the ones leading to the most objects first (20 by default)
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
+    pub(crate) n: usize,
+    /// Which chain each object gets: `explain` (through a named root, a module global, a
+    /// static field, a thread's local, a global property, where one reaches it) or `shortest`
+    #[arg(long, value_enum, default_value_t = ChainOrderArg::Explain)]
+    pub(crate) order: ChainOrderArg,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    override_usage = "heapgraph dominated-by [OPTIONS] <FILE> <--type NAME | --ids ID,… | --baseline BEFORE --new>"
+)]
+pub(crate) struct DominatedByArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) targets: TargetArgs,
+    /// Look through dominators of these types to the first one above them of another type:
+    /// globs, `*` for any characters (java.util.*, builtins.dict, Map); may be repeated or
+    /// separated by commas
+    #[arg(long, value_name = "GLOB", value_delimiter = ',')]
+    pub(crate) skip: Vec<String>,
+    /// Types to list (20 by default; JSON lists every type unless -n is given)
+    #[arg(short = 'n', value_name = "N")]
+    pub(crate) n: Option<usize>,
 }
 
 #[derive(Args, Debug)]

@@ -135,6 +135,8 @@ impl Holds {
                 "dominators",
                 "suspects",
                 "strings",
+                "paths",
+                "dominated-by",
                 "diff",
                 "leaking",
                 "leaks",

@@ -4,6 +4,7 @@
 mod alloc;
 mod args;
 mod capture;
+mod holding;
 mod load;
 mod record;
 mod report;
@@ -40,6 +41,8 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Dominators(args) => verbs::dominators(&args)?,
         args::Command::Suspects(args) => verbs::suspects(&args)?,
         args::Command::Strings(args) => verbs::strings(&args)?,
+        args::Command::Paths(args) => holding::paths(&args)?,
+        args::Command::DominatedBy(args) => holding::dominated_by(&args)?,
         args::Command::Diff(args) => {
             let (output, gate_failed) = verbs::diff(&args)?;
             if gate_failed {

@@ -160,6 +160,11 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
             .and_then(|(_, view)| heapgraph_analyzer::findings::timeline(view)),
     );
     findings.extend(sites.as_ref().and_then(heapgraph_analyzer::findings::sites));
+    let holders = last.and_then(|dump| {
+        findings
+            .iter()
+            .find_map(|finding| top_suspects_holders(&dump.graph, &dump.analysis, finding))
+    });
     let page = Report {
         generated_at: generated_at(args),
         heap: match (last, summaries.last(), &tree, &suspects) {
@@ -168,6 +173,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
                 summary,
                 dominators: tree,
                 suspects,
+                holders: holders.as_ref().map(|(view, selection)| (view, selection)),
             }),
             _ => None,
         },
@@ -236,6 +242,48 @@ fn sites_view(
         [(_, old), (_, new)] => heapgraph_analyzer::sites::compare(old, new, &options),
         _ => heapgraph_analyzer::sites::statistics(newest, &options),
     })
+}
+
+/// Children a node of the report's merged paths lists.
+const HOLDERS_BRANCHES: usize = 5;
+
+/// Who holds the objects of the first accumulation finding (the top suspect): what its bytes
+/// mostly are, or the type whose instances together hold much.
+fn top_suspects_holders(
+    graph: &heapgraph_model::HeapGraph,
+    analysis: &Analysis,
+    finding: &heapgraph_analyzer::findings::Finding,
+) -> Option<(
+    heapgraph_analyzer::merged_paths::MergedPathsView,
+    heapgraph_report::holding::Selection,
+)> {
+    use heapgraph_analyzer::findings::Finding;
+    let Finding::Accumulation {
+        rule,
+        type_name,
+        mostly,
+        ..
+    } = finding
+    else {
+        return None;
+    };
+    let type_name = match rule {
+        heapgraph_analyzer::SuspectRule::SingleObject => &mostly.as_ref()?.type_name,
+        heapgraph_analyzer::SuspectRule::ManyInstances => type_name,
+    };
+    let targets = heapgraph_analyzer::merged_paths::objects_of_type(graph, type_name);
+    let view = heapgraph_analyzer::merged_paths::merged_paths(
+        graph,
+        analysis,
+        &targets,
+        HOLDERS_BRANCHES,
+        heapgraph_analyzer::ChainOrder::Explain,
+    );
+    let selection = heapgraph_report::holding::Selection {
+        type_name: Some(type_name.clone()),
+        ..Default::default()
+    };
+    Some((view, selection))
 }
 
 #[cfg(test)]

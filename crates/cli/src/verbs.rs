@@ -16,7 +16,7 @@ use heapgraph_model::{AllocSnapshot, AllocSource};
 use heapgraph_report::{DumpInfo, json, text};
 use std::io::{BufWriter, Write};
 
-fn info(common: &Common, loaded: &Loaded) -> DumpInfo {
+pub(crate) fn info(common: &Common, loaded: &Loaded) -> DumpInfo {
     DumpInfo::new(&common.file.display().to_string(), loaded.graph.meta())
 }
 
@@ -144,7 +144,7 @@ fn heap_rank(by: Option<RankByArg>) -> anyhow::Result<RankBy> {
 }
 
 /// Parses `@12345`, `12345` or `0x3039`.
-fn parse_object_id(text: &str) -> anyhow::Result<u64> {
+pub(crate) fn parse_object_id(text: &str) -> anyhow::Result<u64> {
     let trimmed = text.trim();
     let parsed = if let Some(hex) = trimmed
         .strip_prefix("0x")
@@ -162,7 +162,7 @@ fn parse_object_id(text: &str) -> anyhow::Result<u64> {
 /// The type a user means: the name as given if some object has it, else the one type whose
 /// name ends with `.NAME` (so `SessionCache` finds `__main__.SessionCache`, `dict` finds
 /// `builtins.dict`, `HashMap` finds `java.util.HashMap`).
-fn resolve_type(
+pub(crate) fn resolve_type(
     graph: &heapgraph_model::HeapGraph,
     name: &str,
     file: &std::path::Path,
@@ -253,12 +253,19 @@ pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {
 pub(crate) fn suspects(args: &SuspectsArgs) -> anyhow::Result<String> {
     let mut loaded = load_for(&args.common)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
-    let view = heapgraph_analyzer::suspects(&loaded.graph, &analysis, args.threshold);
+    let view = heapgraph_analyzer::suspects_with_drop(
+        &loaded.graph,
+        &analysis,
+        args.threshold,
+        args.min_drop,
+    );
+    let drops =
+        heapgraph_analyzer::big_drops(&loaded.graph, &analysis, args.threshold, args.min_drop);
     let findings = heapgraph_analyzer::findings::accumulations(&view);
     let info = info(&args.common, &loaded);
     Ok(match args.common.format {
-        OutputFormat::Text => text::suspects(&view, &info, &findings),
-        OutputFormat::Json => json::suspects(&view, &info, &findings),
+        OutputFormat::Text => text::suspects(&view, &drops, &info, &findings),
+        OutputFormat::Json => json::suspects(&view, &drops, &info, &findings),
     })
 }
 

@@ -3,10 +3,12 @@
 //! whatever the dump's size, and the same bytes for the same inputs.
 
 use crate::findings::frame_text;
+use crate::holding::Selection;
 use crate::{DumpInfo, human_bytes, signed_bytes, type_text};
 use heapgraph_analyzer::diff::GraphDiffView;
 use heapgraph_analyzer::findings::Finding;
 use heapgraph_analyzer::gpu::GpuView;
+use heapgraph_analyzer::merged_paths::MergedPathsView;
 use heapgraph_analyzer::sites::SitesView;
 use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule, SuspectsView};
 use std::fmt::Write;
@@ -37,6 +39,9 @@ pub struct HeapSection<'a> {
     pub dominators: &'a DominatorTreeView,
     /// Leak suspects.
     pub suspects: &'a SuspectsView,
+    /// Who holds the top suspect's objects: their merged paths from the roots, and which
+    /// objects they are.
+    pub holders: Option<(&'a MergedPathsView, &'a Selection)>,
 }
 
 /// A series of dumps of one process (or a baseline and a release), oldest first.
@@ -383,6 +388,9 @@ fn heap_section(heap: &HeapSection<'_>, out: &mut String) {
             out.push_str("</div>");
         }
     }
+    if let Some((paths, selection)) = heap.holders {
+        merged_paths(paths, selection, out);
+    }
     out.push_str("<h2>Types (click a column to sort)</h2>");
     let mut table = Table::new(&[
         ("type", false),
@@ -414,6 +422,75 @@ fn heap_section(heap: &HeapSection<'_>, out: &mut String) {
         );
     }
     dominator_tree(heap.dominators, out);
+}
+
+/// The merged paths from the roots to a set of objects, as an indented table.
+fn merged_paths(view: &MergedPathsView, selection: &Selection, out: &mut String) {
+    if view.nodes.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<h2>Who holds {}</h2><div class=\"meta\">the shortest chains from the roots, merged: \
+         {} reached, retaining {} together; the children leading to the most first</div>",
+        escape(&selection.describe(view.targets)),
+        view.reached,
+        human_bytes(view.retained_size)
+    );
+    out.push_str(
+        "<table><thead><tr><th>objects</th><th>retained</th><th>chain from the roots</th>\
+         </tr></thead><tbody>",
+    );
+    let row = |count: Option<(u64, u64)>, indent: u32, html: &str| -> String {
+        let (count, bytes) = match count {
+            Some((count, bytes)) => (count.to_string(), human_bytes(bytes)),
+            None => (String::new(), String::new()),
+        };
+        format!(
+            "<tr><td class=\"n\">{count}</td><td class=\"n\">{bytes}</td>\
+             <td class=\"chain\" style=\"padding-left:{}em\">{html}</td></tr>",
+            0.5 + f64::from(indent.min(20)),
+        )
+    };
+    // The children a node leaves out are told after the ones it lists.
+    let mut pending: Vec<(u32, String)> = Vec::new();
+    for node in &view.nodes {
+        while pending.last().is_some_and(|(at, _)| *at >= node.indent) {
+            if let Some((_, line)) = pending.pop() {
+                out.push_str(&line);
+            }
+        }
+        if node.skipped_steps > 0 {
+            let text = format!("… {} steps of one child each", node.skipped_steps);
+            out.push_str(&row(None, node.indent, &text));
+        }
+        let edge = match (node.edge.as_deref(), node.edge_kind) {
+            (Some(edge), kind) if kind != Some("shortcut") => {
+                format!("{} ", escape(&crate::edge_suffix(edge)))
+            }
+            _ => String::new(),
+        };
+        let mark = if node.is_target { " ◆" } else { "" };
+        let html = format!("{edge}{}{mark}", object_text(&node.object));
+        out.push_str(&row(
+            Some((node.targets, node.retained_size)),
+            node.indent,
+            &html,
+        ));
+        if node.hidden_children > 0 {
+            let text = format!("… {} more", node.hidden_children);
+            let line = row(
+                Some((node.hidden_targets, node.hidden_retained)),
+                node.indent + 1,
+                &text,
+            );
+            pending.push((node.indent, line));
+        }
+    }
+    while let Some((_, line)) = pending.pop() {
+        out.push_str(&line);
+    }
+    out.push_str("</tbody></table>");
 }
 
 /// The dominator tree as nested `<details>`, from its pre-order list.

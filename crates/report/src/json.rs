@@ -11,13 +11,13 @@ use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteRow, SitesView};
 use heapgraph_analyzer::timeline::TimelineView;
 use heapgraph_analyzer::{
-    DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView, SummaryView,
-    SuspectsView, WeaklyHeld,
+    BigDropsView, DominatorTreeView, HoldersView, ObjectView, PathStep, RankBy, StringsView,
+    SummaryView, SuspectsView, WeaklyHeld,
 };
 use serde::Serialize;
 
 #[derive(Serialize)]
-struct Dump<'a> {
+pub(crate) struct Dump<'a> {
     file: &'a str,
     format: &'a str,
     runtime: &'a str,
@@ -36,7 +36,7 @@ impl<'a> From<&'a DumpInfo> for Dump<'a> {
 }
 
 #[derive(Serialize)]
-struct Object<'a> {
+pub(crate) struct Object<'a> {
     id: u64,
     kind: &'a str,
     #[serde(rename = "type")]
@@ -300,7 +300,7 @@ pub fn dominators(view: &DominatorTreeView, info: &DumpInfo) -> String {
     })
 }
 
-fn to_string<T: Serialize>(value: &T) -> String {
+pub(crate) fn to_string<T: Serialize>(value: &T) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|error| {
         // Serialising plain structs of numbers and strings cannot fail.
         format!("{{\"error\":\"{error}\"}}")
@@ -340,16 +340,25 @@ struct Suspects<'a> {
     threshold: f64,
     total_retained: u64,
     suspects: Vec<SuspectEntry<'a>>,
+    min_drop: f64,
+    big_drops: Vec<crate::holding::BigDropEntry<'a>>,
 }
 
-/// `heapgraph.suspects/1`.
-pub fn suspects(view: &SuspectsView, info: &DumpInfo, found: &[Finding]) -> String {
+/// `heapgraph.suspects/1`, with the big drops of the dominator tree.
+pub fn suspects(
+    view: &SuspectsView,
+    drops: &BigDropsView,
+    info: &DumpInfo,
+    found: &[Finding],
+) -> String {
     to_string(&Suspects {
         schema: "heapgraph.suspects/1",
         dump: info.into(),
         findings: findings(found),
         threshold: view.threshold,
         total_retained: view.total_retained,
+        min_drop: drops.min_drop,
+        big_drops: crate::holding::big_drop_entries(drops),
         suspects: view
             .suspects
             .iter()

@@ -18,6 +18,7 @@
 
 pub mod dot;
 pub mod findings;
+pub mod holding;
 pub mod html;
 pub mod json;
 pub mod text;

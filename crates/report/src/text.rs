@@ -13,8 +13,8 @@ use heapgraph_analyzer::leaks::LeaksView;
 use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SitesView};
 use heapgraph_analyzer::timeline::{ExitView, Peak, TimelineView};
 use heapgraph_analyzer::{
-    DominatorTreeView, HoldersView, ObjectView, RankBy, StringsView, SummaryView, SuspectRule,
-    SuspectsView,
+    BigDropsView, DominatorTreeView, HoldersView, ObjectView, RankBy, StringsView, SummaryView,
+    SuspectRule, SuspectsView,
 };
 use std::fmt::Write;
 
@@ -292,7 +292,12 @@ pub fn dominators(view: &DominatorTreeView, info: &DumpInfo) -> String {
 
 /// Leak suspects: each with its share, where its bytes accumulate, what is there, and the
 /// chain that holds it.
-pub fn suspects(view: &SuspectsView, info: &DumpInfo, findings: &[Finding]) -> String {
+pub fn suspects(
+    view: &SuspectsView,
+    drops: &BigDropsView,
+    info: &DumpInfo,
+    findings: &[Finding],
+) -> String {
     let mut out = String::new();
     header_with(info, findings, &mut out);
     let _ = writeln!(
@@ -363,6 +368,7 @@ pub fn suspects(view: &SuspectsView, info: &DumpInfo, findings: &[Finding]) -> S
             let _ = writeln!(out, "  held through: {}", chain_line(&suspect.path));
         }
     }
+    crate::holding::big_drops_text(drops, &mut out);
     out
 }
 

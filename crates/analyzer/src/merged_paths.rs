@@ -1,0 +1,731 @@
+//! Merged paths to the roots: for a set of objects (the instances of a type, the objects new
+//! since a baseline), the tree of shortest chains from the root to each of them, merged by
+//! node, each node with how many of the objects it leads to and what they retain. Eclipse MAT's
+//! "Merge Shortest Paths to GC Roots" and dotMemory's merged retention paths answer the same
+//! question: who holds the 30,000 leaked records, in one screen.
+//!
+//! One breadth-first search from the root over the retaining edges gives every object its
+//! parent on a shortest chain; it stops once every object asked about is found. In the
+//! [`ChainOrder::Explain`] order the search first enters through named roots only (a module, a
+//! static field, a thread, V8's `global`), then through the others, as `who-holds` ranks its
+//! chains. The nodes on a chain to an object are then counted bottom-up in reverse search order.
+
+use crate::Analysis;
+use crate::NO_NODE;
+use crate::chains::{ChainOrder, is_named_root_edge};
+use crate::edge_rule::StrongEdges;
+use crate::queries::edge_text;
+use crate::view::ObjectView;
+use heapgraph_model::{HeapGraph, NodeId};
+use rustc_hash::FxHashSet;
+use std::cmp::Reverse;
+
+/// Nodes a merged tree lists at most; the rest are counted in their parents' hidden totals.
+pub const MAX_NODES: usize = 200;
+
+/// A run of nodes with one child each that is longer than this is shown by its first
+/// [`RUN_HEAD`] and last [`RUN_TAIL`] nodes, with the steps between counted.
+const MAX_RUN: usize = 8;
+const RUN_HEAD: usize = 3;
+const RUN_TAIL: usize = 3;
+
+/// One node of a merged tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedPathNode {
+    /// The object.
+    pub object: ObjectView,
+    /// The reference into it from its parent (a field, key, variable or root kind).
+    pub edge: Option<String>,
+    /// That reference's kind (`property`, `element`, …).
+    pub edge_kind: Option<&'static str>,
+    /// The parent's index in [`MergedPathsView::nodes`]; `None` for the root's children.
+    pub parent: Option<usize>,
+    /// Edges from the root on this chain (the root's children are at 1).
+    pub depth: u32,
+    /// How far in it is printed: a node whose parent has no other child on the tree continues
+    /// its parent's line of descent at the same indent.
+    pub indent: u32,
+    /// Objects asked about at or below it.
+    pub targets: u64,
+    /// What those objects retain together, each byte counted once (an object that another of
+    /// them below this node dominates adds nothing).
+    pub retained_size: u64,
+    /// Whether the node is itself one of the objects asked about.
+    pub is_target: bool,
+    /// Steps of a long single-child run left out just above this node.
+    pub skipped_steps: u64,
+    /// Children left out (past the branch limit or [`MAX_NODES`]).
+    pub hidden_children: u64,
+    /// Objects asked about below those children.
+    pub hidden_targets: u64,
+    /// What those objects retain.
+    pub hidden_retained: u64,
+}
+
+/// The merged tree of shortest chains from the root to a set of objects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedPathsView {
+    /// Objects asked about.
+    pub targets: u64,
+    /// Those with a chain from the root (the others are unreachable).
+    pub reached: u64,
+    /// What the reached objects retain, each byte counted once.
+    pub retained_size: u64,
+    /// Children listed per node, at most.
+    pub branches: usize,
+    /// The order the chains were chosen in.
+    pub order: ChainOrder,
+    /// The tree in pre-order below the root (the root itself is left out), the children of a
+    /// node by the objects they lead to, most first.
+    pub nodes: Vec<MergedPathNode>,
+}
+
+/// The real objects of type `type_name` (none when no object has it).
+///
+/// Complexity: O(V).
+pub fn objects_of_type(graph: &HeapGraph, type_name: &str) -> Vec<NodeId> {
+    let Some(type_id) = graph.strings().find(type_name) else {
+        return Vec::new();
+    };
+    graph
+        .nodes()
+        .filter(|&node| graph.type_id(node) == type_id && !graph.is_synthetic(node))
+        .collect()
+}
+
+/// The real objects of `after` whose object id `before` does not have: the objects allocated
+/// between the two dumps, as `leaks` and `diff` match objects (V8 ids stay with their object
+/// for the life of a process; Java and Python ids are addresses, which a collector may reuse
+/// or move, so there "new" is an upper bound).
+///
+/// Complexity: O(V_before + V_after) expected time, O(V_before) auxiliary space.
+pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
+    let before_ids: FxHashSet<u64> = before.parts().node_object_id.iter().collect();
+    after
+        .nodes()
+        .filter(|&node| !after.is_synthetic(node) && !before_ids.contains(&after.object_id(node)))
+        .collect()
+}
+
+/// The merged shortest chains from the root to `targets`, at most `branches` children listed
+/// per node, chains chosen in `order`.
+///
+/// # Complexity
+/// O(V + E) time for the search (less when it finds every target early), O(V) auxiliary space
+/// (a parent and a place in the search order per node, and two bits), then O(P log P) for the
+/// P nodes on the chains.
+pub fn merged_paths(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    targets: &[NodeId],
+    branches: usize,
+    order: ChainOrder,
+) -> MergedPathsView {
+    let n_nodes = graph.node_count();
+    let mut is_target = Bits::new(n_nodes);
+    for &node in targets {
+        is_target.set(node.index());
+    }
+    let n_targets = is_target.count() as u64;
+    let search = search(graph, analysis, &is_target, n_targets, order);
+
+    // The nodes on a chain to a target, in search order (every parent before its children).
+    let mut on_path = Bits::new(n_nodes);
+    for &node in &search.visited {
+        if !is_target.get(node as usize) {
+            continue;
+        }
+        let mut current = node;
+        while !on_path.get(current as usize) {
+            on_path.set(current as usize);
+            let parent = search.parent[current as usize];
+            if parent == current {
+                break;
+            }
+            current = parent;
+        }
+    }
+    let SearchTree {
+        mut parent,
+        visited,
+    } = search;
+    let chain_nodes: Vec<u32> = visited
+        .iter()
+        .copied()
+        .filter(|&node| on_path.get(node as usize))
+        .collect();
+    drop(visited);
+    drop(on_path);
+    // Each chain node's parent by its place among the chain nodes; the parent column, no
+    // longer needed, then maps a chain node to its place (array reads, not a hash map: on a
+    // million targets this part is most of the time).
+    let root = graph.root().to_raw();
+    let mut chain_parent: Vec<u32> = chain_nodes
+        .iter()
+        .map(|&node| {
+            if node == root {
+                NO_NODE
+            } else {
+                parent[node as usize]
+            }
+        })
+        .collect();
+    for (at, &node) in chain_nodes.iter().enumerate() {
+        parent[node as usize] = at as u32;
+    }
+    let place = parent;
+    for above in &mut chain_parent {
+        if *above != NO_NODE {
+            *above = place[*above as usize];
+        }
+    }
+    let tree = &analysis.dominators;
+    // What the targets below a node retain, each byte once: a target adds its retained size
+    // from itself up to, not including, the nearest target that dominates it (which already
+    // counts those bytes). That target lies on every chain to it, so it is an ancestor here.
+    let mut nearest_target_dominator = vec![NO_NODE; chain_nodes.len()];
+    for (at, &node) in chain_nodes.iter().enumerate() {
+        let dominator = tree.idom[node as usize];
+        if node == root || dominator == root || dominator == NO_NODE {
+            continue;
+        }
+        let above = place[dominator as usize];
+        if (above as usize) < at && chain_nodes[above as usize] == dominator {
+            nearest_target_dominator[at] = if is_target.get(dominator as usize) {
+                above
+            } else {
+                nearest_target_dominator[above as usize]
+            };
+        }
+    }
+    drop(place);
+    let mut counts = vec![0u64; chain_nodes.len()];
+    // Sums that a subtraction may take below zero on the way; the totals are exact.
+    let mut retained = vec![0u64; chain_nodes.len()];
+    for (at, &node) in chain_nodes.iter().enumerate() {
+        if is_target.get(node as usize) {
+            let size = tree.retained_size.get(node as usize);
+            counts[at] = 1;
+            retained[at] = retained[at].wrapping_add(size);
+            if let Some(cancel) = retained.get_mut(nearest_target_dominator[at] as usize) {
+                *cancel = cancel.wrapping_sub(size);
+            }
+        }
+    }
+    drop(nearest_target_dominator);
+    for at in (1..chain_nodes.len()).rev() {
+        let above = chain_parent[at] as usize;
+        counts[above] += counts[at];
+        retained[above] = retained[above].wrapping_add(retained[at]);
+    }
+    // Children per chain node (a CSR), most targets first.
+    let mut first = vec![0u32; chain_nodes.len() + 1];
+    for &above in &chain_parent[1.min(chain_parent.len())..] {
+        first[above as usize + 1] += 1;
+    }
+    for at in 1..first.len() {
+        first[at] += first[at - 1];
+    }
+    let mut kids = vec![0u32; chain_nodes.len().saturating_sub(1)];
+    let mut fill = first.clone();
+    for (at, &above) in chain_parent.iter().enumerate().skip(1) {
+        kids[fill[above as usize] as usize] = at as u32;
+        fill[above as usize] += 1;
+    }
+    drop(fill);
+    // Sorted when listed: only the listed nodes' children are ever ranked.
+    let children = Children { first, kids };
+    let reached = chain_nodes
+        .iter()
+        .filter(|&&node| is_target.get(node as usize))
+        .count() as u64;
+    let mut builder = TreeBuilder {
+        graph,
+        analysis,
+        chain_nodes: &chain_nodes,
+        chain_parent: &chain_parent,
+        children: &children,
+        counts: &counts,
+        retained: &retained,
+        is_target: &is_target,
+        branches: branches.max(1),
+        order,
+        nodes: Vec::new(),
+    };
+    if !chain_nodes.is_empty() {
+        builder.build();
+    }
+    MergedPathsView {
+        targets: n_targets,
+        reached,
+        retained_size: retained.first().copied().unwrap_or(0),
+        branches: branches.max(1),
+        order,
+        nodes: builder.nodes,
+    }
+}
+
+fn node_id(graph: &HeapGraph, raw: u32) -> NodeId {
+    // Raw indices here come from the graph's own edges.
+    graph.node(raw as usize).unwrap_or(graph.root())
+}
+
+/// The children of each chain node, by place: those of `at` are
+/// `kids[first[at]..first[at + 1]]`.
+struct Children {
+    first: Vec<u32>,
+    kids: Vec<u32>,
+}
+
+impl Children {
+    fn of(&self, at: u32) -> &[u32] {
+        &self.kids[self.first[at as usize] as usize..self.first[at as usize + 1] as usize]
+    }
+}
+
+/// A bit per node.
+pub(crate) struct Bits(Vec<u64>);
+
+impl Bits {
+    pub(crate) fn new(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+    #[inline]
+    pub(crate) fn get(&self, at: usize) -> bool {
+        self.0[at / 64] >> (at % 64) & 1 == 1
+    }
+    #[inline]
+    pub(crate) fn set(&mut self, at: usize) {
+        self.0[at / 64] |= 1 << (at % 64);
+    }
+    fn count(&self) -> usize {
+        self.0.iter().map(|word| word.count_ones() as usize).sum()
+    }
+}
+
+/// A breadth-first search tree: each visited node's parent (the root's is itself), and the
+/// visited nodes in the order found.
+struct SearchTree {
+    parent: Vec<u32>,
+    visited: Vec<u32>,
+}
+
+fn search(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    is_target: &Bits,
+    n_targets: u64,
+    order: ChainOrder,
+) -> SearchTree {
+    let strong = StrongEdges::new(graph, &analysis.edge_rule);
+    let parts = graph.parts();
+    let root = graph.root().to_raw();
+    let mut parent = vec![NO_NODE; graph.node_count()];
+    parent[root as usize] = root;
+    // The visited nodes are the queue: each pass takes the root's edges into nodes the passes
+    // before did not reach, then searches from them.
+    let mut visited = Vec::with_capacity(graph.node_count());
+    visited.push(root);
+    // A bit per node says which were reached: an eighth of a megabyte per million nodes stays
+    // in cache, where the parent column would cost a miss per edge.
+    let mut reached = Bits::new(graph.node_count());
+    reached.set(root as usize);
+    let mut remaining = n_targets;
+    let named = |edge: usize| is_named_root_edge(graph, edge);
+    let anything = |_: usize| true;
+    let passes: &[&dyn Fn(usize) -> bool] = match order {
+        ChainOrder::Explain => &[&named, &anything],
+        ChainOrder::Shortest => &[&anything],
+    };
+    'passes: for enters in passes {
+        let mut head = visited.len();
+        let mut node = root;
+        loop {
+            for edge in parts.first_edge.range(node as usize) {
+                let to = parts.edge_to[edge];
+                if reached.get(to as usize)
+                    || !strong.retains(node, edge, to)
+                    || (node == root && !enters(edge))
+                {
+                    continue;
+                }
+                reached.set(to as usize);
+                parent[to as usize] = node;
+                visited.push(to);
+                if is_target.get(to as usize) {
+                    remaining -= 1;
+                    if remaining == 0 {
+                        break 'passes;
+                    }
+                }
+            }
+            if remaining == 0 || head == visited.len() {
+                break;
+            }
+            node = visited[head];
+            head += 1;
+        }
+    }
+    SearchTree { parent, visited }
+}
+
+struct TreeBuilder<'a> {
+    graph: &'a HeapGraph,
+    analysis: &'a Analysis,
+    chain_nodes: &'a [u32],
+    chain_parent: &'a [u32],
+    children: &'a Children,
+    counts: &'a [u64],
+    retained: &'a [u64],
+    is_target: &'a Bits,
+    branches: usize,
+    order: ChainOrder,
+    nodes: Vec<MergedPathNode>,
+}
+
+/// A chain node waiting to be listed: its place in the chain nodes, its listed parent, indent
+/// and depth.
+struct Pending {
+    at: u32,
+    parent: Option<usize>,
+    indent: u32,
+    depth: u32,
+}
+
+impl TreeBuilder<'_> {
+    fn build(&mut self) {
+        // The root (chain node 0) is not listed: its children start the tree.
+        let mut stack: Vec<Pending> = Vec::new();
+        self.push_children(&mut stack, 0, None, 0, 1);
+        'pending: while let Some(pending) = stack.pop() {
+            let Some(mut listed) = self.list(&pending, 0) else {
+                continue;
+            };
+            let (mut at, mut depth) = (pending.at, pending.depth);
+            // A line of descent without branches stays on one indent, its middle left out
+            // where it is long.
+            while self.children.of(at).len() == 1 {
+                let run = self.run_from(self.children.of(at)[0]);
+                let keep_all = run.len() <= MAX_RUN;
+                let mut skipped = 0u64;
+                for (index, &step) in run.iter().enumerate() {
+                    if !keep_all && index >= RUN_HEAD && index < run.len() - RUN_TAIL {
+                        skipped += 1;
+                        continue;
+                    }
+                    let next = Pending {
+                        at: step,
+                        parent: Some(listed),
+                        indent: pending.indent,
+                        depth: depth + 1 + index as u32,
+                    };
+                    let Some(index) = self.list(&next, skipped) else {
+                        continue 'pending;
+                    };
+                    listed = index;
+                    skipped = 0;
+                }
+                depth += run.len() as u32;
+                at = *run.last().expect("a run has a node");
+            }
+            self.push_children(&mut stack, at, Some(listed), pending.indent + 1, depth + 1);
+        }
+    }
+
+    /// The nodes of one child each from `start` on, and the node that ends them (one with
+    /// none or several).
+    fn run_from(&self, start: u32) -> Vec<u32> {
+        let mut run = vec![start];
+        let mut at = start;
+        while self.children.of(at).len() == 1 {
+            at = self.children.of(at)[0];
+            run.push(at);
+        }
+        run
+    }
+
+    fn target(&self, at: u32) -> bool {
+        self.is_target.get(self.chain_nodes[at as usize] as usize)
+    }
+
+    /// Pushes the listed children of chain node `at`, those leading to the most targets (then
+    /// retaining the most, then by object id) first, and counts the others in `listed`'s
+    /// hidden totals.
+    fn push_children(
+        &mut self,
+        stack: &mut Vec<Pending>,
+        at: u32,
+        listed: Option<usize>,
+        indent: u32,
+        depth: u32,
+    ) {
+        let mut kids = self.children.of(at).to_vec();
+        let graph = self.graph;
+        let (counts, retained, chain_nodes) = (self.counts, self.retained, self.chain_nodes);
+        let key = |kid: &u32| {
+            (
+                Reverse(counts[*kid as usize]),
+                Reverse(retained[*kid as usize]),
+                graph.object_id(node_id(graph, chain_nodes[*kid as usize])),
+            )
+        };
+        let shown = kids.len().min(self.branches);
+        if shown < kids.len() {
+            kids.select_nth_unstable_by_key(shown, key);
+        }
+        kids[..shown].sort_by_key(key);
+        if let Some(listed) = listed {
+            for &kid in &kids[shown..] {
+                self.hide(listed, kid);
+            }
+        }
+        for &kid in kids[..shown].iter().rev() {
+            stack.push(Pending {
+                at: kid,
+                parent: listed,
+                indent,
+                depth,
+            });
+        }
+    }
+
+    fn hide(&mut self, listed: usize, kid: u32) {
+        let node = &mut self.nodes[listed];
+        node.hidden_children += 1;
+        node.hidden_targets += self.counts[kid as usize];
+        node.hidden_retained += self.retained[kid as usize];
+    }
+
+    /// The edge the search took into `raw`: the first retaining edge from its parent, through a
+    /// named root where the search entered through one.
+    fn edge_into(&self, at: u32) -> Option<usize> {
+        let graph = self.graph;
+        let parts = graph.parts();
+        let raw = self.chain_nodes[at as usize];
+        let parent = self.chain_nodes[*self.chain_parent.get(at as usize)? as usize];
+        let strong = StrongEdges::new(graph, &self.analysis.edge_rule);
+        let mut edges = parts
+            .first_edge
+            .range(parent as usize)
+            .filter(|&edge| parts.edge_to[edge] == raw && strong.retains(parent, edge, raw));
+        let first = edges.next()?;
+        if parent != graph.root().to_raw() || self.order == ChainOrder::Shortest {
+            return Some(first);
+        }
+        Some(
+            std::iter::once(first)
+                .chain(edges)
+                .find(|&edge| is_named_root_edge(graph, edge))
+                .unwrap_or(first),
+        )
+    }
+
+    /// Lists a node, or, past [`MAX_NODES`], counts it in its parent's hidden totals.
+    fn list(&mut self, pending: &Pending, skipped_steps: u64) -> Option<usize> {
+        if self.nodes.len() >= MAX_NODES {
+            if let Some(parent) = pending.parent {
+                self.hide(parent, pending.at);
+            }
+            return None;
+        }
+        let graph = self.graph;
+        let raw = self.chain_nodes[pending.at as usize];
+        let node = node_id(graph, raw);
+        let edge = self.edge_into(pending.at);
+        let tree = &self.analysis.dominators;
+        let object_id = graph.object_id(node);
+        // The search's depth stands for the distance: the distances of the whole graph are not
+        // needed here, and on a large dump they cost more than this query.
+        let object = ObjectView {
+            node,
+            id: object_id,
+            id_text: graph.meta().runtime.format_object_id(object_id),
+            kind: graph.kind(node).name.clone(),
+            type_name: graph.type_name(node).to_owned(),
+            name: graph.name(node).to_owned(),
+            shallow_size: graph.shallow_size(node),
+            retained_size: Some(tree.retained_size.get(node.index())),
+            distance: Some(pending.depth),
+            retained_count: u64::from(tree.retained_count[node.index()]),
+        };
+        self.nodes.push(MergedPathNode {
+            object,
+            edge: edge.map(|edge| edge_text(graph, edge)),
+            edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+            parent: pending.parent,
+            depth: pending.depth,
+            indent: pending.indent,
+            targets: self.counts[pending.at as usize],
+            retained_size: self.retained[pending.at as usize],
+            is_target: self.target(pending.at),
+            skipped_steps,
+            hidden_children: 0,
+            hidden_targets: 0,
+            hidden_retained: 0,
+        });
+        Some(self.nodes.len() - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EdgeRule, Options, analyze};
+    use heapgraph_model::{EdgeKind, Runtime};
+    use heapgraph_test_support::graph_from_edges;
+    use std::collections::VecDeque;
+
+    /// Breadth-first distances over the edges Java's rule retains, written plainly.
+    fn distances(graph: &HeapGraph) -> Vec<Option<u32>> {
+        let parts = graph.parts();
+        let root = graph.root().index();
+        let mut distance = vec![None; graph.node_count()];
+        distance[root] = Some(0);
+        let mut queue = VecDeque::from([root]);
+        while let Some(node) = queue.pop_front() {
+            for edge in parts.first_edge.range(node) {
+                let to = parts.edge_to[edge] as usize;
+                let retains = match parts.edge_kind[edge] {
+                    EdgeKind::Weak => false,
+                    EdgeKind::Shortcut => node == root,
+                    _ => true,
+                };
+                if retains && to != node && distance[to].is_none() {
+                    distance[to] = Some(distance[node].unwrap() + 1);
+                    queue.push_back(to);
+                }
+            }
+        }
+        distance
+    }
+
+    /// On random graphs, against plain searches: the targets reached, each listed target at its
+    /// shortest distance, each node's count the sum of what lies below it, and the total the
+    /// retained sizes of the targets no other target dominates (found by walking up `idom`).
+    #[test]
+    fn merged_paths_agree_with_plain_searches() {
+        let kinds = [
+            EdgeKind::Property,
+            EdgeKind::Element,
+            EdgeKind::Weak,
+            EdgeKind::Shortcut,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % bound
+        };
+        let mut checked_counts = 0;
+        for _ in 0..2000 {
+            let n_nodes = 2 + next(40) as u32;
+            let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + next(100)).collect();
+            let n_edges = next(u64::from(n_nodes) * 3);
+            let edges: Vec<(u32, u32, EdgeKind)> = (0..n_edges)
+                .map(|_| {
+                    let from = next(u64::from(n_nodes)) as u32;
+                    let to = next(u64::from(n_nodes)) as u32;
+                    (from, to, kinds[next(kinds.len() as u64) as usize])
+                })
+                .collect();
+            let graph = graph_from_edges(&sizes, &edges);
+            let analysis = analyze(
+                &graph,
+                &Options {
+                    edge_rule: EdgeRule::for_runtime(Runtime::Java),
+                },
+            );
+            let targets: Vec<NodeId> = graph
+                .nodes()
+                .filter(|&node| graph.type_name(node) == "T1")
+                .collect();
+            let view = merged_paths(&graph, &analysis, &targets, 1000, ChainOrder::Shortest);
+            let distance = distances(&graph);
+            let reached: Vec<NodeId> = targets
+                .iter()
+                .copied()
+                .filter(|node| distance[node.index()].is_some())
+                .collect();
+            assert_eq!(view.targets, targets.len() as u64);
+            assert_eq!(view.reached, reached.len() as u64);
+            let tree = &analysis.dominators;
+            let dominated_by_another = |node: NodeId| {
+                let mut at = tree.immediate_dominator(&graph, node);
+                while let Some(dominator) = at {
+                    if targets.contains(&dominator) {
+                        return true;
+                    }
+                    at = tree.immediate_dominator(&graph, dominator);
+                }
+                false
+            };
+            let total: u64 = reached
+                .iter()
+                .filter(|&&node| !dominated_by_another(node))
+                .map(|node| tree.retained_size.get(node.index()))
+                .sum();
+            assert_eq!(view.retained_size, total);
+            for node in &view.nodes {
+                assert_eq!(
+                    Some(node.depth),
+                    distance[node.object.node.index()],
+                    "{node:?}"
+                );
+                assert_eq!(node.is_target, targets.contains(&node.object.node));
+            }
+            let top: u64 = view
+                .nodes
+                .iter()
+                .filter(|node| node.parent.is_none())
+                .map(|node| node.targets)
+                .sum();
+            assert_eq!(top, view.reached);
+            if view.nodes.iter().all(|node| node.skipped_steps == 0) {
+                for (at, node) in view.nodes.iter().enumerate() {
+                    let below: u64 = view
+                        .nodes
+                        .iter()
+                        .filter(|child| child.parent == Some(at))
+                        .map(|child| child.targets)
+                        .sum();
+                    assert_eq!(
+                        node.targets,
+                        u64::from(node.is_target) + below + node.hidden_targets
+                    );
+                    checked_counts += 1;
+                }
+            }
+        }
+        assert!(checked_counts > 1000);
+    }
+
+    #[test]
+    fn explain_enters_through_a_named_root_when_one_reaches() {
+        // The target is one reference from a busy monitor (anonymous) and three from a static
+        // field (named); the shortest order takes the monitor.
+        let graph = heapgraph_test_support::graph(
+            "root -> <busy monitor>; <busy monitor> -> Target#t: 8;
+             root -> <system class>; <system class> -> Registry#r; Registry#r -> list;
+             list -> Target#t",
+        );
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+            },
+        );
+        let targets = objects_of_type(&graph, "Target");
+        let explain = merged_paths(&graph, &analysis, &targets, 20, ChainOrder::Explain);
+        let types: Vec<&str> = explain
+            .nodes
+            .iter()
+            .map(|node| node.object.type_name.as_str())
+            .collect();
+        assert_eq!(types, ["<system class>", "Registry", "list", "Target"]);
+        assert!(explain.nodes.iter().all(|node| node.indent == 0));
+        let shortest = merged_paths(&graph, &analysis, &targets, 20, ChainOrder::Shortest);
+        assert_eq!(shortest.nodes[0].object.type_name, "<busy monitor>");
+        assert_eq!(shortest.retained_size, 8);
+    }
+}

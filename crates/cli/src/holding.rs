@@ -1,0 +1,136 @@
+//! `paths` and `dominated-by`: what holds a set of objects, the set chosen by type, by id, or as
+//! the objects new since a baseline dump.
+
+use crate::args::{ChainOrderArg, DominatedByArgs, OutputFormat, PathsArgs, TargetArgs};
+use crate::load::{Loaded, load, load_for};
+use crate::verbs::{info, parse_object_id, resolve_type};
+use anyhow::bail;
+use heapgraph_analyzer::immediate_dominators::{TypeGlobs, immediate_dominators};
+use heapgraph_analyzer::merged_paths::{merged_paths, new_objects, objects_of_type};
+use heapgraph_analyzer::{Analysis, ChainOrder};
+use heapgraph_model::NodeId;
+use heapgraph_report::holding::{self, Selection};
+use std::path::Path;
+
+pub(crate) fn paths(args: &PathsArgs) -> anyhow::Result<String> {
+    let (mut loaded, baseline) = load_with_baseline(args)?;
+    let analysis = loaded.analyze(args.common.include_weak)?;
+    let (targets, selection) =
+        targets(&loaded, baseline.as_ref(), &args.targets, &args.common.file)?;
+    let order = match args.order {
+        ChainOrderArg::Explain => ChainOrder::Explain,
+        ChainOrderArg::Shortest => ChainOrder::Shortest,
+    };
+    let view = merged_paths(&loaded.graph, &analysis, &targets, args.n, order);
+    let info = info(&args.common, &loaded);
+    Ok(match args.common.format {
+        OutputFormat::Text => holding::paths_text(&view, &info, &selection),
+        OutputFormat::Json => holding::paths_json(&view, &info, &selection),
+    })
+}
+
+pub(crate) fn dominated_by(args: &DominatedByArgs) -> anyhow::Result<String> {
+    let skip =
+        TypeGlobs::new(&args.skip).map_err(|message| anyhow::anyhow!("--skip: {message}"))?;
+    let (mut loaded, baseline) = load_with_baseline_of(&args.common, &args.targets)?;
+    let analysis: Analysis = loaded.analyze(args.common.include_weak)?;
+    let (targets, selection) =
+        targets(&loaded, baseline.as_ref(), &args.targets, &args.common.file)?;
+    let view = immediate_dominators(&loaded.graph, &analysis, &targets, &skip);
+    let info = info(&args.common, &loaded);
+    Ok(match args.common.format {
+        OutputFormat::Text => holding::immediate_dominators_text(
+            &view,
+            &info,
+            &selection,
+            args.n.unwrap_or(crate::args::DEFAULT_ROWS),
+        ),
+        OutputFormat::Json => holding::immediate_dominators_json(&view, &info, &selection, args.n),
+    })
+}
+
+fn load_with_baseline(args: &PathsArgs) -> anyhow::Result<(Loaded, Option<Loaded>)> {
+    load_with_baseline_of(&args.common, &args.targets)
+}
+
+/// The dump and, when asked for, its baseline, read side by side.
+fn load_with_baseline_of(
+    common: &crate::args::Common,
+    targets: &TargetArgs,
+) -> anyhow::Result<(Loaded, Option<Loaded>)> {
+    if targets.type_name.is_none() && targets.ids.is_empty() && !targets.new {
+        bail!("say which objects: --type NAME, --ids ID,…, or --baseline BEFORE --new");
+    }
+    let (loaded, baseline) = rayon::join(
+        || load_for(common),
+        || {
+            targets
+                .baseline
+                .as_ref()
+                .map(|path| load(path, &common.read))
+                .transpose()
+        },
+    );
+    Ok((loaded?, baseline?))
+}
+
+/// The objects `targets` names in `loaded`, and how the output says which they are.
+fn targets(
+    loaded: &Loaded,
+    baseline: Option<&Loaded>,
+    targets: &TargetArgs,
+    file: &Path,
+) -> anyhow::Result<(Vec<NodeId>, Selection)> {
+    let graph = &loaded.graph;
+    let mut selection = Selection::default();
+    let mut nodes: Option<Vec<NodeId>> = None;
+    if let Some(name) = &targets.type_name {
+        let name = resolve_type(graph, name, file)?;
+        nodes = Some(objects_of_type(graph, &name));
+        selection.type_name = Some(name);
+    }
+    if !targets.ids.is_empty() {
+        let mut by_id = Vec::with_capacity(targets.ids.len());
+        for text in &targets.ids {
+            let id = parse_object_id(text)?;
+            let Some(node) = graph.find_object(id) else {
+                bail!(
+                    "{}: no object has id {}; ids come from `heapgraph top` or `who-holds`",
+                    file.display(),
+                    graph.meta().runtime.format_object_id(id)
+                );
+            };
+            by_id.push(node);
+            selection.ids.push(id);
+        }
+        nodes = Some(match nodes {
+            // --type and --ids: the named objects of that type.
+            Some(of_type) => by_id
+                .into_iter()
+                .filter(|node| of_type.contains(node))
+                .collect(),
+            None => by_id,
+        });
+    }
+    if let (Some(baseline), Some(path)) = (baseline, &targets.baseline) {
+        let new = new_objects(&baseline.graph, graph);
+        nodes = Some(match nodes {
+            None => new,
+            Some(chosen) => {
+                let mut is_new = vec![false; graph.node_count()];
+                for node in new {
+                    is_new[node.index()] = true;
+                }
+                chosen
+                    .into_iter()
+                    .filter(|node| is_new[node.index()])
+                    .collect()
+            }
+        });
+        selection.baseline = Some(path.display().to_string());
+    }
+    let mut nodes = nodes.unwrap_or_default();
+    nodes.sort_unstable();
+    nodes.dedup();
+    Ok((nodes, selection))
+}
