@@ -25,6 +25,7 @@ mod edge_rule;
 pub mod findings;
 pub mod gate;
 pub mod gpu;
+pub mod groups;
 mod histogram;
 pub mod leaks;
 mod paths;
@@ -34,6 +35,7 @@ mod suspects;
 pub mod timeline;
 mod tree_columns;
 pub mod view;
+pub mod waste;
 
 pub use chains::ChainOrder;
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};

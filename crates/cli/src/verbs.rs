@@ -16,7 +16,7 @@ use heapgraph_model::{AllocSnapshot, AllocSource};
 use heapgraph_report::{DumpInfo, json, text};
 use std::io::{BufWriter, Write};
 
-fn info(common: &Common, loaded: &Loaded) -> DumpInfo {
+pub(crate) fn info(common: &Common, loaded: &Loaded) -> DumpInfo {
     DumpInfo::new(&common.file.display().to_string(), loaded.graph.meta())
 }
 
@@ -27,6 +27,9 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         Evidence::Timeline(timeline) => return Ok(timeline_summary(args, &timeline)),
     };
     let analysis = loaded.analyze(args.common.include_weak)?;
+    if let Some(by) = args.group_by {
+        return crate::waste::grouped(args, &loaded, &analysis, by);
+    }
     let view = match &args.kind {
         None => heapgraph_analyzer::summary(&loaded.graph, &analysis),
         Some(kind) => {
