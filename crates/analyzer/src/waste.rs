@@ -101,14 +101,15 @@ pub struct WasteView {
     pub null_slot_bytes: u64,
     /// Rows by wasted bytes, largest first (ties by type name).
     pub rows: Vec<WasteRow>,
-    /// The collections that waste the most, largest first (ties by node).
+    /// The collections by the bytes they waste, largest first (ties by node), those that
+    /// waste nothing last.
     pub worst: Vec<WastedCollection>,
     /// What the dump does not tell, where it limits the answer.
     pub notes: Vec<String>,
 }
 
-/// Measures every reachable collection and object array of `graph`; `n_worst` collections are
-/// listed one by one.
+/// Measures every reachable collection and object array of `graph`; the first `n_worst`
+/// collections by wasted bytes are listed one by one.
 ///
 /// Complexity: O(V + E) time (each node once, each hash entry once per table that chains to
 /// it), O(T + n_worst) space beside the caller's graph.
@@ -192,9 +193,7 @@ pub fn waste(graph: &HeapGraph, analysis: &Analysis, n_worst: usize) -> WasteVie
         view.collections += 1;
         view.empty_collections += u64::from(measure.elements == 0);
         view.wasted_bytes += wasted;
-        if wasted > 0 {
-            worst.push((wasted, node, measure));
-        }
+        worst.push((wasted, node, measure));
     }
     let object_array = graph
         .parts()

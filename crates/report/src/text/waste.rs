@@ -59,9 +59,14 @@ pub fn waste(view: &WasteView, info: &DumpInfo, n: usize) -> String {
             view.rows.len() - n
         );
     }
-    if !view.worst.is_empty() {
+    if view.worst.iter().any(|wasted| wasted.wasted_bytes > 0) {
         let _ = writeln!(out, "\nthe collections that waste the most:");
-        for wasted in view.worst.iter().take(n) {
+        for wasted in view
+            .worst
+            .iter()
+            .take(n)
+            .filter(|wasted| wasted.wasted_bytes > 0)
+        {
             let _ = writeln!(
                 out,
                 "  {} elements of {}, wastes {}: {}",
