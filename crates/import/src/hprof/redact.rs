@@ -184,13 +184,14 @@ pub fn redact(bytes: &mut [u8], keep: Keep<'_>) -> Result<RedactStats, ImportErr
             stats.zeroed_bytes += (end - start) as u64;
         }
     }
+    let flat = flatten(&classes, header.id_size);
     for &(start, end) in &segments {
         let mut body = At {
             bytes: &mut bytes[..end],
             pos: start,
             id_size: header.id_size,
         };
-        zero_values(&mut body, &classes, keep, &mut stats)?;
+        zero_values(&mut body, &flat, keep, &mut stats)?;
     }
     Ok(stats)
 }
@@ -245,7 +246,7 @@ fn gather_classes(
 /// Pass 2 over a heap segment: the ranges of every primitive value.
 fn zero_values(
     body: &mut At<'_>,
-    classes: &FxHashMap<u64, ClassFields>,
+    flat: &FxHashMap<u64, Option<Flat>>,
     keep: Keep<'_>,
     stats: &mut RedactStats,
 ) -> Result<(), ImportError> {
@@ -291,7 +292,7 @@ fn zero_values(
                 let n_bytes = body.u4("an instance's field bytes")? as usize;
                 let start = body.skip(n_bytes, "an instance's fields")?;
                 stats.instances += 1;
-                zero_fields(body, classes, class_id, start, n_bytes, stats);
+                zero_fields(body, flat, class_id, start, n_bytes, stats);
             }
             sub::PRIM_ARRAY_DUMP => {
                 body.id("an array id")?;
@@ -340,46 +341,61 @@ fn zero_values(
 /// from it either).
 fn zero_fields(
     body: &mut At<'_>,
-    classes: &FxHashMap<u64, ClassFields>,
+    flat: &FxHashMap<u64, Option<Flat>>,
     class_id: u64,
     start: usize,
     n_bytes: usize,
     stats: &mut RedactStats,
 ) {
-    let id_size = body.id_size;
-    // Checked first, so that nothing is zeroed by a layout the bytes contradict.
-    let mut offset = 0usize;
-    let mut class = class_id;
-    let mut steps = 0;
-    while class != 0 {
-        let Some(fields) = classes.get(&class).filter(|_| steps <= classes.len()) else {
-            body.zero(start, start + n_bytes, stats);
-            return;
-        };
-        offset += fields
-            .types
-            .iter()
-            .map(|&code| scan::value_size(code, id_size).unwrap_or(0))
-            .sum::<usize>();
-        class = fields.super_id;
-        steps += 1;
-    }
-    if offset != n_bytes {
-        body.zero(start, start + n_bytes, stats);
-        return;
-    }
-    let mut at = start;
-    let mut class = class_id;
-    while let Some(fields) = classes.get(&class) {
-        for &code in &fields.types {
-            let size = scan::value_size(code, id_size).unwrap_or(0);
-            if code != basic::OBJECT {
-                body.zero(at, at + size, stats);
+    match flat.get(&class_id) {
+        Some(Some(layout)) if layout.n_bytes == n_bytes => {
+            for &(at, size) in &layout.primitives {
+                let at = start + at as usize;
+                body.zero(at, at + size as usize, stats);
             }
-            at += size;
         }
-        class = fields.super_id;
+        _ => body.zero(start, start + n_bytes, stats),
     }
+}
+
+/// An instance layout flattened over the class and its superclasses: its bytes, and where its
+/// primitive values are (offset, size).
+struct Flat {
+    n_bytes: usize,
+    primitives: Vec<(u32, u32)>,
+}
+
+/// Each class's [`Flat`] layout; `None` for a class whose chain of superclasses breaks (a
+/// missing class dump, or a cycle).
+fn flatten(classes: &FxHashMap<u64, ClassFields>, id_size: usize) -> FxHashMap<u64, Option<Flat>> {
+    classes
+        .keys()
+        .map(|&class_id| {
+            let mut primitives = Vec::new();
+            let mut offset = 0usize;
+            let mut class = class_id;
+            let mut steps = 0;
+            while class != 0 {
+                let Some(fields) = classes.get(&class).filter(|_| steps <= classes.len()) else {
+                    return (class_id, None);
+                };
+                for &code in &fields.types {
+                    let size = scan::value_size(code, id_size).unwrap_or(0);
+                    if code != basic::OBJECT && size > 0 {
+                        primitives.push((offset as u32, size as u32));
+                    }
+                    offset += size;
+                }
+                class = fields.super_id;
+                steps += 1;
+            }
+            let flat = Flat {
+                n_bytes: offset,
+                primitives,
+            };
+            (class_id, Some(flat))
+        })
+        .collect()
 }
 
 /// Skips a sub-record that holds no value to zero (roots, object arrays).
