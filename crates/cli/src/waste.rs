@@ -7,7 +7,6 @@ use anyhow::{Context, bail};
 use heapgraph_analyzer::Analysis;
 use heapgraph_analyzer::groups::GroupBy;
 use heapgraph_report::{json, text};
-use std::io::Write;
 
 pub(crate) fn waste(args: &WasteArgs) -> anyhow::Result<String> {
     let mut loaded = match load_evidence_for(&args.common)? {
@@ -55,8 +54,8 @@ pub(crate) fn redact(args: &RedactArgs) -> anyhow::Result<String> {
         None => None,
     };
     let input = || args.file.display().to_string();
-    let mut bytes = redact::read_whole(&args.file).with_context(input)?;
-    if !redact::is_hprof(&bytes) {
+    let prefix = redact::prefix(&args.file).with_context(input)?;
+    if !redact::is_hprof(&prefix) {
         bail!(
             "{}: redact writes HPROF dumps only so far; V8 snapshots, Python dumps and .hgd files are not redacted yet",
             input()
@@ -65,12 +64,11 @@ pub(crate) fn redact(args: &RedactArgs) -> anyhow::Result<String> {
     let matcher = keep
         .as_ref()
         .map(|regex| move |text: &str| regex.is_match(text));
-    let keep_fn: redact::Keep<'_> = matcher.as_ref().map(|f| f as &dyn Fn(&str) -> bool);
-    let stats = redact::redact_hprof(&mut bytes, keep_fn).with_context(input)?;
-    let context = || format!("cannot write {}", args.output.display());
-    let mut file = std::fs::File::create(&args.output).with_context(context)?;
-    file.write_all(&bytes).with_context(context)?;
-    file.flush().with_context(context)?;
+    let keep_fn: redact::Keep<'_> = matcher
+        .as_ref()
+        .map(|f| f as &(dyn Fn(&str) -> bool + Sync));
+    let stats = redact::redact_hprof_file(&args.file, &args.output, keep_fn)
+        .with_context(|| format!("{} -> {}", input(), args.output.display()))?;
     Ok(format!(
         "wrote {} ({} bytes, {} zeroed: {} primitive arrays, the primitive fields of {} instances, {} of {} UTF8 records; {} arrays kept by --keep-strings-matching)\n",
         args.output.display(),

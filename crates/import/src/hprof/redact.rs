@@ -10,10 +10,12 @@
 //! records, and `byte[]`/`char[]` read as Latin-1 or UTF-16).
 //!
 //! The walk is the importer's record grammar without its model: two passes over the buffer,
-//! the first gathering the names to keep and the classes' field types, the second zeroing.
+//! the first gathering the names to keep and the classes' field types, the second zeroing;
+//! each runs over the heap dump segments in parallel.
 
 use super::scan::{self, basic, sub, tag};
 use crate::ImportError;
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What a redaction changed.
@@ -41,22 +43,25 @@ struct ClassFields {
     types: Vec<u8>,
 }
 
-/// A reading position in the buffer.
-struct At<'a> {
-    bytes: &'a mut [u8],
+/// A reading position in a buffer (`&[u8]` to read, `&mut [u8]` to zero) that holds the file's
+/// bytes from offset `base` on; errors name offsets in the file.
+struct At<B> {
+    bytes: B,
     pos: usize,
     id_size: usize,
+    base: usize,
 }
 
-impl At<'_> {
+impl<B: AsRef<[u8]>> At<B> {
+    fn len(&self) -> usize {
+        self.bytes.as_ref().len()
+    }
+
     fn need(&self, n: usize, what: &str) -> Result<usize, ImportError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&end| end <= self.bytes.len());
+        let end = self.pos.checked_add(n).filter(|&end| end <= self.len());
         end.ok_or_else(|| ImportError::Truncated {
             format: super::FORMAT,
-            offset: self.bytes.len() as u64,
+            offset: (self.base + self.len()) as u64,
             expected: what.to_owned(),
         })
     }
@@ -69,80 +74,97 @@ impl At<'_> {
 
     fn u1(&mut self, what: &str) -> Result<u8, ImportError> {
         let at = self.skip(1, what)?;
-        Ok(self.bytes[at])
+        Ok(self.bytes.as_ref()[at])
     }
 
     fn u2(&mut self, what: &str) -> Result<u16, ImportError> {
         let at = self.skip(2, what)?;
-        Ok(u16::from_be_bytes([self.bytes[at], self.bytes[at + 1]]))
+        let b = &self.bytes.as_ref()[at..at + 2];
+        Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
     fn u4(&mut self, what: &str) -> Result<u32, ImportError> {
         let at = self.skip(4, what)?;
-        let b = &self.bytes[at..at + 4];
+        let b = &self.bytes.as_ref()[at..at + 4];
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
     fn id(&mut self, what: &str) -> Result<u64, ImportError> {
         let at = self.skip(self.id_size, what)?;
-        Ok(self.bytes[at..at + self.id_size]
+        Ok(self.bytes.as_ref()[at..at + self.id_size]
             .iter()
             .fold(0u64, |id, &b| (id << 8) | u64::from(b)))
-    }
-
-    /// Zeroes `start..end` (a value just read).
-    fn zero(&mut self, start: usize, end: usize, stats: &mut RedactStats) {
-        self.bytes[start..end].fill(0);
-        stats.zeroed_bytes += (end - start) as u64;
     }
 
     fn value_size(&self, code: u8) -> Result<usize, ImportError> {
         scan::value_size(code, self.id_size).ok_or_else(|| ImportError::Malformed {
             format: super::FORMAT,
-            offset: self.pos as u64,
+            offset: (self.base + self.pos) as u64,
             message: format!("unknown basic type {code}"),
         })
     }
 }
 
-/// Decides which texts are kept whole (`--keep-strings-matching`).
-pub type Keep<'a> = Option<&'a dyn Fn(&str) -> bool>;
+impl At<&mut [u8]> {
+    /// Zeroes `start..end` (a value just read).
+    fn zero(&mut self, start: usize, end: usize, stats: &mut RedactStats) {
+        self.bytes[start..end].fill(0);
+        stats.zeroed_bytes += (end - start) as u64;
+    }
+}
 
-/// Redacts the HPROF dump in `bytes` in place; `keep` is asked about each text that would be
-/// zeroed and keeps it when it says yes.
-///
-/// # Errors
-/// [`ImportError`] when the bytes are not an HPROF dump or a record is cut short or malformed;
-/// `bytes` is then partly redacted and must not be used.
-///
-/// Complexity: O(n) time in the file's bytes; O(C + U) space for C classes and U UTF8 records.
-pub fn redact(bytes: &mut [u8], keep: Keep<'_>) -> Result<RedactStats, ImportError> {
-    let header = scan::header(bytes)?;
-    let mut stats = RedactStats {
-        bytes: bytes.len() as u64,
-        ..RedactStats::default()
-    };
-    let mut names: FxHashSet<u64> = FxHashSet::default();
-    let mut utf8: Vec<(u64, usize, usize)> = Vec::new();
-    let mut classes: FxHashMap<u64, ClassFields> = FxHashMap::default();
-    let mut segments: Vec<(usize, usize)> = Vec::new();
-    let n_bytes = bytes.len();
-    {
+/// Decides which texts are kept whole (`--keep-strings-matching`); asked from several threads.
+pub type Keep<'a> = Option<&'a (dyn Fn(&str) -> bool + Sync)>;
+
+/// What the first pass learnt: where the records to zero are, and how instances are laid
+/// out. [`Plan::zero`] then zeroes any stretch of the file that starts and ends between
+/// records, so a copy can be written piece by piece.
+pub struct Plan<'k> {
+    id_size: usize,
+    bytes: u64,
+    /// The text of each UTF8 record to zero.
+    utf8_zeroed: Vec<(usize, usize)>,
+    utf8_kept: u64,
+    /// The body of each heap dump segment, in file order.
+    segments: Vec<(usize, usize)>,
+    flat: FxHashMap<u64, Option<Flat>>,
+    keep: Keep<'k>,
+}
+
+impl<'k> Plan<'k> {
+    /// The first pass over the HPROF dump in `bytes`: the names to keep, the classes' field
+    /// types, the segments; `keep` is asked about each text that would be zeroed and keeps it
+    /// when it says yes.
+    ///
+    /// # Errors
+    /// [`ImportError`] when the bytes are not an HPROF dump or a record is cut short or
+    /// malformed.
+    ///
+    /// Complexity: O(n) time in the file's bytes; O(C + U) space for C classes and U UTF8
+    /// records.
+    pub fn new(bytes: &[u8], keep: Keep<'k>) -> Result<Self, ImportError> {
+        let header = scan::header(bytes)?;
+        let id_size = header.id_size;
+        let mut names: FxHashSet<u64> = FxHashSet::default();
+        let mut utf8: Vec<(u64, usize, usize)> = Vec::new();
+        let mut segments: Vec<(usize, usize)> = Vec::new();
         let mut at = At {
-            bytes: &mut *bytes,
+            bytes,
             pos: header.body_start,
-            id_size: header.id_size,
+            id_size,
+            base: 0,
         };
-        while at.pos < n_bytes {
+        while at.pos < at.len() {
             let record_tag = at.u1("a record tag")?;
             at.u4("a record's time")?;
             let length = at.u4("a record's length")? as usize;
             let start = at.skip(length, "a record's body")?;
             let end = start + length;
             let mut body = At {
-                bytes: &mut at.bytes[..end],
+                bytes: &at.bytes[..end],
                 pos: start,
-                id_size: header.id_size,
+                id_size,
+                base: 0,
             };
             match record_tag {
                 tag::UTF8 => {
@@ -165,44 +187,155 @@ pub fn redact(bytes: &mut [u8], keep: Keep<'_>) -> Result<RedactStats, ImportErr
                         names.insert(body.id(what)?);
                     }
                 }
-                tag::HEAP_DUMP | tag::HEAP_DUMP_SEGMENT => {
-                    segments.push((start, end));
-                    gather_classes(&mut body, &mut names, &mut classes)?;
-                }
+                tag::HEAP_DUMP | tag::HEAP_DUMP_SEGMENT => segments.push((start, end)),
                 _ => {}
             }
         }
-    }
-    for &(id, start, end) in &utf8 {
-        let kept = names.contains(&id)
-            || keep.is_some_and(|keep| keep(&String::from_utf8_lossy(&bytes[start..end])));
-        if kept {
-            stats.utf8_kept += 1;
-        } else {
-            stats.utf8_zeroed += 1;
-            bytes[start..end].fill(0);
-            stats.zeroed_bytes += (end - start) as u64;
+        // A sub-record never crosses its segment's end (the importer reads each on its own),
+        // so the segments are walked one per task. The results merge in file order, so the
+        // first dump of a class wins, as in a sequential walk, and the first error in the
+        // file is the one reported.
+        let gathered: Vec<_> = segments
+            .par_iter()
+            .map(|&(start, end)| {
+                let mut body = At {
+                    bytes: &bytes[start..end],
+                    pos: 0,
+                    id_size,
+                    base: start,
+                };
+                gather_classes(&mut body)
+            })
+            .collect();
+        let mut classes: FxHashMap<u64, ClassFields> = FxHashMap::default();
+        for segment in gathered {
+            let (field_names, dumps) = segment?;
+            names.extend(field_names);
+            for (id, fields) in dumps {
+                classes.entry(id).or_insert(fields);
+            }
         }
+        let mut utf8_zeroed = Vec::new();
+        let mut utf8_kept = 0;
+        for &(id, start, end) in &utf8 {
+            let kept = names.contains(&id)
+                || keep.is_some_and(|keep| keep(&String::from_utf8_lossy(&bytes[start..end])));
+            if kept {
+                utf8_kept += 1;
+            } else {
+                utf8_zeroed.push((start, end));
+            }
+        }
+        Ok(Plan {
+            id_size,
+            bytes: bytes.len() as u64,
+            utf8_zeroed,
+            utf8_kept,
+            segments,
+            flat: flatten(&classes, id_size),
+            keep,
+        })
     }
-    let flat = flatten(&classes, header.id_size);
-    for &(start, end) in &segments {
-        let mut body = At {
-            bytes: &mut bytes[..end],
-            pos: start,
-            id_size: header.id_size,
-        };
-        zero_values(&mut body, &flat, keep, &mut stats)?;
+
+    /// Where a piece of the file may end: the starts of the segments' records (9 bytes of
+    /// record header before each body), the first at or after `from`.
+    pub fn boundary_after(&self, from: usize) -> Option<usize> {
+        let i = self.segments.partition_point(|&(start, _)| start - 9 < from);
+        self.segments.get(i).map(|&(start, _)| start - 9)
     }
-    Ok(stats)
+
+    /// Zeroes the values in `piece`, which holds the file's bytes from `offset` on and starts
+    /// and ends at record boundaries ([`Plan::boundary_after`], the file's start and end).
+    /// The segments inside run in parallel. Returns what was zeroed, without the file-wide
+    /// counts ([`Plan::totals`] adds them).
+    ///
+    /// # Errors
+    /// [`ImportError`] when a segment is malformed (the first pass walked it already, so only
+    /// when `piece` differs from the bytes the plan was made from).
+    pub fn zero(&self, piece: &mut [u8], offset: usize) -> Result<RedactStats, ImportError> {
+        let end = offset + piece.len();
+        let mut stats = RedactStats::default();
+        let first = self.utf8_zeroed.partition_point(|&(start, _)| start < offset);
+        for &(start, stop) in &self.utf8_zeroed[first..] {
+            if stop > end {
+                break;
+            }
+            piece[start - offset..stop - offset].fill(0);
+            stats.zeroed_bytes += (stop - start) as u64;
+        }
+        let first = self.segments.partition_point(|&(start, _)| start < offset);
+        let mut slices = Vec::new();
+        let mut rest: &mut [u8] = piece;
+        let mut consumed = offset;
+        for &(start, stop) in &self.segments[first..] {
+            if stop > end {
+                break;
+            }
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - consumed);
+            let (segment, tail) = tail.split_at_mut(stop - start);
+            slices.push((start, segment));
+            rest = tail;
+            consumed = stop;
+        }
+        let zeroed: Vec<_> = slices
+            .into_par_iter()
+            .map(|(start, segment)| {
+                let mut body = At {
+                    bytes: segment,
+                    pos: 0,
+                    id_size: self.id_size,
+                    base: start,
+                };
+                let mut stats = RedactStats::default();
+                zero_values(&mut body, &self.flat, self.keep, &mut stats).map(|()| stats)
+            })
+            .collect();
+        for segment in zeroed {
+            stats.add(&segment?);
+        }
+        Ok(stats)
+    }
+
+    /// `zeroed` (the sum of [`Plan::zero`]'s results over the whole file) with the file-wide
+    /// counts added.
+    pub fn totals(&self, mut zeroed: RedactStats) -> RedactStats {
+        zeroed.bytes = self.bytes;
+        zeroed.utf8_zeroed = self.utf8_zeroed.len() as u64;
+        zeroed.utf8_kept = self.utf8_kept;
+        zeroed
+    }
 }
 
+impl RedactStats {
+    /// Adds the counts of `other`, a piece's.
+    pub fn add(&mut self, other: &RedactStats) {
+        self.zeroed_bytes += other.zeroed_bytes;
+        self.arrays_zeroed += other.arrays_zeroed;
+        self.arrays_kept += other.arrays_kept;
+        self.instances += other.instances;
+    }
+}
+
+/// Redacts the HPROF dump in `bytes` in place (a [`Plan`], then its zeroing over the whole
+/// buffer).
+///
+/// # Errors
+/// [`ImportError`] when the bytes are not an HPROF dump or a record is cut short or malformed;
+/// `bytes` is then unchanged.
+pub fn redact(bytes: &mut [u8], keep: Keep<'_>) -> Result<RedactStats, ImportError> {
+    let plan = Plan::new(bytes, keep)?;
+    let zeroed = plan.zero(bytes, 0)?;
+    Ok(plan.totals(zeroed))
+}
+
+/// The field names to keep and the class dumps, in the segment's order.
+type Gathered = (Vec<u64>, Vec<(u64, ClassFields)>);
+
 /// Pass 1 over a heap segment: the field names to keep and each class's instance field types.
-fn gather_classes(
-    body: &mut At<'_>,
-    names: &mut FxHashSet<u64>,
-    classes: &mut FxHashMap<u64, ClassFields>,
-) -> Result<(), ImportError> {
-    let end = body.bytes.len();
+fn gather_classes(body: &mut At<&[u8]>) -> Result<Gathered, ImportError> {
+    let mut names = Vec::new();
+    let mut classes = Vec::new();
+    let end = body.len();
     while body.pos < end {
         let sub_tag = body.u1("a heap sub-record tag")?;
         if sub_tag == sub::CLASS_DUMP {
@@ -222,7 +355,7 @@ fn gather_classes(
             }
             let n_statics = body.u2("a static field count")?;
             for _ in 0..n_statics {
-                names.insert(body.id("a static field's name id")?);
+                names.push(body.id("a static field's name id")?);
                 let code = body.u1("a static field's type")?;
                 let size = body.value_size(code)?;
                 body.skip(size, "a static field's value")?;
@@ -230,27 +363,27 @@ fn gather_classes(
             let n_fields = body.u2("an instance field count")?;
             let mut types = Vec::with_capacity(usize::from(n_fields));
             for _ in 0..n_fields {
-                names.insert(body.id("a field's name id")?);
+                names.push(body.id("a field's name id")?);
                 let code = body.u1("a field's type")?;
                 body.value_size(code)?;
                 types.push(code);
             }
-            classes.entry(id).or_insert(ClassFields { super_id, types });
+            classes.push((id, ClassFields { super_id, types }));
         } else {
             skip_sub_record(body, sub_tag)?;
         }
     }
-    Ok(())
+    Ok((names, classes))
 }
 
 /// Pass 2 over a heap segment: the ranges of every primitive value.
 fn zero_values(
-    body: &mut At<'_>,
+    body: &mut At<&mut [u8]>,
     flat: &FxHashMap<u64, Option<Flat>>,
     keep: Keep<'_>,
     stats: &mut RedactStats,
 ) -> Result<(), ImportError> {
-    let end = body.bytes.len();
+    let end = body.len();
     let id_size = body.id_size;
     while body.pos < end {
         let sub_tag = body.u1("a heap sub-record tag")?;
@@ -304,7 +437,7 @@ fn zero_values(
                     .checked_mul(size)
                     .ok_or_else(|| ImportError::Malformed {
                         format: super::FORMAT,
-                        offset: body.pos as u64,
+                        offset: (body.base + body.pos) as u64,
                         message: format!("an array of {length} elements is too long"),
                     })?;
                 let start = body.skip(n_bytes, "an array's elements")?;
@@ -340,7 +473,7 @@ fn zero_values(
 /// whose bytes disagree with its classes, is zeroed whole (the importer reads no reference
 /// from it either).
 fn zero_fields(
-    body: &mut At<'_>,
+    body: &mut At<&mut [u8]>,
     flat: &FxHashMap<u64, Option<Flat>>,
     class_id: u64,
     start: usize,
@@ -399,7 +532,7 @@ fn flatten(classes: &FxHashMap<u64, ClassFields>, id_size: usize) -> FxHashMap<u
 }
 
 /// Skips a sub-record that holds no value to zero (roots, object arrays).
-fn skip_sub_record(body: &mut At<'_>, sub_tag: u8) -> Result<(), ImportError> {
+fn skip_sub_record<B: AsRef<[u8]>>(body: &mut At<B>, sub_tag: u8) -> Result<(), ImportError> {
     let id_size = body.id_size;
     let n = match sub_tag {
         sub::ROOT_UNKNOWN
@@ -440,7 +573,7 @@ fn skip_sub_record(body: &mut At<'_>, sub_tag: u8) -> Result<(), ImportError> {
         other => {
             return Err(ImportError::Malformed {
                 format: super::FORMAT,
-                offset: body.pos as u64 - 1,
+                offset: (body.base + body.pos) as u64 - 1,
                 message: format!("unknown heap sub-record tag {other:#04x}"),
             });
         }
