@@ -2,7 +2,7 @@
 //! against the JVM's own `GC.class_histogram` taken in the same state, against what the
 //! fixture program built (`LeakFixture.java`), and against a second, simpler algorithm.
 
-use crate::support::{fixture, heapgraph_ok, json, path_str, temp_dir};
+use crate::support::{fixture, heapgraph_ok, json, path_str, repo_root, temp_dir};
 use heapgraph_analyzer::groups::{GroupBy, group_by, package_of};
 use heapgraph_analyzer::{EdgeRule, NO_NODE, Options, analyze};
 use heapgraph_import::Dump;
@@ -339,4 +339,177 @@ fn blank_names(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(blank_names),
         _ => {}
     }
+}
+
+/// The bytes of `path`, gunzipped when gzip (a planted value must be absent from the content,
+/// whatever the packing).
+fn plain_bytes(path: &std::path::Path) -> Vec<u8> {
+    let raw = std::fs::read(path).expect("readable");
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .expect("gzip");
+        out
+    } else {
+        raw
+    }
+}
+
+/// `verb` on `file` as JSON, without the file name and the string texts (which redaction
+/// replaces on purpose): the numbers.
+fn numbers_of(verb: &[&str], file: &str) -> Value {
+    let mut args = verb.to_vec();
+    args.extend([file, "--format", "json"]);
+    let mut value = json(&args);
+    value["dump"]["file"] = Value::Null;
+    if let Some(rows) = value["values"].as_array_mut() {
+        for row in rows {
+            row["value"] = Value::Null;
+        }
+    }
+    value
+}
+
+fn assert_same_numbers(original: &str, redacted: &str, verbs: &[&[&str]]) {
+    for verb in verbs {
+        assert_eq!(
+            numbers_of(verb, original),
+            numbers_of(verb, redacted),
+            "{verb:?}"
+        );
+    }
+}
+
+/// A redacted V8 snapshot keeps every number (`summary`, `top`, `strings`' counts, who holds
+/// the planted requests) and loses the planted values: each request's url
+/// (`/api/items/ID?page=`) and body (`{"id":…,"payload":"ppp…"}`, 64 `p`s and more, as
+/// `make_fixtures.js` builds it). A second reader, Python's `json`, reads the copy with the node
+/// and edge counts V8 wrote in the header and the planted classes' counts (`expected.json`).
+#[test]
+fn redacted_v8_snapshots_keep_the_numbers_and_lose_the_values() {
+    let dir = temp_dir("redact-v8");
+    let original = fixture("v8/app-after.heapsnapshot.gz");
+    let redacted = dir.join("redacted.heapsnapshot");
+    let p64 = "p".repeat(64);
+    let secrets: [&[u8]; 2] = [b"/api/items/", p64.as_bytes()];
+    let before = plain_bytes(&original);
+    for secret in secrets {
+        assert!(search(&before, secret), "the fixture holds the secret");
+    }
+    heapgraph_ok(&["redact", path_str(&original), "-o", path_str(&redacted)]);
+    let after = plain_bytes(&redacted);
+    for secret in secrets {
+        assert!(!search(&after, secret), "a secret is left");
+    }
+    assert_same_numbers(
+        path_str(&original),
+        path_str(&redacted),
+        &[
+            &["summary"],
+            &["top", "-n", "50"],
+            &["strings"],
+            &["who-holds", "--type", "LeakyRequest"],
+        ],
+    );
+    let script = format!(
+        "import json; d = json.load(open({file:?})); m = d['snapshot']['meta']; \
+         nf = len(m['node_fields']); ef = len(m['edge_fields']); \
+         types = m['node_types'][0]; names = d['strings']; \
+         counts = {{}}; \
+         [counts.__setitem__(names[d['nodes'][i + 1]], counts.get(names[d['nodes'][i + 1]], 0) + 1) \
+          for i in range(0, len(d['nodes']), nf) if types[d['nodes'][i]] == 'object']; \
+         print(json.dumps([len(d['nodes']) // nf, len(d['edges']) // ef, \
+                           {{k: counts.get(k, 0) for k in ['LeakyCache', 'LeakyRequest', 'RequestHeaders']}}]))",
+        file = path_str(&redacted),
+    );
+    let output = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let read: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let text = std::fs::read_to_string(fixture("v8/expected.json")).expect("expected.json");
+    let expected: Value = serde_json::from_str(&text).expect("valid JSON");
+    let snapshot = &expected["snapshots"]["app-after"];
+    assert_eq!(read[0], snapshot["node_count"]);
+    assert_eq!(read[1], snapshot["edge_count"]);
+    for class in ["LeakyCache", "LeakyRequest", "RequestHeaders"] {
+        assert_eq!(read[2][class], snapshot["counts"][class], "{class}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A Python dump (written by the dumper in `leaky_service.py`, at test time) redacted to
+/// `.hgd`: the same numbers, and none of the planted values: the requests' paths
+/// (`/v1/complete/N`), their bytes payloads ("summarise the quarterly report") and the token
+/// streams' chunks (`stream-N-token-M`). The program's own `objgraph.typestats` (written
+/// beside the dump) counts the redacted dump's types as it counted the original's.
+#[test]
+fn redacted_python_dumps_keep_the_numbers_and_lose_the_values() {
+    let dir = temp_dir("redact-python");
+    let status = std::process::Command::new("python3")
+        .arg(repo_root().join("fixtures/python/leaky_service.py"))
+        .arg(&dir)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "leaky_service.py failed");
+    let original = dir.join("after.hgd");
+    let redacted = dir.join("redacted.hgd");
+    let secrets: [&[u8]; 3] = [
+        b"/v1/complete/",
+        b"summarise the quarterly report",
+        b"stream-0-token-",
+    ];
+    let before = plain_bytes(&original);
+    for secret in secrets {
+        assert!(search(&before, secret), "the dump holds the secret");
+    }
+    heapgraph_ok(&["redact", path_str(&original), "-o", path_str(&redacted)]);
+    let after = plain_bytes(&redacted);
+    for secret in secrets {
+        assert!(!search(&after, secret), "a secret is left");
+    }
+    assert_same_numbers(
+        path_str(&original),
+        path_str(&redacted),
+        &[
+            &["summary"],
+            &["top", "-n", "50"],
+            &["strings"],
+            &["who-holds", "--type", "__main__.Request"],
+        ],
+    );
+    let typestats: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("after.typestats.json")).expect("typestats"),
+    )
+    .expect("JSON");
+    let summary = json(&[
+        "summary",
+        path_str(&redacted),
+        "--kind",
+        "object",
+        "--format",
+        "json",
+        "-n",
+        "100000",
+    ]);
+    let count = |type_name: &str| {
+        summary["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["type"] == type_name)
+            .map_or(0, |row| row["count"].as_u64().unwrap())
+    };
+    for name in ["Request", "SessionCache"] {
+        let name = format!("__main__.{name}");
+        let expected = typestats[&name].as_u64().expect("objgraph counted it");
+        assert_eq!(count(&name), expected, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -55,11 +55,28 @@ pub(crate) fn redact(args: &RedactArgs) -> anyhow::Result<String> {
     };
     let input = || args.file.display().to_string();
     let prefix = redact::prefix(&args.file).with_context(input)?;
-    if !redact::is_hprof(&prefix) {
+    if redact::same_file(&args.file, &args.output).is_err() {
         bail!(
-            "{}: redact writes HPROF dumps only so far; V8 snapshots, Python dumps and .hgd files are not redacted yet",
+            "{}: the output is the input; write the redacted copy to another file",
             input()
         );
+    }
+    match heapgraph_import::sniff(&prefix) {
+        Some(heapgraph_import::Format::Hprof) => {}
+        Some(heapgraph_import::Format::V8HeapSnapshot) => {
+            let bytes = redact::read_whole(&args.file).with_context(input)?;
+            let (out, stats) = redact::redact_v8(&bytes).with_context(input)?;
+            redact::write_new(&args.output, &out)
+                .with_context(|| format!("cannot write {}", args.output.display()))?;
+            return Ok(format!(
+                "wrote {} (a V8 heap snapshot: {} of {} strings replaced, the values of {} nodes; nodes, edges and names as they were)\n",
+                args.output.display(),
+                stats.replaced,
+                stats.strings,
+                stats.value_nodes
+            ));
+        }
+        _ => return redact_graph(args, &input()),
     }
     let matcher = keep
         .as_ref()
@@ -79,5 +96,33 @@ pub(crate) fn redact(args: &RedactArgs) -> anyhow::Result<String> {
         stats.utf8_zeroed,
         stats.utf8_zeroed + stats.utf8_kept,
         stats.arrays_kept
+    ))
+}
+
+/// Any other heap graph: read, its values replaced, written as `.hgd`.
+fn redact_graph(args: &RedactArgs, input: &str) -> anyhow::Result<String> {
+    use heapgraph_import::{Dump, native, redact};
+    if args.keep_strings_matching.is_some() {
+        bail!("{input}: --keep-strings-matching applies to HPROF dumps only");
+    }
+    let dump = heapgraph_import::import_path(&args.file, &Default::default())
+        .with_context(|| input.to_owned())?;
+    let Dump::HeapGraph(graph) = dump else {
+        bail!(
+            "{input}: redact writes heap dumps (HPROF, V8 snapshots, Python dumps, .hgd, .phd); this file holds no object values to redact"
+        );
+    };
+    let (graph, stats) = redact::redact_graph(&graph).with_context(|| input.to_owned())?;
+    let context = || format!("cannot write {}", args.output.display());
+    let file = std::fs::File::create(&args.output).with_context(context)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    native::write_heap_graph(&graph, None, &mut out).with_context(context)?;
+    std::io::Write::flush(&mut out).with_context(context)?;
+    Ok(format!(
+        "wrote {} (.hgd: {} of {} strings replaced, the labels of {} value objects; types, names, sizes, ids and edges as they were)\n",
+        args.output.display(),
+        stats.replaced,
+        stats.strings,
+        stats.value_nodes
     ))
 }

@@ -1,6 +1,14 @@
 //! Redacted copies of dumps, to attach a production dump to an incident: the same graph,
-//! types, field names, sizes and ids, with every value zeroed. HPROF is rewritten in place
-//! (`hprof::redact`), so the copy is a valid HPROF of the same length that other tools open.
+//! types, field names, sizes and ids, with every value zeroed or replaced. HPROF is rewritten
+//! in place (`hprof::redact`), so the copy is a valid HPROF of the same length that other
+//! tools open; a V8 snapshot keeps every byte but its string table's values (`v8`); any other
+//! heap graph is written as `.hgd` with its value labels replaced (`graph`).
+
+mod graph;
+mod v8;
+
+pub use graph::{GraphRedactStats, redact as redact_graph};
+pub use v8::{V8RedactStats, redact as redact_v8};
 
 use crate::ImportError;
 use std::io::{Read, Write};

@@ -240,7 +240,9 @@ impl<'k> Plan<'k> {
     /// Where a piece of the file may end: the starts of the segments' records (9 bytes of
     /// record header before each body), the first at or after `from`.
     pub fn boundary_after(&self, from: usize) -> Option<usize> {
-        let i = self.segments.partition_point(|&(start, _)| start - 9 < from);
+        let i = self
+            .segments
+            .partition_point(|&(start, _)| start - 9 < from);
         self.segments.get(i).map(|&(start, _)| start - 9)
     }
 
@@ -255,7 +257,9 @@ impl<'k> Plan<'k> {
     pub fn zero(&self, piece: &mut [u8], offset: usize) -> Result<RedactStats, ImportError> {
         let end = offset + piece.len();
         let mut stats = RedactStats::default();
-        let first = self.utf8_zeroed.partition_point(|&(start, _)| start < offset);
+        let first = self
+            .utf8_zeroed
+            .partition_point(|&(start, _)| start < offset);
         for &(start, stop) in &self.utf8_zeroed[first..] {
             if stop > end {
                 break;
