@@ -135,7 +135,9 @@ pub(crate) enum Command {
     /// right-sized collection would save
     Waste(WasteArgs),
     /// Write a copy of a dump with every value (primitive arrays, string contents, primitive
-    /// fields) zeroed, and the same graph, types, field names, sizes and ids, to share it
+    /// fields) zeroed or replaced, and the same graph, types, field names, sizes and ids, to
+    /// share it: HPROF stays HPROF, a V8 snapshot stays a snapshot, any other heap dump is
+    /// written as .hgd
     Redact(RedactArgs),
 }
 
@@ -150,14 +152,14 @@ pub(crate) struct WasteArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct RedactArgs {
-    /// The dump to redact (HPROF, plain or gzipped)
+    /// The dump to redact (HPROF, V8 .heapsnapshot, Python dump, .hgd, .phd; plain or gzipped)
     #[arg(value_name = "IN")]
     pub(crate) file: PathBuf,
     /// Where to write the redacted dump
     #[arg(short = 'o', long = "output")]
     pub(crate) output: PathBuf,
-    /// Keep the text of names (UTF8 records) and strings that match this regular expression
-    /// whole (class or key names a team wants to keep); everything else is zeroed
+    /// HPROF: keep the text of names (UTF8 records) and strings that match this regular
+    /// expression whole (class or key names a team wants to keep); everything else is zeroed
     #[arg(long, value_name = "REGEX")]
     pub(crate) keep_strings_matching: Option<String>,
 }
