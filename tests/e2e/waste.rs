@@ -513,3 +513,41 @@ fn redacted_python_dumps_keep_the_numbers_and_lose_the_values() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The report's waste section shows, row for row, what `heapgraph waste` measures (itself
+/// checked against the JVM's histogram above): each type's count, empty collections and wasted
+/// bytes, in the cells' sort values.
+#[test]
+fn the_report_shows_the_waste_of_collections() {
+    let dir = temp_dir("waste-report");
+    let file = fixture("java/default.hprof.gz");
+    let page = dir.join("report.html");
+    heapgraph_ok(&["report", path_str(&file), "-o", path_str(&page)]);
+    let html = std::fs::read_to_string(&page).expect("the page");
+    let section = &html[html
+        .find("<h2>Waste in collections</h2>")
+        .expect("a waste section")..];
+    let section = &section[..section.find("</table>").expect("its table")];
+    let waste = json(&["waste", path_str(&file), "--format", "json"]);
+    let rows = waste["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty());
+    for row in rows {
+        let name = row["type"].as_str().unwrap();
+        let label = if row["arrays"] == true {
+            format!("{name} (arrays)")
+        } else {
+            name.to_owned()
+        };
+        let cells = format!(
+            "<tr><td>{label}</td><td class=\"n\" data-v=\"{count}\">{count}</td><td class=\"n\" data-v=\"{empty}\">{empty}</td>",
+            count = row["count"],
+            empty = row["empty"],
+        );
+        assert!(section.contains(&cells), "{cells}");
+        let wasted = format!("data-v=\"{}\"", row["wasted_bytes"]);
+        let at = section.find(&cells).unwrap();
+        let row_end = at + section[at..].find("</tr>").unwrap();
+        assert!(section[at..row_end].contains(&wasted), "{label}: {wasted}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -124,6 +124,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         )
     });
     let last = dumps.last();
+    let waste = last.map(|dump| heapgraph_analyzer::waste::waste(&dump.graph, &dump.analysis, 0));
     let tree = last.map(|dump| {
         let mut tree = heapgraph_analyzer::dominator_tree(
             &dump.graph,
@@ -168,6 +169,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
                 summary,
                 dominators: tree,
                 suspects,
+                waste: waste.as_ref(),
             }),
             _ => None,
         },
