@@ -21,3 +21,4 @@ mod tidy;
 mod torch_cuda;
 mod tracemalloc;
 mod v8_real_world;
+mod waste;

@@ -25,6 +25,7 @@ mod edge_rule;
 pub mod findings;
 pub mod gate;
 pub mod gpu;
+pub mod groups;
 mod histogram;
 pub mod immediate_dominators;
 pub mod leaks;
@@ -36,6 +37,7 @@ mod suspects;
 pub mod timeline;
 mod tree_columns;
 pub mod view;
+pub mod waste;
 mod weak;
 
 pub use chains::ChainOrder;

@@ -142,6 +142,49 @@ pub(crate) enum Command {
     Capture(CaptureCommand),
     /// Write a dump in heapgraph's native format (.hgd), with its analysis, to reopen fast
     Convert(ConvertArgs),
+    /// Waste in collections (Java HashMap, HashSet, ConcurrentHashMap, ArrayList, object
+    /// arrays), as MAT's Collection Fill Ratio: fill ratio, empty collections, and the bytes a
+    /// right-sized collection would save
+    Waste(WasteArgs),
+    /// Write a copy of a dump with every value (primitive arrays, string contents, primitive
+    /// fields) zeroed or replaced, and the same graph, types, field names, sizes and ids, to
+    /// share it: HPROF stays HPROF, a V8 snapshot stays a snapshot, any other heap dump is
+    /// written as .hgd
+    Redact(RedactArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct WasteArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Rows of the table, and collections listed one by one
+    #[arg(short = 'n', value_name = "N", default_value_t = DEFAULT_ROWS, hide_default_value = true)]
+    pub(crate) n: usize,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RedactArgs {
+    /// The dump to redact (HPROF, V8 .heapsnapshot, Python dump, .hgd, .phd; plain or gzipped)
+    #[arg(value_name = "IN")]
+    pub(crate) file: PathBuf,
+    /// Where to write the redacted dump
+    #[arg(short = 'o', long = "output")]
+    pub(crate) output: PathBuf,
+    /// HPROF: keep the text of names (UTF8 records) and strings that match this regular
+    /// expression whole (class or key names a team wants to keep); everything else is zeroed
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) keep_strings_matching: Option<String>,
+}
+
+/// What `summary --group-by` groups objects by.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GroupByArg {
+    /// Java: the package of each object's class
+    Package,
+    /// Python: the module of each object's type
+    Module,
+    /// Java: the class loader that defined each object's class
+    Classloader,
 }
 
 /// What to capture.
@@ -457,6 +500,10 @@ pub(crate) struct SummaryArgs {
     /// Java's `instance`, `class`, `object-array`, `primitive-array`
     #[arg(long)]
     pub(crate) kind: Option<String>,
+    /// Totals per package (Java), module (Python) or class loader (Java) instead of per type,
+    /// each retained byte counted once
+    #[arg(long, value_enum, value_name = "GROUP")]
+    pub(crate) group_by: Option<GroupByArg>,
 }
 
 #[derive(Args, Debug)]

@@ -9,6 +9,7 @@ mod load;
 mod record;
 mod report;
 mod verbs;
+mod waste;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -62,6 +63,8 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         }
         args::Command::Capture(args::CaptureCommand::Python(args)) => capture::python(&args)?,
         args::Command::Convert(args) => verbs::convert(&args)?,
+        args::Command::Waste(args) => waste::waste(&args)?,
+        args::Command::Redact(args) => waste::redact(&args)?,
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(output.as_bytes())?;

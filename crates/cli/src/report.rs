@@ -124,6 +124,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         )
     });
     let last = dumps.last();
+    let waste = last.map(|dump| heapgraph_analyzer::waste::waste(&dump.graph, &dump.analysis, 0));
     let tree = last.map(|dump| {
         let mut tree = heapgraph_analyzer::dominator_tree(
             &dump.graph,
@@ -174,6 +175,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
                 dominators: tree,
                 suspects,
                 holders: holders.as_ref().map(|(view, selection)| (view, selection)),
+                waste: waste.as_ref(),
             }),
             _ => None,
         },

@@ -27,6 +27,9 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         Evidence::Timeline(timeline) => return Ok(timeline_summary(args, &timeline)),
     };
     let analysis = loaded.analyze(args.common.include_weak)?;
+    if let Some(by) = args.group_by {
+        return crate::waste::grouped(args, &loaded, &analysis, by);
+    }
     let view = match &args.kind {
         None => heapgraph_analyzer::summary(&loaded.graph, &analysis),
         Some(kind) => {

@@ -17,6 +17,7 @@ mod classes;
 mod graph;
 mod ids;
 mod jvm;
+pub(crate) mod redact;
 mod scan;
 
 use crate::ImportError;

@@ -21,6 +21,7 @@ mod mapped;
 pub mod native;
 pub mod phd;
 mod pickle;
+pub mod redact;
 mod sniff;
 pub mod torch_cuda;
 pub mod tracemalloc;

@@ -1,5 +1,6 @@
 //! The heap graph: objects as columns, references as a CSR, one root for the analyses.
 
+use crate::array_lengths::ArrayLengths;
 use crate::columns::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64,
 };
@@ -243,6 +244,8 @@ pub struct HeapGraph {
     strings: StringTable,
     parts: HeapGraphParts,
     reverse: OnceLock<ReverseEdges>,
+    /// Object array lengths, where the importer recorded them (empty otherwise).
+    array_lengths: ArrayLengths,
 }
 
 /// The name of an edge: a string, or an index for array-like edges.
@@ -344,6 +347,7 @@ impl HeapGraph {
             strings,
             parts,
             reverse: OnceLock::new(),
+            array_lengths: ArrayLengths::default(),
         })
     }
 
@@ -489,6 +493,29 @@ impl HeapGraph {
     pub fn reverse(&self) -> &ReverseEdges {
         self.reverse
             .get_or_init(|| ReverseEdges::build(&self.parts))
+    }
+
+    /// Records the lengths of the graph's object arrays (`ArrayLengths`), which only some
+    /// formats hold.
+    ///
+    /// # Errors
+    /// [`InvalidGraph`] when a length names a node outside the graph.
+    pub fn set_array_lengths(&mut self, lengths: ArrayLengths) -> Result<(), InvalidGraph> {
+        if let Some(last) = lengths.last_node()
+            && last as usize >= self.node_count()
+        {
+            return Err(InvalidGraph(format!(
+                "an array length names node {last} of {}",
+                self.node_count()
+            )));
+        }
+        self.array_lengths = lengths;
+        Ok(())
+    }
+
+    /// The object array lengths the importer recorded (empty where the format has none).
+    pub fn array_lengths(&self) -> &ArrayLengths {
+        &self.array_lengths
     }
 
     /// Total shallow size of all nodes.

@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 mod alloc;
+mod array_lengths;
 mod columns;
 mod heap_graph;
 mod reverse;
@@ -44,6 +45,7 @@ pub use alloc::{
     AllocMeta, AllocSnapshot, AllocSource, Block, BlockState, CudaState, Frame, FrameId, LiveSite,
     Segment, StackId, Stacks, TraceAction, TraceEvent,
 };
+pub use array_lengths::ArrayLengths;
 pub use columns::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
 };

@@ -10,6 +10,7 @@ use heapgraph_analyzer::findings::Finding;
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::merged_paths::MergedPathsView;
 use heapgraph_analyzer::sites::SitesView;
+use heapgraph_analyzer::waste::WasteView;
 use heapgraph_analyzer::{DominatorTreeView, ObjectView, SummaryView, SuspectRule, SuspectsView};
 use std::fmt::Write;
 
@@ -42,6 +43,8 @@ pub struct HeapSection<'a> {
     /// Who holds the top suspect's objects: their merged paths from the roots, and which
     /// objects they are.
     pub holders: Option<(&'a MergedPathsView, &'a Selection)>,
+    /// Waste in collections, where the runtime's dump lets it be measured (Java).
+    pub waste: Option<&'a WasteView>,
 }
 
 /// A series of dumps of one process (or a baseline and a release), oldest first.
@@ -421,6 +424,9 @@ fn heap_section(heap: &HeapSection<'_>, out: &mut String) {
             summary.types.len() - TABLE_ROWS
         );
     }
+    if let Some(waste) = heap.waste {
+        waste_section(waste, out);
+    }
     dominator_tree(heap.dominators, out);
 }
 
@@ -491,6 +497,53 @@ fn merged_paths(view: &MergedPathsView, selection: &Selection, out: &mut String)
         out.push_str(&line);
     }
     out.push_str("</tbody></table>");
+}
+
+/// Waste in collections: the totals as cards, then a row per type, as `heapgraph waste`.
+fn waste_section(waste: &WasteView, out: &mut String) {
+    if waste.rows.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Waste in collections</h2>");
+    cards(
+        &[
+            (human_bytes(waste.wasted_bytes), "right-sizing would save"),
+            (waste.collections.to_string(), "collections"),
+            (waste.empty_collections.to_string(), "empty"),
+            (human_bytes(waste.null_slot_bytes), "null slots of arrays"),
+        ],
+        out,
+    );
+    let mut table = Table::new(&[
+        ("type", false),
+        ("count", true),
+        ("empty", true),
+        ("fill", true),
+        ("wasted", true),
+    ]);
+    for row in waste.rows.iter().take(TABLE_ROWS) {
+        let fill = if row.capacity == 0 {
+            0.0
+        } else {
+            row.elements as f64 * 100.0 / row.capacity as f64
+        };
+        let name = if row.arrays {
+            format!("{} (arrays)", row.type_name)
+        } else {
+            row.type_name.clone()
+        };
+        table.row(vec![
+            text_cell(&name, 80),
+            count_cell(row.count),
+            count_cell(row.empty),
+            (format!("{fill:.1}%"), Some(fill)),
+            bytes_cell(row.wasted_bytes),
+        ]);
+    }
+    table.render(out);
+    out.push_str(
+        "<div class=\"meta\">fill: elements against slots; <code>heapgraph waste</code> lists the collections one by one</div>",
+    );
 }
 
 /// The dominator tree as nested `<details>`, from its pre-order list.

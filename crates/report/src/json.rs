@@ -16,6 +16,9 @@ use heapgraph_analyzer::{
 };
 use serde::Serialize;
 
+mod waste;
+pub use waste::{groups, waste};
+
 #[derive(Serialize)]
 pub(crate) struct Dump<'a> {
     file: &'a str,

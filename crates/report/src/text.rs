@@ -18,6 +18,9 @@ use heapgraph_analyzer::{
 };
 use std::fmt::Write;
 
+mod waste;
+pub use waste::{groups, waste};
+
 /// How many characters a path in a table's last column may take before its middle steps give
 /// way.
 const TABLE_PATH_WIDTH: usize = 120;

@@ -8,8 +8,9 @@ use super::scan::{self, Root, RootKind, SegmentIndex, Stop, TopLevel, basic, sub
 use super::{Layout, Options, align8, jvm};
 use crate::ImportError;
 use heapgraph_model::{
-    EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, FileDump, GraphMeta, HeapGraph, HeapGraphParts,
-    NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
+    ArrayLengths, EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, FileDump, GraphMeta, HeapGraph,
+    HeapGraphParts, NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId,
+    StringTable,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -103,6 +104,8 @@ struct Part {
     strings: Vec<StringRef>,
     /// `byte[]` and `char[]` arrays: node, where their data starts, length, element type.
     text_arrays: Vec<(u32, usize, u32, u8)>,
+    /// Object arrays: index in the part, length (for `analyzer::waste`'s capacities).
+    array_lengths: Vec<(u32, u32)>,
     /// References to ids with no object in the dump.
     dangling: u64,
     /// Instances and arrays whose class has no class dump.
@@ -371,6 +374,7 @@ fn build_with(
         .iter()
         .find(|class| strings.get(class.name) == "java.lang.Class")
         .map_or(align8(layout.header), |class| class.instance_size);
+    let slot_bytes = layout.reference as u32;
     let context = Context {
         bytes,
         id_size,
@@ -422,7 +426,7 @@ fn build_with(
         .collect::<Result<Vec<Part>, ImportError>>()?;
     drop(ids);
 
-    let mut graph_parts = assemble(
+    let (mut graph_parts, array_lengths) = assemble(
         bytes,
         release,
         parts,
@@ -466,12 +470,14 @@ fn build_with(
             "{broken_chains} class(es) have a superclass with no class dump, or a cycle of superclasses; their inherited fields are unknown"
         ));
     }
-    let graph = HeapGraph::from_parts(meta, strings, graph_parts).map_err(|err| {
-        ImportError::Inconsistent {
-            format: super::FORMAT,
-            message: err.to_string(),
-        }
-    })?;
+    let inconsistent = |err: heapgraph_model::InvalidGraph| ImportError::Inconsistent {
+        format: super::FORMAT,
+        message: err.to_string(),
+    };
+    let mut graph = HeapGraph::from_parts(meta, strings, graph_parts).map_err(inconsistent)?;
+    graph
+        .set_array_lengths(ArrayLengths::from_pairs(array_lengths, slot_bytes))
+        .map_err(inconsistent)?;
     Ok((graph, decision, header, ids_are_addresses))
 }
 
@@ -747,6 +753,8 @@ fn object_array_node(context: &Context<'_>, class_id: u64, elements: &[u8], part
         }
     };
     let length = (elements.len() / id_size) as u64;
+    part.array_lengths
+        .push((part.node_kind.len() as u32, length as u32));
     part.node(
         KIND_OBJECT_ARRAY,
         type_name,
@@ -929,7 +937,7 @@ fn assemble(
     object_ids: PackedU64,
     strings: &mut StringTable,
     meta: &mut GraphMeta,
-) -> HeapGraphParts {
+) -> (HeapGraphParts, Vec<(u32, u32)>) {
     let n_objects = object_ids.len();
     let n_frames = plan.frames.len();
     let n_nodes = n_objects + n_frames + 1;
@@ -944,6 +952,7 @@ fn assemble(
     let mut string_refs = Vec::new();
     let mut text_arrays = Vec::new();
     let mut names: Vec<(u32, StringId)> = Vec::new();
+    let mut array_lengths: Vec<(u32, u32)> = Vec::new();
     let mut graph = HeapGraphParts {
         node_object_id: object_ids,
         first_edge: EdgeOffsets::with_capacity(n_nodes + 1),
@@ -964,6 +973,7 @@ fn assemble(
             graph.first_edge.push(end);
         }
         names = std::mem::take(&mut first.names);
+        array_lengths = std::mem::take(&mut first.array_lengths);
         string_refs = std::mem::take(&mut first.strings);
         text_arrays = std::mem::take(&mut first.text_arrays);
         dangling += first.dangling;
@@ -1002,6 +1012,11 @@ fn assemble(
             part.names
                 .iter()
                 .map(|&(node, name)| (node_base + node, name)),
+        );
+        array_lengths.extend(
+            part.array_lengths
+                .iter()
+                .map(|&(node, length)| (node_base + node, length)),
         );
         string_refs.extend_from_slice(&part.strings);
         text_arrays.extend_from_slice(&part.text_arrays);
@@ -1069,7 +1084,7 @@ fn assemble(
             "{layout_mismatch} instance(s) hold a different number of field bytes than their class declares"
         ));
     }
-    graph
+    (graph, array_lengths)
 }
 
 /// Strings named per batch: decoded in parallel, then added to the table in order.

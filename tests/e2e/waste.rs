@@ -1,0 +1,553 @@
+//! `waste`, `summary --group-by` and `redact` on the Java fixtures (`fixtures/java/`), checked
+//! against the JVM's own `GC.class_histogram` taken in the same state, against what the
+//! fixture program built (`LeakFixture.java`), and against a second, simpler algorithm.
+
+use crate::support::{fixture, heapgraph_ok, json, path_str, repo_root, temp_dir};
+use heapgraph_analyzer::groups::{GroupBy, group_by, package_of};
+use heapgraph_analyzer::{EdgeRule, NO_NODE, Options, analyze};
+use heapgraph_import::Dump;
+use heapgraph_model::HeapGraph;
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::Value;
+use std::io::Read;
+
+/// Each variant, with its array header and reference bytes (fixtures/README.md).
+const VARIANTS: [(&str, u64, u64); 3] = [
+    ("default", 16, 4),
+    ("nocoops", 16, 8),
+    ("nocompressed", 24, 8),
+];
+
+fn histogram(variant: &str) -> Value {
+    let text = std::fs::read_to_string(fixture("java/expected.json")).expect("expected.json");
+    let expected: Value = serde_json::from_str(&text).expect("valid JSON");
+    expected["variants"][variant]["histogram"].clone()
+}
+
+fn histogram_count(histogram: &Value, class: &str) -> (u64, u64) {
+    let row = &histogram[class];
+    (row[0].as_u64().unwrap_or(0), row[1].as_u64().unwrap_or(0))
+}
+
+fn row<'a>(waste: &'a Value, type_name: &str) -> &'a Value {
+    waste["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["type"] == type_name && row["arrays"] == false)
+        .unwrap_or_else(|| panic!("no row for {type_name}"))
+}
+
+/// The JVM counts every hash entry and every table: the entries `waste` chains from the tables
+/// are the histogram's `HashMap$Node`s (of maps and of sets' maps), `ConcurrentHashMap$Node`s
+/// and `Hashtable$Entry`s, and the capacities are the lengths the histogram's bytes of the
+/// tables imply (each table's length is a power of two, so header + length × reference needs
+/// no padding).
+#[test]
+fn hash_tables_hold_what_the_jvm_counted() {
+    for (variant, array_header, reference) in VARIANTS {
+        let file = fixture(&format!("java/{variant}.hprof.gz"));
+        let waste = json(&["waste", path_str(&file), "--format", "json", "-n", "100000"]);
+        let histogram = histogram(variant);
+        let elements = |type_name: &str| row(&waste, type_name)["elements"].as_u64().unwrap();
+        let capacity = |type_name: &str| row(&waste, type_name)["capacity"].as_u64().unwrap();
+        let count = |type_name: &str| row(&waste, type_name)["count"].as_u64().unwrap();
+        let (nodes, _) = histogram_count(&histogram, "java.util.HashMap$Node");
+        assert_eq!(
+            elements("java.util.HashMap") + elements("java.util.HashSet"),
+            nodes,
+            "{variant}: HashMap entries"
+        );
+        let (maps, _) = histogram_count(&histogram, "java.util.HashMap");
+        assert_eq!(
+            count("java.util.HashMap") + count("java.util.HashSet"),
+            maps
+        );
+        let (chm_nodes, _) =
+            histogram_count(&histogram, "java.util.concurrent.ConcurrentHashMap$Node");
+        assert_eq!(
+            elements("java.util.concurrent.ConcurrentHashMap"),
+            chm_nodes
+        );
+        let (entries, _) = histogram_count(&histogram, "java.util.Hashtable$Entry");
+        assert_eq!(elements("java.util.Hashtable"), entries);
+        for (table, owners) in [
+            (
+                "[Ljava.util.HashMap$Node;",
+                &["java.util.HashMap", "java.util.HashSet"][..],
+            ),
+            (
+                "[Ljava.util.concurrent.ConcurrentHashMap$Node;",
+                &["java.util.concurrent.ConcurrentHashMap"][..],
+            ),
+        ] {
+            let (n_tables, bytes) = histogram_count(&histogram, table);
+            let slots = (bytes - array_header * n_tables) / reference;
+            let measured: u64 = owners.iter().map(|owner| capacity(owner)).sum();
+            assert_eq!(measured, slots, "{variant}: slots of {table}");
+        }
+    }
+}
+
+/// The planted collections, as Java's growth rules size them: `SessionCache.sessions` took
+/// 400 entries (a table of 16 doubles past 0.75 full: 1024 slots, and a right-sized one needs
+/// as many); each `Session.attrs` took 3 (16 slots, 4 would do); `LISTENERS` took 53 elements
+/// (10, then ×1.5: 15, 22, 33, 49, 73).
+#[test]
+fn planted_collections_are_sized_as_java_grows_them() {
+    for (variant, _, reference) in VARIANTS {
+        let file = fixture(&format!("java/{variant}.hprof.gz"));
+        let waste = json(&["waste", path_str(&file), "--format", "json", "-n", "100000"]);
+        let collections = waste["worst"].as_array().expect("worst");
+        let with = |type_name: &str, elements: u64, capacity: u64| -> Vec<&Value> {
+            collections
+                .iter()
+                .filter(|c| {
+                    c["object"]["type"] == type_name
+                        && c["elements"] == elements
+                        && c["capacity"] == capacity
+                })
+                .collect()
+        };
+        let sessions = with("java.util.HashMap", 400, 1024);
+        assert_eq!(sessions.len(), 1, "{variant}: the sessions map");
+        assert_eq!(sessions[0]["wasted_bytes"], 0);
+        let attrs = with("java.util.HashMap", 3, 16);
+        assert!(attrs.len() >= 400, "{variant}: {} attrs maps", attrs.len());
+        assert!(
+            attrs
+                .iter()
+                .all(|map| map["wasted_bytes"] == 12 * reference)
+        );
+        let listeners = with("java.util.ArrayList", 53, 73);
+        assert_eq!(listeners.len(), 1, "{variant}: LISTENERS");
+        assert_eq!(listeners[0]["wasted_bytes"], 20 * reference);
+        // Wasted bytes add up, and the rows are the collections listed.
+        let total: u64 = collections
+            .iter()
+            .map(|c| c["wasted_bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(waste["wasted_bytes"], total);
+        assert_eq!(waste["collections"], collections.len() as u64);
+    }
+}
+
+fn load(variant: &str) -> HeapGraph {
+    let path = fixture(&format!("java/{variant}.hprof.gz"));
+    match heapgraph_import::import_path(&path, &Default::default()).expect("the dump loads") {
+        Dump::HeapGraph(graph) => graph,
+        _ => panic!("not a heap graph"),
+    }
+}
+
+/// Each group's retained size by a second, simpler algorithm: a member counts when no other
+/// member is among its dominators (walked up the idom chain one by one).
+#[test]
+fn groups_count_each_retained_byte_once() {
+    let graph = load("default");
+    let edge_rule = EdgeRule::for_runtime(graph.meta().runtime);
+    let analysis = analyze(&graph, &Options { edge_rule });
+    let tree = &analysis.dominators;
+    let package = |node: usize| {
+        let id = graph.node(node).expect("node");
+        (!graph.is_synthetic(id)).then(|| package_of(graph.type_name(id)).to_owned())
+    };
+    let mut expected: HashMap<String, (u64, u64)> = HashMap::default();
+    for node in graph.nodes() {
+        let Some(group) = package(node.index()) else {
+            continue;
+        };
+        let entry = expected.entry(group.clone()).or_default();
+        entry.0 += 1;
+        if !tree.reachable[node.index()] {
+            continue;
+        }
+        let root = graph.root().to_raw();
+        let mut up = tree.idom[node.index()];
+        let mut nested = false;
+        while up != NO_NODE && up != root {
+            if package(up as usize).as_ref() == Some(&group) {
+                nested = true;
+                break;
+            }
+            up = tree.idom[up as usize];
+        }
+        if !nested {
+            entry.1 += tree.retained_size.get(node.index());
+        }
+    }
+    let view = group_by(&graph, &analysis, GroupBy::Package).expect("Java has packages");
+    assert_eq!(view.rows.len(), expected.len());
+    for row in &view.rows {
+        assert_eq!(
+            (row.count, row.retained_size),
+            expected[&row.group],
+            "{}",
+            row.group
+        );
+    }
+    // The planted classes: com.example holds SessionCache.INSTANCE's 330,576 bytes at least.
+    let planted = view
+        .rows
+        .iter()
+        .find(|row| row.group == "com.example")
+        .expect("com.example");
+    assert!(planted.retained_size >= 330_576);
+    // Classes of the application loader are the planted ones (and their lambda), the rest
+    // the bootstrap loader's.
+    let loaders = group_by(&graph, &analysis, GroupBy::ClassLoader).expect("loaders");
+    let app = loaders
+        .rows
+        .iter()
+        .find(|row| {
+            row.group
+                .starts_with("jdk.internal.loader.ClassLoaders$AppClassLoader")
+        })
+        .expect("the application class loader");
+    let com_example_count = view
+        .rows
+        .iter()
+        .find(|row| row.group == "com.example")
+        .unwrap()
+        .count;
+    assert!(
+        app.count >= com_example_count,
+        "{} < {com_example_count}",
+        app.count
+    );
+    let total: u64 = loaders.rows.iter().map(|row| row.count).sum();
+    let by_package: u64 = view.rows.iter().map(|row| row.count).sum();
+    assert_eq!(total, by_package);
+}
+
+fn search(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+/// A redacted dump answers `summary`, `top`, `who-holds` and `waste` with the same numbers,
+/// and none of the planted values are left in it: the duplicate strings' text, the session
+/// ids, and the 256-byte payload of session 0 (bytes 0, 1, …, 255, as `LeakFixture` fills it).
+/// Another reader opens it too.
+#[test]
+fn redacted_dumps_keep_the_numbers_and_lose_the_values() {
+    let dir = temp_dir("redact");
+    let original = dir.join("original.hprof");
+    let redacted = dir.join("redacted.hprof");
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(
+        std::fs::File::open(fixture("java/default.hprof.gz")).expect("fixture"),
+    )
+    .read_to_end(&mut bytes)
+    .expect("gzip");
+    std::fs::write(&original, &bytes).expect("write");
+    let payload: Vec<u8> = (0..=255u8).collect();
+    let secrets: [&[u8]; 3] = [b"duplicate-value-0123456789", b"sess-0000-", &payload];
+    for secret in secrets {
+        assert!(search(&bytes, secret), "the fixture holds the secret");
+    }
+    heapgraph_ok(&["redact", path_str(&original), "-o", path_str(&redacted)]);
+    let out = std::fs::read(&redacted).expect("redacted");
+    assert_eq!(out.len(), bytes.len());
+    for secret in secrets {
+        assert!(!search(&out, secret), "a secret is left");
+    }
+    let strip = |mut value: Value| {
+        value["dump"]["file"] = Value::Null;
+        value
+    };
+    for verb in [
+        &["summary"][..],
+        &["top", "-n", "50"],
+        &["waste"],
+        &["summary", "--group-by", "classloader"],
+    ] {
+        let run = |file: &str| {
+            let mut args = verb.to_vec();
+            args.extend([file, "--format", "json"]);
+            strip(json(&args))
+        };
+        assert_eq!(
+            run(path_str(&original)),
+            run(path_str(&redacted)),
+            "{verb:?}"
+        );
+    }
+    // who-holds names threads by their name strings, which are values: only names differ.
+    let numbers = |file: &str| {
+        let mut value = strip(json(&[
+            "who-holds",
+            "--type",
+            "com.example.Session",
+            file,
+            "--format",
+            "json",
+        ]));
+        blank_names(&mut value);
+        value
+    };
+    assert_eq!(numbers(path_str(&original)), numbers(path_str(&redacted)));
+    // A second reader, the fixture generator's own HPROF parser (make_fixtures.py), reads the
+    // redacted file record for record as the JVM wrote the original.
+    let script = format!(
+        "import sys, json; sys.path.insert(0, {dir:?}); import make_fixtures as m; \
+         print(json.dumps(m.record_counts(m.Hprof(open({file:?}, 'rb').read()))))",
+        dir = path_str(&fixture("java")),
+        file = path_str(&redacted),
+    );
+    let output = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3 runs (it is required, as for the fixtures)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let counts: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let text = std::fs::read_to_string(fixture("java/expected.json")).expect("expected.json");
+    let expected: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(counts, expected["variants"]["default"]["hprof"]["records"]);
+    // --keep-strings-matching keeps what matches.
+    let kept = dir.join("kept.hprof");
+    heapgraph_ok(&[
+        "redact",
+        path_str(&original),
+        "-o",
+        path_str(&kept),
+        "--keep-strings-matching",
+        "^duplicate-value-",
+    ]);
+    let out = std::fs::read(&kept).expect("kept");
+    assert!(search(&out, b"duplicate-value-0123456789"));
+    assert!(!search(&out, b"sess-0000-"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn blank_names(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if key == "name" {
+                    *item = Value::Null;
+                } else {
+                    blank_names(item);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(blank_names),
+        _ => {}
+    }
+}
+
+/// The bytes of `path`, gunzipped when gzip (a planted value must be absent from the content,
+/// whatever the packing).
+fn plain_bytes(path: &std::path::Path) -> Vec<u8> {
+    let raw = std::fs::read(path).expect("readable");
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .expect("gzip");
+        out
+    } else {
+        raw
+    }
+}
+
+/// `verb` on `file` as JSON, without the file name and the string texts (which redaction
+/// replaces on purpose): the numbers.
+fn numbers_of(verb: &[&str], file: &str) -> Value {
+    let mut args = verb.to_vec();
+    args.extend([file, "--format", "json"]);
+    let mut value = json(&args);
+    value["dump"]["file"] = Value::Null;
+    if let Some(rows) = value["values"].as_array_mut() {
+        for row in rows {
+            row["value"] = Value::Null;
+        }
+    }
+    value
+}
+
+fn assert_same_numbers(original: &str, redacted: &str, verbs: &[&[&str]]) {
+    for verb in verbs {
+        assert_eq!(
+            numbers_of(verb, original),
+            numbers_of(verb, redacted),
+            "{verb:?}"
+        );
+    }
+}
+
+/// A redacted V8 snapshot keeps every number (`summary`, `top`, `strings`' counts, who holds
+/// the planted requests) and loses the planted values: each request's url
+/// (`/api/items/ID?page=`) and body (`{"id":…,"payload":"ppp…"}`, 64 `p`s and more, as
+/// `make_fixtures.js` builds it). A second reader, Python's `json`, reads the copy with the node
+/// and edge counts V8 wrote in the header and the planted classes' counts (`expected.json`).
+#[test]
+fn redacted_v8_snapshots_keep_the_numbers_and_lose_the_values() {
+    let dir = temp_dir("redact-v8");
+    let original = fixture("v8/app-after.heapsnapshot.gz");
+    let redacted = dir.join("redacted.heapsnapshot");
+    let p64 = "p".repeat(64);
+    let secrets: [&[u8]; 2] = [b"/api/items/", p64.as_bytes()];
+    let before = plain_bytes(&original);
+    for secret in secrets {
+        assert!(search(&before, secret), "the fixture holds the secret");
+    }
+    heapgraph_ok(&["redact", path_str(&original), "-o", path_str(&redacted)]);
+    let after = plain_bytes(&redacted);
+    for secret in secrets {
+        assert!(!search(&after, secret), "a secret is left");
+    }
+    assert_same_numbers(
+        path_str(&original),
+        path_str(&redacted),
+        &[
+            &["summary"],
+            &["top", "-n", "50"],
+            &["strings"],
+            &["who-holds", "--type", "LeakyRequest"],
+        ],
+    );
+    let script = format!(
+        "import json; d = json.load(open({file:?})); m = d['snapshot']['meta']; \
+         nf = len(m['node_fields']); ef = len(m['edge_fields']); \
+         types = m['node_types'][0]; names = d['strings']; \
+         counts = {{}}; \
+         [counts.__setitem__(names[d['nodes'][i + 1]], counts.get(names[d['nodes'][i + 1]], 0) + 1) \
+          for i in range(0, len(d['nodes']), nf) if types[d['nodes'][i]] == 'object']; \
+         print(json.dumps([len(d['nodes']) // nf, len(d['edges']) // ef, \
+                           {{k: counts.get(k, 0) for k in ['LeakyCache', 'LeakyRequest', 'RequestHeaders']}}]))",
+        file = path_str(&redacted),
+    );
+    let output = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let read: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let text = std::fs::read_to_string(fixture("v8/expected.json")).expect("expected.json");
+    let expected: Value = serde_json::from_str(&text).expect("valid JSON");
+    let snapshot = &expected["snapshots"]["app-after"];
+    assert_eq!(read[0], snapshot["node_count"]);
+    assert_eq!(read[1], snapshot["edge_count"]);
+    for class in ["LeakyCache", "LeakyRequest", "RequestHeaders"] {
+        assert_eq!(read[2][class], snapshot["counts"][class], "{class}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A Python dump (written by the dumper in `leaky_service.py`, at test time) redacted to
+/// `.hgd`: the same numbers, and none of the planted values: the requests' paths
+/// (`/v1/complete/N`), their bytes payloads ("summarise the quarterly report") and the token
+/// streams' chunks (`stream-N-token-M`). The program's own `objgraph.typestats` (written
+/// beside the dump) counts the redacted dump's types as it counted the original's.
+#[test]
+fn redacted_python_dumps_keep_the_numbers_and_lose_the_values() {
+    let dir = temp_dir("redact-python");
+    let status = std::process::Command::new("python3")
+        .arg(repo_root().join("fixtures/python/leaky_service.py"))
+        .arg(&dir)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "leaky_service.py failed");
+    let original = dir.join("after.hgd");
+    let redacted = dir.join("redacted.hgd");
+    let secrets: [&[u8]; 3] = [
+        b"/v1/complete/",
+        b"summarise the quarterly report",
+        b"stream-0-token-",
+    ];
+    let before = plain_bytes(&original);
+    for secret in secrets {
+        assert!(search(&before, secret), "the dump holds the secret");
+    }
+    heapgraph_ok(&["redact", path_str(&original), "-o", path_str(&redacted)]);
+    let after = plain_bytes(&redacted);
+    for secret in secrets {
+        assert!(!search(&after, secret), "a secret is left");
+    }
+    assert_same_numbers(
+        path_str(&original),
+        path_str(&redacted),
+        &[
+            &["summary"],
+            &["top", "-n", "50"],
+            &["strings"],
+            &["who-holds", "--type", "__main__.Request"],
+        ],
+    );
+    let typestats: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("after.typestats.json")).expect("typestats"),
+    )
+    .expect("JSON");
+    let summary = json(&[
+        "summary",
+        path_str(&redacted),
+        "--kind",
+        "object",
+        "--format",
+        "json",
+        "-n",
+        "100000",
+    ]);
+    let count = |type_name: &str| {
+        summary["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["type"] == type_name)
+            .map_or(0, |row| row["count"].as_u64().unwrap())
+    };
+    for name in ["Request", "SessionCache"] {
+        let name = format!("__main__.{name}");
+        let expected = typestats[&name].as_u64().expect("objgraph counted it");
+        assert_eq!(count(&name), expected, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The report's waste section shows, row for row, what `heapgraph waste` measures (itself
+/// checked against the JVM's histogram above): each type's count, empty collections and wasted
+/// bytes, in the cells' sort values.
+#[test]
+fn the_report_shows_the_waste_of_collections() {
+    let dir = temp_dir("waste-report");
+    let file = fixture("java/default.hprof.gz");
+    let page = dir.join("report.html");
+    heapgraph_ok(&["report", path_str(&file), "-o", path_str(&page)]);
+    let html = std::fs::read_to_string(&page).expect("the page");
+    let section = &html[html
+        .find("<h2>Waste in collections</h2>")
+        .expect("a waste section")..];
+    let section = &section[..section.find("</table>").expect("its table")];
+    let waste = json(&["waste", path_str(&file), "--format", "json"]);
+    let rows = waste["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty());
+    for row in rows {
+        let name = row["type"].as_str().unwrap();
+        let label = if row["arrays"] == true {
+            format!("{name} (arrays)")
+        } else {
+            name.to_owned()
+        };
+        let cells = format!(
+            "<tr><td>{label}</td><td class=\"n\" data-v=\"{count}\">{count}</td><td class=\"n\" data-v=\"{empty}\">{empty}</td>",
+            count = row["count"],
+            empty = row["empty"],
+        );
+        assert!(section.contains(&cells), "{cells}");
+        let wasted = format!("data-v=\"{}\"", row["wasted_bytes"]);
+        let at = section.find(&cells).unwrap();
+        let row_end = at + section[at..].find("</tr>").unwrap();
+        assert!(section[at..row_end].contains(&wasted), "{label}: {wasted}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
