@@ -73,13 +73,18 @@ assert objgraph.__version__ == '$OBJGRAPH_VERSION', objgraph.__version__
 assert numpy.__version__ == '$NUMPY_VERSION', numpy.__version__" 2>/dev/null; then
         echo "== $python: pip install objgraph==$OBJGRAPH_VERSION numpy==$NUMPY_VERSION"
         "$python" -m pip --version >/dev/null 2>&1 || as_root apt-get install -y -qq python3-pip
-        pip=("$python" -m pip install --quiet --disable-pip-version-check
+        pip=("$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore
             "objgraph==$OBJGRAPH_VERSION" "numpy==$NUMPY_VERSION")
-        # Debian's own python3 is marked externally managed; a pyenv or venv one is not.
-        if [[ -w $("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') ]]; then
-            "${pip[@]}" || "${pip[@]}" --break-system-packages
+        # Debian's own python3 is marked externally managed (PEP 668); a pyenv or venv one is
+        # not. The tests run the system's python3, so that is where the packages go.
+        if "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+            pip+=(--break-system-packages)
+        fi
+        if [[ -w $("$python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))') ]]; then
+            "${pip[@]}"
         else
-            as_root "${pip[@]}" || as_root "${pip[@]}" --break-system-packages
+            as_root "${pip[@]}"
         fi
     fi
 done
