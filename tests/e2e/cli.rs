@@ -174,6 +174,7 @@ fn the_chain_links_dominate_each_other() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs node and memlab")]
 fn top_json_gives_the_objects_held_that_the_text_shows_and_memlab_implies() {
     // The oracle: the size of each object's subtree in memlab's dominator tree.
     let name = V8_FIXTURES[1];

@@ -4,7 +4,7 @@
 //! version is dumped before it runs out of memory and the dump names the same holder, while
 //! the fixed version finishes. The GPU scenarios run on the committed CUDA snapshots.
 
-use crate::support::{fixture, heapgraph, json, path_str, repo_root, temp_dir};
+use crate::support::{fixture, heapgraph, json, path_str, repo_root, temp_dir, tool};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -68,7 +68,7 @@ fn case(program: &str) -> &'static Case {
 /// Runs an example with `args`, expects it to finish, and returns its folder of dumps.
 fn run_example(case: &Case, fixed: bool, dir: &Path) -> PathBuf {
     let dumps = dir.join(if fixed { "fixed" } else { "leaking" });
-    let mut command = Command::new("python3");
+    let mut command = tool("python3");
     command
         .arg(repo_root().join("examples").join(case.program))
         .arg("--dumps")
@@ -215,36 +215,43 @@ fn check_gate_and_first_screen(program: &str) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn model_loading_gate_and_first_screen() {
     check_gate_and_first_screen("model_loading/load_model.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn batch_pileup_gate_and_first_screen() {
     check_gate_and_first_screen("batch_pileup/batch_server.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn vector_store_gate_and_first_screen() {
     check_gate_and_first_screen("vector_store/vector_store.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn async_tasks_gate_and_first_screen() {
     check_gate_and_first_screen("async_tasks/async_service.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn growing_cache_gate_and_first_screen() {
     check_gate_and_first_screen("growing_cache/prompt_cache.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn unclosed_stream_gate_and_first_screen() {
     check_gate_and_first_screen("unclosed_stream/stream_server.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn parsed_json_gate_and_first_screen() {
     check_gate_and_first_screen("parsed_json/catalog_service.py");
 }
@@ -329,36 +336,43 @@ fn check_dumped_before_out_of_memory(program: &str) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn model_loading_is_dumped_before_it_runs_out_of_memory() {
     check_dumped_before_out_of_memory("model_loading/load_model.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn batch_pileup_is_dumped_before_it_runs_out_of_memory() {
     check_dumped_before_out_of_memory("batch_pileup/batch_server.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn vector_store_is_dumped_before_it_runs_out_of_memory() {
     check_dumped_before_out_of_memory("vector_store/vector_store.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn async_tasks_are_dumped_before_they_run_out_of_memory() {
     check_dumped_before_out_of_memory("async_tasks/async_service.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn growing_cache_is_dumped_before_it_runs_out_of_memory() {
     check_dumped_before_out_of_memory("growing_cache/prompt_cache.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn unclosed_stream_is_dumped_before_it_runs_out_of_memory() {
     check_dumped_before_out_of_memory("unclosed_stream/stream_server.py");
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and numpy")]
 fn parsed_json_is_dumped_before_it_runs_out_of_memory() {
     check_dumped_before_out_of_memory("parsed_json/catalog_service.py");
 }

@@ -4,6 +4,7 @@
 mod bad_input;
 mod cli;
 mod examples;
+mod golden;
 mod holding;
 mod hprof;
 mod hprof_real_world;

@@ -4,12 +4,11 @@
 //!
 //! The peers are installed by `npm ci --ignore-scripts` in `tests/oracle` (`.ci/run` does it).
 
-use crate::support::{V8_FIXTURES, fixture, repo_root, temp_dir};
+use crate::support::{V8_FIXTURES, fixture, repo_root, temp_dir, tool};
 use heapgraph_analyzer::{Analysis, EdgeRule, NO_DISTANCE, Options, analyze};
 use heapgraph_import::Dump;
 use heapgraph_model::HeapGraph;
 use rustc_hash::FxHashMap as HashMap;
-use std::process::Command;
 
 pub(crate) fn load(name: &str) -> HeapGraph {
     match heapgraph_import::import_path(&fixture(name), &Default::default()).expect("fixture loads")
@@ -36,14 +35,14 @@ pub(crate) fn run_oracle_with(script: &str, args: &[&str], name: &str) -> serde_
     let oracle_dir = repo_root().join("tests/oracle");
     assert!(
         oracle_dir.join("node_modules").exists(),
-        "the peer tools are not installed: run `npm ci --ignore-scripts` in tests/oracle (.ci/run does)"
+        "the peer tools are not installed: run tests/setup.sh (npm ci --ignore-scripts in tests/oracle)"
     );
     let out = temp_dir("oracle").join(format!(
         "{script}{}-{}.json",
         args.concat(),
         name.replace('/', "_")
     ));
-    let status = Command::new("node")
+    let status = tool("node")
         .arg("--max-old-space-size=4000")
         .arg(oracle_dir.join(script))
         .args(args)
@@ -161,6 +160,7 @@ pub(crate) fn check_distances_against_devtools(name: &str) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs node and memlab")]
 fn retained_sizes_and_dominators_equal_memlabs_on_every_node() {
     for name in V8_FIXTURES {
         check_against_memlab(name, 40_000);
@@ -168,6 +168,10 @@ fn retained_sizes_and_dominators_equal_memlabs_on_every_node() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs node and DevTools' worker"
+)]
 fn distances_equal_devtools_on_every_node() {
     for name in V8_FIXTURES {
         check_distances_against_devtools(name);
@@ -271,6 +275,7 @@ fn dominators_equal_petgraphs_simple_fast_on_the_fixtures() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs node and memlab")]
 fn leaks_alive_from_the_target_equal_memlabs_find_leaks() {
     let oracle_dir = repo_root().join("tests/oracle");
     assert!(
@@ -278,7 +283,7 @@ fn leaks_alive_from_the_target_equal_memlabs_find_leaks() {
         "run `npm ci --ignore-scripts` in tests/oracle"
     );
     let out = temp_dir("oracle").join("memlab-leaks.json");
-    let status = Command::new("node")
+    let status = tool("node")
         .arg("--max-old-space-size=4000")
         .arg(oracle_dir.join("memlab_leaks.js"))
         .arg("-o")

@@ -4,7 +4,7 @@
 //! dumper injected from outside (`capture python --pid`), and dumps cut short.
 
 use crate::python_checks::{self as checks, read_json};
-use crate::support::{heapgraph, heapgraph_ok, json, path_str, repo_root, temp_dir};
+use crate::support::{heapgraph, heapgraph_ok, json, need, path_str, repo_root, temp_dir, tool};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -14,16 +14,16 @@ use std::sync::OnceLock;
 fn service_dumps() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let objgraph = Command::new("python3")
+        let objgraph = tool("python3")
             .args(["-c", "import objgraph"])
             .status()
             .expect("python3 runs");
         assert!(
             objgraph.success(),
-            "objgraph is the oracle of these tests: pip install objgraph (.ci/run does)"
+            "objgraph is the oracle of these tests: run tests/setup.sh (pip install objgraph==3.6.2)"
         );
         let dir = temp_dir("python-service");
-        let status = Command::new("python3")
+        let status = tool("python3")
             .arg(repo_root().join("fixtures/python/leaky_service.py"))
             .arg(&dir)
             .status()
@@ -57,31 +57,55 @@ fn dump(name: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn tracked_objects_by_type_equal_objgraph_typestats() {
     checks::tracked_objects_by_type_equal_objgraph_typestats(service_dumps());
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn leaking_objects_equal_objgraph_get_leaking_objects() {
     checks::leaking_objects_equal_objgraph_get_leaking_objects(service_dumps());
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn the_planted_request_is_held_through_the_cache_history() {
     checks::the_planted_request_is_held_through_the_cache_history(service_dumps());
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn nothing_is_unreachable_in_the_service_dumps() {
     checks::nothing_is_unreachable(service_dumps());
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn diff_ranks_the_planted_types_first() {
     checks::diff_ranks_the_planted_types_first(service_dumps());
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn backrefs_draw_the_chain_as_dot() {
     let facts = read_json(&service_dumps().join("facts.json"));
     let id = facts["planted_request_hex"].as_str().unwrap();
@@ -98,6 +122,10 @@ fn backrefs_draw_the_chain_as_dot() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn a_dump_cut_short_reads_as_far_as_it_goes() {
     let bytes = std::fs::read(dump("after")).unwrap();
     let dir = temp_dir("python-cut");
@@ -149,10 +177,9 @@ fn python_child(interpreter: &str) -> std::process::Child {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and gdb")]
 fn capture_injects_the_dumper_through_gdb() {
-    if Command::new("gdb").arg("--version").output().is_err() {
-        panic!("gdb is needed for this test: apt-get install gdb (.ci/run does)");
-    }
+    need("gdb");
     let mut child = python_child("python3");
     let dir = temp_dir("python-capture");
     let out = dir.join("live.hgd");
@@ -185,13 +212,17 @@ fn capture_of_a_process_that_is_not_python_says_so() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn collapse_modules_puts_the_module_over_what_its_code_holds() {
     checks::collapse_modules_puts_the_module_over_what_its_code_holds(service_dumps());
 }
 
 /// Runs `script` in python3 with the dumper importable; returns its stdout.
 fn run_python(script: &str, args: &[&str]) -> String {
-    let output = Command::new("python3")
+    let output = tool("python3")
         .arg("-c")
         .arg(script)
         .args(args)
@@ -207,6 +238,7 @@ fn run_python(script: &str, args: &[&str]) -> String {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn install_dumps_on_sigusr2() {
     let dir = temp_dir("python-install");
     let out = dir.join("on-signal.hgd");
@@ -222,6 +254,10 @@ fn install_dumps_on_sigusr2() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn weak_references_do_not_retain() {
     // `item` is held by the list and by a WeakValueDictionary; `other` only by a weakref and
     // a list. Neither weak holder may dominate, or retain, them.
@@ -270,6 +306,10 @@ fn weak_references_do_not_retain() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn the_gate_measures_type_growth_between_python_dumps() {
     let (before, after) = (dump("before"), dump("after"));
     let output = heapgraph(&[
@@ -298,6 +338,10 @@ fn the_gate_measures_type_growth_between_python_dumps() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn diff_matches_holders_by_their_path_from_the_root() {
     checks::diff_matches_holders_by_their_path_from_the_root(service_dumps());
     // A holder gate over the cache's own signature.
@@ -318,10 +362,14 @@ fn diff_matches_holders_by_their_path_from_the_root() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn the_gate_fails_on_the_leaking_release_and_passes_on_the_fixed_one() {
     // The same service, released fixed: the growth phase does the same work and keeps nothing.
     let fixed = temp_dir("python-service-fixed");
-    let status = Command::new("python3")
+    let status = tool("python3")
         .arg(repo_root().join("fixtures/python/leaky_service.py"))
         .arg(&fixed)
         .args(["--fixed", "--no-oracle"])
@@ -360,6 +408,10 @@ fn the_gate_fails_on_the_leaking_release_and_passes_on_the_fixed_one() {
 /// answer leads with the module's chain, object for object as objgraph finds it; the shortest
 /// order does not.
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 and objgraph"
+)]
 fn who_holds_leads_with_the_chain_objgraph_finds_from_a_module() {
     let dir = temp_dir("python-backref-chain");
     let out = dir.join("registry.hgd");

@@ -3,7 +3,7 @@
 //! without it) and Node (`--heapsnapshot-signal`) processes that load afterwards, and a
 //! recorder killed mid-recording leaves a timeline that reads up to its last sample.
 
-use crate::support::{heapgraph, heapgraph_ok, json, path_str, repo_root, temp_dir};
+use crate::support::{heapgraph, heapgraph_ok, json, need, path_str, repo_root, temp_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -54,7 +54,9 @@ with open(sys.argv[1], "w") as account:
 "#;
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn the_timeline_follows_the_childs_own_account() {
+    need("python3");
     let dir = temp_dir("record-steps");
     let out = dir.join("steps.hgt");
     let account_path = dir.join("account.jsonl");
@@ -169,6 +171,7 @@ fn dumps_of(view: &Value) -> Vec<(String, PathBuf)> {
 }
 
 fn python_dump_has_the_ballast(dir: &Path, install: bool) {
+    need("python3");
     let out = dir.join("service.hgt");
     let stderr = record(
         &[
@@ -217,6 +220,7 @@ fn python_dump_has_the_ballast(dir: &Path, install: bool) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn act_dumps_a_python_process_through_its_installed_dumper() {
     let dir = temp_dir("record-python-install");
     python_dump_has_the_ballast(&dir, true);
@@ -224,14 +228,18 @@ fn act_dumps_a_python_process_through_its_installed_dumper() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3 and gdb")]
 fn act_dumps_a_python_process_without_the_dumper_through_gdb() {
+    need("gdb");
     let dir = temp_dir("record-python-gdb");
     python_dump_has_the_ballast(&dir, false);
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs node")]
 fn act_dumps_a_node_process_through_its_heapsnapshot_signal() {
+    need("node");
     let dir = temp_dir("record-node");
     let out = dir.join("node.hgt");
     // Buffers filled with ones are resident; the JS heap itself stays small, so the snapshot
@@ -313,19 +321,13 @@ public class Grow {
 "#;
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs a JDK: java and jcmd"
+)]
 fn act_dumps_a_jvm_through_jcmd() {
-    let found = |tool: &str| {
-        Command::new(tool)
-            .arg("-h")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok()
-    };
-    if !found("java") || !found("jcmd") {
-        println!("skipped: no java and jcmd on PATH (a JDK 11 or later runs this test)");
-        return;
-    }
+    need("java");
+    need("jcmd");
     let dir = temp_dir("record-java");
     let source = dir.join("Grow.java");
     std::fs::write(&source, GROWING_JAVA).unwrap();

@@ -345,6 +345,7 @@ fn a_converted_dump_splits_the_unreachable_objects_alike() {
 /// is held only weakly, with its payload; a cycle nothing points at is garbage. A real dump of
 /// a program that builds both with the collector off.
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn a_python_cycle_behind_a_weakref_is_weakly_held_and_one_without_is_garbage() {
     let dir = crate::support::temp_dir("references-python");
     let out = dir.join("weak.hgd");
@@ -364,7 +365,7 @@ fn a_python_cycle_behind_a_weakref_is_weakly_held_and_one_without_is_garbage() {
                   lost = id(Lost())\n\
                   heapgraph_dump.dump(sys.argv[1])\n\
                   print(id(ref()), payload, lost)\n";
-    let output = std::process::Command::new("python3")
+    let output = crate::support::tool("python3")
         .arg("-c")
         .arg(script)
         .arg(&out)

@@ -1,7 +1,7 @@
 //! The HTML report: self-contained (nothing fetched), bounded in size, the same bytes for the
 //! same inputs, and holding what the issue asks for on real dumps.
 
-use crate::support::{V8_FIXTURES, fixture, heapgraph_ok, path_str, temp_dir};
+use crate::support::{V8_FIXTURES, fixture, heapgraph_ok, need, path_str, temp_dir, tool};
 use std::process::Command;
 
 fn report(args: &[&str], name: &str) -> String {
@@ -385,17 +385,9 @@ fn coinciding_lines_are_drawn_once_and_named_together() {
 /// Runs `tests/browser/check_report.py` on `pages` (screenshots and PDFs under `shots`), and
 /// returns its output.
 fn check_in_browser(shots: &std::path::Path, pages: &[String]) -> std::process::Output {
-    // Chromium and chromedriver come from Debian (.ci/run installs them).
-    for tool in ["chromium", "chromedriver"] {
-        assert!(
-            Command::new(tool)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success()),
-            "{tool} is needed: apt-get install chromium chromium-driver (.ci/run does)"
-        );
-    }
-    Command::new("python3")
+    need("chromium");
+    need("chromedriver");
+    tool("python3")
         .arg(crate::support::repo_root().join("tests/browser/check_report.py"))
         .arg(shots)
         .args(pages)
@@ -406,7 +398,7 @@ fn check_in_browser(shots: &std::path::Path, pages: &[String]) -> std::process::
 /// Two dumps of a real Python process, `before.hgd` and `after.hgd`, written by the dumper in
 /// `fixtures/python/leaky_service.py` (objgraph's answers are not needed here).
 fn python_dumps(dir: &std::path::Path) -> (String, String) {
-    let status = Command::new("python3")
+    let status = tool("python3")
         .arg(crate::support::repo_root().join("fixtures/python/leaky_service.py"))
         .arg(dir)
         .arg("--no-oracle")
@@ -422,6 +414,10 @@ fn python_dumps(dir: &std::path::Path) -> (String, String) {
 /// notes after the headline, tables that sort, a page that prints, nothing fetched), and a
 /// screenshot of each is kept under `target/report-screenshots/` to look at.
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs chromium, chromedriver and python3"
+)]
 fn reports_work_in_a_real_browser() {
     let dir = temp_dir("report-browser");
     let v8: Vec<String> = V8_FIXTURES
@@ -520,6 +516,10 @@ fn reports_work_in_a_real_browser() {
 /// narrower than its content, and whose note comes before the headline. (The page is made by
 /// hand: no report of ours is broken this way any more.)
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs chromium, chromedriver and python3"
+)]
 fn the_browser_checks_catch_what_a_reader_would_see_broken() {
     let dir = temp_dir("report-browser-broken");
     let lines: String = (0..12)

@@ -129,6 +129,10 @@ fn top_json(file: &str, extra: &[&str]) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs a nested cargo build of the demos"
+)]
 fn every_accounted_line_holds_exactly_what_the_program_says() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -165,6 +169,10 @@ fn every_accounted_line_holds_exactly_what_the_program_says() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs a nested cargo build of the demos"
+)]
 fn diff_gives_each_lines_change_exactly() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -226,6 +234,10 @@ fn own_fold(traceback: &Value, file: &str) -> Vec<(u64, i64, i64)> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs a nested cargo build of the demos"
+)]
 fn groupings_agree_with_the_tests_own_sums() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -300,6 +312,10 @@ fn groupings_agree_with_the_tests_own_sums() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs a nested cargo build of the demos"
+)]
 fn text_output_names_the_users_line_and_gates_fire_on_growth() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -346,6 +362,10 @@ fn text_output_names_the_users_line_and_gates_fire_on_growth() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs a nested cargo build of the demos"
+)]
 fn sampled_estimates_are_within_six_sigma_of_the_truth() {
     let dir = temp_dir("rust-alloc-sampled");
     let account = run_demo("alloc_sampled_demo", &dir);
@@ -398,6 +418,10 @@ fn sampled_estimates_are_within_six_sigma_of_the_truth() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs a nested cargo build of the demos"
+)]
 fn a_cut_short_snapshot_reads_as_far_as_it_goes() {
     let dir = temp_dir("rust-alloc-cut");
     let whole = std::fs::read(snapshot_path("before.hgd")).expect("the snapshot");

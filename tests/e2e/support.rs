@@ -49,3 +49,37 @@ pub(crate) fn temp_dir(name: &str) -> PathBuf {
 pub(crate) fn path_str(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
+
+/// The programs the peers tier runs (`--features peers`) and the Debian package that gives each;
+/// `tests/setup.sh` installs them all.
+const TOOLS: [(&str, &str); 7] = [
+    ("python3", "python3"),
+    ("node", "nodejs"),
+    ("gdb", "gdb"),
+    ("chromium", "chromium"),
+    ("chromedriver", "chromium-driver"),
+    ("java", "default-jdk-headless"),
+    ("jcmd", "default-jdk-headless"),
+];
+
+/// Fails the test when `program` is not on PATH, naming it and how to install it: a test of the
+/// peers tier never passes without its tool.
+pub(crate) fn need(program: &str) {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+    let package = TOOLS
+        .iter()
+        .find(|(name, _)| *name == program)
+        .map_or(program, |(_, package)| package);
+    assert!(
+        found,
+        "{program} is needed by this test and is not on PATH: run tests/setup.sh, which installs \
+         it (apt-get install {package}) with every other tool of the peers tier"
+    );
+}
+
+/// `Command::new(program)`, once [`need`] found it.
+pub(crate) fn tool(program: &str) -> Command {
+    need(program);
+    Command::new(program)
+}

@@ -2,10 +2,9 @@
 //! `Snapshot.compare_to`, in Python's order, for the committed fixtures and for dumps that
 //! python3 writes afresh when the test runs.
 
-use crate::support::{fixture, heapgraph, json, path_str, temp_dir};
+use crate::support::{fixture, heapgraph, json, path_str, temp_dir, tool};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 /// `[[filename, lineno], …]` from Python against `[{filename, lineno}, …]` from heapgraph.
 fn frames_match(python: &Value, ours: &Value) -> bool {
@@ -99,9 +98,10 @@ fn committed_dumps_give_pythons_statistics_and_comparisons() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn fresh_dumps_from_this_python_give_its_answers() {
     let dir = temp_dir("tracemalloc");
-    let status = Command::new("python3")
+    let status = tool("python3")
         .arg(fixture("tracemalloc/make_fixtures.py"))
         .arg(&dir)
         .status()
@@ -129,6 +129,7 @@ fn heap_dump_rankings_are_not_allocation_groupings() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn three_tuple_traces_of_python_3_8_and_older_read_the_same() {
     // No interpreter of 3.8 or older is here; python3 rewrites a real dump's traces as the
     // (domain, size, traceback) 3-tuples those versions pickle, which no statistic depends on.
@@ -139,7 +140,7 @@ fn three_tuple_traces_of_python_3_8_and_older_read_the_same() {
                   snap = tracemalloc.Snapshot.load(sys.argv[1])\n\
                   snap.traces._traces = [t[:3] for t in snap.traces._traces]\n\
                   pickle.dump(snap, open(sys.argv[2], 'wb'), pickle.HIGHEST_PROTOCOL)\n";
-    let status = Command::new("python3")
+    let status = tool("python3")
         .args(["-c", script, path_str(&original), path_str(&three)])
         .status()
         .expect("python3 runs");

@@ -22,6 +22,10 @@ fn raw(name: &str) -> serde_json::Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs node, memlab and DevTools' worker"
+)]
 fn node8_unknown_node_types_are_named_as_devtools_names_them() {
     let graph = load(NODE8);
     let devtools = run_oracle_with("devtools_oracle.js", &["--classes"], NODE8);
@@ -85,12 +89,20 @@ fn node8_unknown_node_types_are_named_as_devtools_names_them() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs node, memlab and DevTools' worker"
+)]
 fn node8_dominators_and_distances_equal_the_peers_on_every_node() {
     check_against_memlab(NODE8, 28_000);
     check_distances_against_devtools(NODE8);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs node, memlab and DevTools' worker"
+)]
 fn julia_shaped_ids_are_read_exactly_and_the_peers_agree() {
     let graph = load(JULIA_SHAPED);
     let doc = raw(JULIA_SHAPED);

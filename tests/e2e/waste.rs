@@ -231,6 +231,7 @@ fn search(haystack: &[u8], needle: &[u8]) -> bool {
 /// ids, and the 256-byte payload of session 0 (bytes 0, 1, …, 255, as `LeakFixture` fills it).
 /// Another reader opens it too.
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn redacted_dumps_keep_the_numbers_and_lose_the_values() {
     let dir = temp_dir("redact");
     let original = dir.join("original.hprof");
@@ -296,7 +297,7 @@ fn redacted_dumps_keep_the_numbers_and_lose_the_values() {
         dir = path_str(&fixture("java")),
         file = path_str(&redacted),
     );
-    let output = std::process::Command::new("python3")
+    let output = crate::support::tool("python3")
         .args(["-c", &script])
         .output()
         .expect("python3 runs (it is required, as for the fixtures)");
@@ -387,6 +388,7 @@ fn assert_same_numbers(original: &str, redacted: &str, verbs: &[&[&str]]) {
 /// `make_fixtures.js` builds it). A second reader, Python's `json`, reads the copy with the node
 /// and edge counts V8 wrote in the header and the planted classes' counts (`expected.json`).
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn redacted_v8_snapshots_keep_the_numbers_and_lose_the_values() {
     let dir = temp_dir("redact-v8");
     let original = fixture("v8/app-after.heapsnapshot.gz");
@@ -423,7 +425,7 @@ fn redacted_v8_snapshots_keep_the_numbers_and_lose_the_values() {
                            {{k: counts.get(k, 0) for k in ['LeakyCache', 'LeakyRequest', 'RequestHeaders']}}]))",
         file = path_str(&redacted),
     );
-    let output = std::process::Command::new("python3")
+    let output = crate::support::tool("python3")
         .args(["-c", &script])
         .output()
         .expect("python3 runs");
@@ -450,9 +452,10 @@ fn redacted_v8_snapshots_keep_the_numbers_and_lose_the_values() {
 /// streams' chunks (`stream-N-token-M`). The program's own `objgraph.typestats` (written
 /// beside the dump) counts the redacted dump's types as it counted the original's.
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
 fn redacted_python_dumps_keep_the_numbers_and_lose_the_values() {
     let dir = temp_dir("redact-python");
-    let status = std::process::Command::new("python3")
+    let status = crate::support::tool("python3")
         .arg(repo_root().join("fixtures/python/leaky_service.py"))
         .arg(&dir)
         .status()

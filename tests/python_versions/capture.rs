@@ -374,7 +374,7 @@ fn capture_of_a_traced_process_names_the_tracer(python: &Python) {
         .args(["-o", "/dev/null", "-p", &child.pid()])
         .stderr(Stdio::piped())
         .spawn()
-        .expect("strace runs (apt-get install strace; .ci/run does)");
+        .expect("strace runs (apt-get install strace; tests/setup.sh does)");
     // strace says it attached on its stderr.
     let mut line = String::new();
     BufReader::new(strace.stderr.as_mut().unwrap())

@@ -65,8 +65,8 @@ impl Python {
         assert!(
             root.join(".heapgraph-root").is_file()
                 && root.join(format!("usr/bin/python{version}")).is_file(),
-            "the Python {version} root {} is missing: run tests/python-roots/build.sh (as root; \
-             .ci/run does)",
+            "the Python {version} root {} is missing: run tests/setup.sh (as root), \
+             which builds it with tests/python-roots/build.sh",
             root.display()
         );
         Python {

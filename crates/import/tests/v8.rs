@@ -314,9 +314,16 @@ fn committed_fixtures_match_the_oracle_through_import_path() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs node")]
 fn a_snapshot_node_writes_now_matches_the_oracle() {
     let dir = scratch_dir("fresh");
     let path = dir.join("fresh.heapsnapshot");
+    let node = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("node").is_file()));
+    assert!(
+        node,
+        "node is needed by this test and is not on PATH: run tests/setup.sh (apt-get install nodejs)"
+    );
     let status = std::process::Command::new("node")
         .arg("-e")
         .arg("require('v8').writeHeapSnapshot(process.argv[1])")
