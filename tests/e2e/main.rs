@@ -14,6 +14,7 @@ mod record;
 mod refusals;
 mod report;
 mod rust_alloc;
+mod serve;
 mod support;
 mod tidy;
 mod torch_cuda;

@@ -130,6 +130,33 @@ pub(crate) enum Command {
     Capture(CaptureCommand),
     /// Write a dump in heapgraph's native format (.hgd), with its analysis, to reopen fast
     Convert(ConvertArgs),
+    /// Explore a heap dump in the browser: the dump is analysed once, then served on
+    /// 127.0.0.1 behind a random token (the URL printed) until stopped (Ctrl-C)
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "The server binds 127.0.0.1 only and answers only requests that carry \
+the printed token (then kept in a cookie) and name the loopback in their Host header. It serves \
+the dumps named here and nothing else. The API behind the page is documented in docs/api.md."
+)]
+pub(crate) struct ServeArgs {
+    /// The heap dump to explore (V8 .heapsnapshot, Java .hprof, IBM .phd, or a .hgd; a .hgd
+    /// with its stored analysis opens fastest)
+    #[arg(value_name = "DUMP")]
+    pub(crate) file: PathBuf,
+    /// An earlier dump of the same program to compare with (the Comparison view, /api/v1/diff)
+    #[arg(long, value_name = "DUMP")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// The port to listen on (by default one the system picks)
+    #[arg(long, default_value_t = 0)]
+    pub(crate) port: u16,
+    /// Start the desktop's browser on the page
+    #[arg(long)]
+    pub(crate) open: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 /// What to capture.

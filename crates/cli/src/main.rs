@@ -7,6 +7,7 @@ mod capture;
 mod load;
 mod record;
 mod report;
+mod serve;
 mod verbs;
 
 use std::io::Write;
@@ -59,6 +60,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         }
         args::Command::Capture(args::CaptureCommand::Python(args)) => capture::python(&args)?,
         args::Command::Convert(args) => verbs::convert(&args)?,
+        args::Command::Serve(args) => serve::serve(&args)?,
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(output.as_bytes())?;

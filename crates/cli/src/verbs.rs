@@ -144,7 +144,7 @@ fn heap_rank(by: Option<RankByArg>) -> anyhow::Result<RankBy> {
 }
 
 /// Parses `@12345`, `12345` or `0x3039`.
-fn parse_object_id(text: &str) -> anyhow::Result<u64> {
+pub(crate) fn parse_object_id(text: &str) -> anyhow::Result<u64> {
     let trimmed = text.trim();
     let parsed = if let Some(hex) = trimmed
         .strip_prefix("0x")
