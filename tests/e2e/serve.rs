@@ -323,8 +323,7 @@ fn serve_answers_bad_requests_with_json_errors() {
         let message = error_of(&reply);
         assert!(message.contains(says), "{path}: {message}");
     }
-    let last = format!("/api/v1/instances?type=com.example.Session&offset=400&limit=5");
-    let empty = server.json(&last);
+    let empty = server.json("/api/v1/instances?type=com.example.Session&offset=400&limit=5");
     assert_eq!(empty["objects"].as_array().map(Vec::len), Some(0));
     let reply = server.get(&format!("/api/v1/object/@{id}"));
     assert_eq!(reply.status, 200);
@@ -425,7 +424,7 @@ fn serve_explores_the_planted_sessions_as_the_jvm_counted_them() {
         let id = node["id"].as_u64().expect("an id");
         let children = server.json(&format!("/api/v1/children/{id}"));
         assert_eq!(children["schema"], "heapgraph.children/1");
-        let kids = children["children"].as_array().expect("children").clone();
+        let kids = children["children"].as_array().expect("children");
         assert_eq!(children["total"].as_u64(), Some(1), "link {k}");
         assert_eq!(kids[0]["hidden_children"].as_u64(), Some(1));
         node = kids[0].clone();

@@ -12,6 +12,7 @@ use crate::histogram::DominatorChildren;
 use crate::queries::{edge_text, object_view};
 use crate::view::{DominatorTreeNode, ObjectView};
 use heapgraph_model::{HeapGraph, NodeId};
+use rayon::slice::ParallelSliceMut;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -316,9 +317,7 @@ fn id_index(graph: &HeapGraph) -> IdIndex {
     }
     let mut order: Vec<u32> = (0..graph.node_count() as u32).collect();
     // The index breaks ties, so the first node of an id sorts first (as `find_object` finds).
-    rayon::slice::ParallelSliceMut::par_sort_unstable_by_key(&mut order[..], |&node| {
-        (ids.get(node as usize), node)
-    });
+    order.par_sort_unstable_by_key(|&node| (ids.get(node as usize), node));
     IdIndex::Sorted(order)
 }
 

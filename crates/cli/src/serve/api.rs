@@ -32,6 +32,9 @@ pub(crate) struct Dumped {
 /// at start.
 pub(crate) struct Served {
     pub(crate) dump: Dumped,
+    /// Queries that run at once, one per core: a query's scratch memory (a chain search's is
+    /// O(V)) is then held by that many at most, however many clients ask.
+    pub(crate) running: tokio::sync::Semaphore,
     pub(crate) summary: String,
     pub(crate) types: String,
     pub(crate) findings: String,
@@ -55,6 +58,7 @@ pub(crate) fn error(status: StatusCode, message: &str) -> Response {
 }
 
 /// A request the API refuses, with its status and message.
+#[derive(Debug)]
 pub(crate) struct Refusal(StatusCode, String);
 
 impl Refusal {
@@ -74,7 +78,11 @@ async fn answer(
     served: Arc<Served>,
     answer: impl FnOnce(&Served) -> Answer + Send + 'static,
 ) -> Response {
-    let result = tokio::task::spawn_blocking(move || answer(&served)).await;
+    let Ok(_permit) = served.running.acquire().await else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+    };
+    let shared = Arc::clone(&served);
+    let result = tokio::task::spawn_blocking(move || answer(&shared)).await;
     match result {
         Ok(Ok(body)) => json_response(StatusCode::OK, body),
         Ok(Err(Refusal(status, message))) => error(status, &message),
@@ -315,8 +323,8 @@ mod tests {
 
     #[test]
     fn queries_decode_and_bad_counts_are_refused() {
-        let pairs = parameters(Some("type=java.util.HashMap%24Node&offset=5&x=a+b")).ok();
-        let pairs = pairs.expect("a well-formed query");
+        let pairs = parameters(Some("type=java.util.HashMap%24Node&offset=5&x=a+b"))
+            .expect("a well-formed query");
         assert_eq!(parameter(&pairs, "type"), Some("java.util.HashMap$Node"));
         assert_eq!(parameter(&pairs, "x"), Some("a b"));
         assert_eq!(
@@ -333,7 +341,7 @@ mod tests {
             "offset=x",
             "limit=1e3",
         ] {
-            let pairs = parameters(Some(bad)).ok().expect("decodes");
+            let pairs = parameters(Some(bad)).expect("decodes");
             assert!(page(&pairs).is_err(), "{bad}");
         }
         assert!(parameters(Some("type=%zz")).is_err());

@@ -145,8 +145,10 @@ fn render(dump: Dumped, baseline: Option<&Dumped>) -> Served {
             .collect();
         json::graph_diff(&view, &dump.info, &old.info, &found, RankBy::Retained, None)
     });
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     Served {
         dump,
+        running: tokio::sync::Semaphore::new(cores),
         summary,
         types,
         findings,
