@@ -17,6 +17,7 @@ mod references;
 mod refusals;
 mod report;
 mod rust_alloc;
+mod serve;
 mod support;
 mod tidy;
 mod torch_cuda;

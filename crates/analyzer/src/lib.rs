@@ -22,6 +22,7 @@ pub mod diff;
 mod distances;
 mod dominators;
 mod edge_rule;
+pub mod explore;
 pub mod findings;
 pub mod gate;
 pub mod gpu;

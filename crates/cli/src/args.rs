@@ -151,6 +151,9 @@ pub(crate) enum Command {
     /// share it: HPROF stays HPROF, a V8 snapshot stays a snapshot, any other heap dump is
     /// written as .hgd
     Redact(RedactArgs),
+    /// Explore a heap dump in the browser: the dump is analysed once, then served on
+    /// 127.0.0.1 behind a random token (the URL printed) until stopped (Ctrl-C)
+    Serve(ServeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -185,6 +188,30 @@ pub(crate) enum GroupByArg {
     Module,
     /// Java: the class loader that defined each object's class
     Classloader,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "The server binds 127.0.0.1 only and answers only requests that carry \
+the printed token (then kept in a cookie) and name the loopback in their Host header. It serves \
+the dumps named here and nothing else. The API behind the page is documented in docs/api.md."
+)]
+pub(crate) struct ServeArgs {
+    /// The heap dump to explore (V8 .heapsnapshot, Java .hprof, IBM .phd, or a .hgd; a .hgd
+    /// with its stored analysis opens fastest)
+    #[arg(value_name = "DUMP")]
+    pub(crate) file: PathBuf,
+    /// An earlier dump of the same program to compare with (the Comparison view, /api/v1/diff)
+    #[arg(long, value_name = "DUMP")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// The port to listen on (by default one the system picks)
+    #[arg(long, default_value_t = 0)]
+    pub(crate) port: u16,
+    /// Start the desktop's browser on the page
+    #[arg(long)]
+    pub(crate) open: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
 }
 
 /// What to capture.

@@ -8,6 +8,7 @@ mod holding;
 mod load;
 mod record;
 mod report;
+mod serve;
 mod verbs;
 mod waste;
 
@@ -65,6 +66,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Convert(args) => verbs::convert(&args)?,
         args::Command::Waste(args) => waste::waste(&args)?,
         args::Command::Redact(args) => waste::redact(&args)?,
+        args::Command::Serve(args) => serve::serve(&args)?,
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(output.as_bytes())?;

@@ -5,6 +5,7 @@
 use crate::DumpInfo;
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
+use heapgraph_analyzer::explore::{ChildrenView, InstancesView, ReferencesView};
 use heapgraph_analyzer::findings::{Finding, Holder, OomCause};
 use heapgraph_analyzer::gpu::GpuView;
 use heapgraph_analyzer::leaks::LeaksView;
@@ -1341,4 +1342,117 @@ fn findings(findings: &[Finding]) -> Vec<FindingEntry<'_>> {
             }
         })
         .collect()
+}
+
+#[derive(Serialize)]
+struct Instances<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    total: u64,
+    offset: usize,
+    objects: Vec<Object<'a>>,
+}
+
+/// `heapgraph.instances/1`: a page of a type's instances, largest retained size first.
+pub fn instances(view: &InstancesView, info: &DumpInfo) -> String {
+    to_string(&Instances {
+        schema: "heapgraph.instances/1",
+        dump: info.into(),
+        type_name: &view.type_name,
+        total: view.total,
+        offset: view.offset,
+        objects: view.objects.iter().map(Object::from).collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct ReferenceEntry<'a> {
+    edge: &'a str,
+    edge_kind: &'a str,
+    object: Object<'a>,
+}
+
+#[derive(Serialize)]
+struct References<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    object: Object<'a>,
+    direction: &'static str,
+    total: u64,
+    offset: usize,
+    references: Vec<ReferenceEntry<'a>>,
+}
+
+/// `heapgraph.references/1`: a page of an object's references out of it (`direction`
+/// `"out"`, its fields) or into it (`"in"`, its referrers).
+pub fn references(view: &ReferencesView, incoming: bool, info: &DumpInfo) -> String {
+    to_string(&References {
+        schema: "heapgraph.references/1",
+        dump: info.into(),
+        object: (&view.object).into(),
+        direction: if incoming { "in" } else { "out" },
+        total: view.total,
+        offset: view.offset,
+        references: view
+            .references
+            .iter()
+            .map(|reference| ReferenceEntry {
+                edge: &reference.edge,
+                edge_kind: reference.edge_kind,
+                object: (&reference.object).into(),
+            })
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct Children<'a> {
+    schema: &'static str,
+    dump: Dump<'a>,
+    parent: Object<'a>,
+    depth: u32,
+    total_retained: u64,
+    total: u64,
+    offset: usize,
+    children: Vec<TreeNode<'a>>,
+}
+
+/// `heapgraph.children/1`: a page of one node's children in the dominator tree, as the nodes
+/// of `heapgraph.dominators/1` (`hidden_children` counts each child's own children).
+pub fn children(view: &ChildrenView, info: &DumpInfo) -> String {
+    to_string(&Children {
+        schema: "heapgraph.children/1",
+        dump: info.into(),
+        parent: (&view.parent).into(),
+        depth: view.depth,
+        total_retained: view.total_retained,
+        total: view.total,
+        offset: view.offset,
+        children: view
+            .children
+            .iter()
+            .map(|node| TreeNode {
+                object: (&node.object).into(),
+                depth: node.depth,
+                share: node.share,
+                hidden_children: node.hidden_children,
+            })
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct Error<'a> {
+    schema: &'static str,
+    error: &'a str,
+}
+
+/// `heapgraph.error/1`: what went wrong with a request (`heapgraph serve`).
+pub fn error(message: &str) -> String {
+    to_string(&Error {
+        schema: "heapgraph.error/1",
+        error: message,
+    })
 }

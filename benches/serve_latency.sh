@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# heapgraph serve on a Java HPROF dump: time to the first answer, latency of each API endpoint
+# (p50 and p95), peak RSS against `heapgraph summary`'s on the same dump, and the load test
+# (50 concurrent clients, answers checked) for LOAD_SECONDS.
+#
+# Usage (from anywhere inside the repository):
+#   benches/serve_latency.sh
+#   SIZE=large benches/serve_latency.sh
+# Environment:
+#   SIZE          medium | large (default medium: 499 MB; large is the 2.5 GB, 35M-object dump
+#                 of docs/performance.md); the dump is made once with benches/corpus/gen_hprof.py
+#   BENCH_DIR     where the dumps are kept (default /tmp/heapgraph-bench), as hprof_vs_peers.sh
+#   HEAPGRAPH_BIN use this heapgraph binary and skip `cargo build --release`
+#   REQUESTS      requests per endpoint (default 200; each a different object or page where the
+#                 endpoint takes one)
+#   LOAD_SECONDS  length of the load test (default 30)
+# Needs: cargo, python3 (+ a JDK when the dump must be generated), GNU time as /usr/bin/time.
+#
+# Steps:
+#   (a) heapgraph summary DUMP --format json under /usr/bin/time -v: its wall time and peak RSS,
+#       the reference for the memory budget (summary's peak + 20%);
+#   (b) heapgraph convert DUMP -o X.hgd once, then heapgraph serve X.hgd: seconds from start to
+#       the first answer (the stored analysis adopted, the explorer's indexes built);
+#   (c) heapgraph serve DUMP: seconds to the first answer; then REQUESTS requests to each
+#       endpoint, one client, keep-alive, timed from the client (p50, p95, max in ms); then the
+#       load test; then the server's peak RSS (VmHWM) against (a)'s.
+# Prints a markdown table; docs/performance.md keeps the figures and this command.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SIZE="${SIZE:-medium}"
+BENCH_DIR="${BENCH_DIR:-/tmp/heapgraph-bench}"
+REQUESTS="${REQUESTS:-200}"
+LOAD_SECONDS="${LOAD_SECONDS:-30}"
+DUMP_DIR="$BENCH_DIR/hprof"
+DUMP="$DUMP_DIR/java-$SIZE.hprof"
+HGD="$DUMP_DIR/java-$SIZE.hgd"
+mkdir -p "$DUMP_DIR"
+
+if [[ -n "${HEAPGRAPH_BIN:-}" ]]; then
+  HG="$HEAPGRAPH_BIN"
+else
+  (cd "$ROOT" && cargo build --release --locked >&2)
+  HG="$ROOT/target/release/heapgraph"
+fi
+if [[ ! -s "$DUMP" ]]; then
+  echo "generating $DUMP (once)" >&2
+  python3 "$ROOT/benches/corpus/gen_hprof.py" --size "$SIZE" --out "$DUMP_DIR" >&2
+fi
+[[ -s "$HGD" ]] || "$HG" convert "$DUMP" -o "$HGD" >&2
+
+peak() { # peak RSS in MiB and wall seconds of a command, from GNU time
+  local log; log="$(mktemp)"
+  /usr/bin/time -v "$@" >/dev/null 2>"$log"
+  python3 - "$log" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1)) / 1024
+wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", text).group(1)
+seconds = sum(float(part) * 60 ** i for i, part in enumerate(reversed(wall.split(":"))))
+print("%.0f %.2f" % (rss, seconds))
+EOF
+  rm -f "$log"
+}
+
+read -r SUMMARY_RSS SUMMARY_WALL < <(peak "$HG" summary "$DUMP" --format json)
+echo "summary: ${SUMMARY_WALL} s, peak ${SUMMARY_RSS} MiB" >&2
+
+python3 - "$HG" "$DUMP" "$HGD" "$REQUESTS" "$LOAD_SECONDS" "$SUMMARY_RSS" "$SUMMARY_WALL" "$SIZE" <<'EOF'
+import http.client, json, random, statistics, subprocess, sys, threading, time, urllib.parse
+
+hg, dump, hgd, requests, load_seconds, summary_rss, summary_wall, size = sys.argv[1:]
+requests, load_seconds, summary_rss = int(requests), int(load_seconds), float(summary_rss)
+
+def start(path):
+    began = time.time()
+    server = subprocess.Popen([hg, "serve", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    url = server.stdout.readline().strip()
+    parts = urllib.parse.urlsplit(url)
+    token = urllib.parse.parse_qs(parts.query)["token"][0]
+    connection = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=120)
+    def get(path):
+        sep = "&" if "?" in path else "?"
+        connection.request("GET", path + sep + "token=" + token)
+        response = connection.getresponse()
+        body = response.read()
+        assert response.status == 200, (path, response.status, body[:200])
+        return body
+    get("/api/v1/summary")
+    return server, get, parts.port, token, time.time() - began
+
+def vm_hwm(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+
+server, _, _, _, hgd_ready = start(hgd)
+server.kill(); server.wait()
+server, get, port, token, ready = start(dump)
+
+random.seed(1)
+types = json.loads(get("/api/v1/types"))["types"]
+# The types with the most instances: their pages are the slowest to choose.
+by_count = sorted(types, key=lambda t: -t["count"])[:50]
+big_types = [t["type"] for t in by_count]
+counts_of = {t["type"]: t["count"] for t in by_count}
+ids = []
+for name in big_types[:10]:
+    page = json.loads(get("/api/v1/instances?type=%s&limit=50" % urllib.parse.quote(name)))
+    ids += [o["id"] for o in page["objects"]]
+random.shuffle(ids)
+root = json.loads(get("/api/v1/children/root?limit=1000"))
+parents = [c["id"] for c in root["children"] if c["hidden_children"] > 0] or ["root"]
+
+endpoints = {
+    "summary": lambda i: "/api/v1/summary",
+    "types": lambda i: "/api/v1/types",
+    "findings": lambda i: "/api/v1/findings",
+    "instances": lambda i: "/api/v1/instances?type=%s&offset=%d&limit=100" % (urllib.parse.quote(big_types[i % len(big_types)]), (i // len(big_types)) * 100 % counts_of[big_types[i % len(big_types)]]),
+    "object": lambda i: "/api/v1/object/%d" % ids[i % len(ids)],
+    "referrers": lambda i: "/api/v1/referrers/%d" % ids[i % len(ids)],
+    "holders": lambda i: "/api/v1/holders/%d" % ids[i % len(ids)],
+    "children (root)": lambda i: "/api/v1/children/root?offset=%d&limit=100" % (i * 100 % max(root["total"], 1)),
+    "children": lambda i: "/api/v1/children/%s" % parents[i % len(parents)],
+}
+rows = []
+for name, path in endpoints.items():
+    times = []
+    for i in range(requests):
+        t = time.perf_counter()
+        get(path(i))
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    rows.append((name, statistics.median(times), times[int(0.95 * (len(times) - 1))], times[-1]))
+
+# The load test: 50 clients, each answer compared with the one given alone.
+paths = [endpoints[name](i) for name in endpoints for i in range(3)]
+expected = {path: get(path) for path in paths}
+deadline = time.time() + load_seconds
+counts, failures = [0] * 50, []
+def client(k):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    i = k
+    while time.time() < deadline:
+        path = paths[i % len(paths)]
+        sep = "&" if "?" in path else "?"
+        try:
+            connection.request("GET", path + sep + "token=" + token)
+            response = connection.getresponse()
+            body = response.read()
+            if response.status != 200 or body != expected[path]:
+                failures.append((path, response.status))
+        except Exception as error:  # noqa: BLE001
+            failures.append((path, repr(error)))
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        counts[k] += 1
+        i += 7
+threads = [threading.Thread(target=client, args=(k,)) for k in range(50)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+rss = vm_hwm(server.pid)
+server.kill(); server.wait()
+
+print("| `%s` | value |" % size)
+print("| --- | --- |")
+print("| `heapgraph summary` (the reference) | %s s, peak RSS %.0f MiB |" % (summary_wall, summary_rss))
+print("| `serve` of the `.hprof`: to the first answer | %.2f s |" % ready)
+print("| `serve` of the `.hgd`: to the first answer | %.2f s |" % hgd_ready)
+print("| `serve` peak RSS (VmHWM, after the load test) | %.0f MiB, **%.2f×** summary's (budget 1.20×) |" % (rss, rss / summary_rss))
+print("| load test: 50 clients, %d s | %d answers, %d wrong or failed |" % (load_seconds, sum(counts), len(failures)))
+print()
+print("| endpoint | p50 ms | p95 ms | max ms |")
+print("| --- | ---: | ---: | ---: |")
+for name, p50, p95, worst in rows:
+    print("| `%s` | %.1f | %.1f | %.1f |" % (name, p50, p95, worst))
+if failures:
+    print("failures: %s" % failures[:10], file=sys.stderr)
+    sys.exit(1)
+EOF

@@ -1,0 +1,595 @@
+//! Paged views for exploring a dump a step at a time (`heapgraph serve`): an object's
+//! references out and in, the instances of a type biggest first, and the dominator tree one
+//! level at a time, each page cut from lists of any length.
+//!
+//! An [`Explorer`] holds the indexes that make each step cheap, built once per dump: the
+//! dominator tree's child lists and, unless the dump's object ids already rise with the node
+//! index, the nodes in id order. Every page is chosen with a bounded heap, so that the first
+//! page of a million-long list costs one pass over it and no list-sized buffer.
+
+use crate::Analysis;
+use crate::histogram::DominatorChildren;
+use crate::queries::{edge_text, object_view};
+use crate::view::{DominatorTreeNode, ObjectView};
+use heapgraph_model::{HeapGraph, NodeId};
+use rayon::slice::ParallelSliceMut;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Which part of a list to show: `limit` items from position `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// The position of the first item shown, from 0.
+    pub offset: usize,
+    /// The most items shown.
+    pub limit: usize,
+}
+
+/// A page of the instances of one type, by retained size (then shallow size), largest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstancesView {
+    /// The type.
+    pub type_name: String,
+    /// Instances of the type in the dump (real objects only).
+    pub total: u64,
+    /// The position of the first instance listed.
+    pub offset: usize,
+    /// The instances listed.
+    pub objects: Vec<ObjectView>,
+}
+
+/// One reference, seen from one of its ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    /// The edge's name: a property name or `[index]`.
+    pub edge: String,
+    /// The edge's kind (`property`, `element`, `weak`, …).
+    pub edge_kind: &'static str,
+    /// The object at the other end: the target of a reference out, the holder of one in.
+    pub object: ObjectView,
+}
+
+/// A page of an object's references out of it (its fields) or into it (its referrers), in
+/// the dump's edge order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReferencesView {
+    /// The object.
+    pub object: ObjectView,
+    /// Its references in that direction.
+    pub total: u64,
+    /// The position of the first reference listed.
+    pub offset: usize,
+    /// The references listed.
+    pub references: Vec<Reference>,
+}
+
+/// A page of one node's children in the dominator tree, by retained size, largest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildrenView {
+    /// The parent.
+    pub parent: ObjectView,
+    /// The parent's depth below the root (the root is 0).
+    pub depth: u32,
+    /// The root's retained size, which shares are taken of (as in the dominator tree view).
+    pub total_retained: u64,
+    /// The parent's children in the tree.
+    pub total: u64,
+    /// The position of the first child listed.
+    pub offset: usize,
+    /// The children listed; each one's `hidden_children` is the number of its own children,
+    /// none of which are listed here.
+    pub children: Vec<DominatorTreeNode>,
+}
+
+/// How to find a node by its runtime object id.
+enum IdIndex {
+    /// The ids rise (not strictly) with the node index: a binary search over the column.
+    Ascending,
+    /// Node indices in order of (id, index).
+    Sorted(Vec<u32>),
+}
+
+/// The indexes behind the paged views of one graph and its analysis.
+pub struct Explorer {
+    children: DominatorChildren,
+    ids: IdIndex,
+}
+
+impl Explorer {
+    /// Builds the indexes, and everything the views read that is otherwise computed on first
+    /// use (the reverse edges, the distances, the per-type totals), so that no page is slow
+    /// because it came first.
+    ///
+    /// Complexity: O(V log V) time when the ids are not in node order (a sort), else O(V + E);
+    /// auxiliary space about a byte per reachable node for the child lists, plus 4 bytes per
+    /// node for the id order when it is needed.
+    pub fn new(graph: &HeapGraph, analysis: &Analysis) -> Explorer {
+        let (children, ids) = rayon::join(
+            || DominatorChildren::build(graph, &analysis.dominators),
+            || id_index(graph),
+        );
+        rayon::join(
+            || {
+                graph.reverse();
+            },
+            || {
+                rayon::join(
+                    || analysis.distances(graph).len(),
+                    || analysis.type_totals(graph).types.len(),
+                )
+            },
+        );
+        Explorer { children, ids }
+    }
+
+    /// The first node (in node order) whose runtime object id is `object_id`.
+    ///
+    /// Complexity: O(log V).
+    pub fn find(&self, graph: &HeapGraph, object_id: u64) -> Option<NodeId> {
+        let ids = &graph.parts().node_object_id;
+        let n_nodes = graph.node_count();
+        let position = match &self.ids {
+            IdIndex::Ascending => {
+                let at = partition(n_nodes, |i| ids.get(i) < object_id);
+                (at < n_nodes && ids.get(at) == object_id).then_some(at)
+            }
+            IdIndex::Sorted(order) => {
+                let at = partition(order.len(), |i| ids.get(order[i] as usize) < object_id);
+                (at < order.len() && ids.get(order[at] as usize) == object_id)
+                    .then(|| order[at] as usize)
+            }
+        };
+        position.and_then(|index| graph.node(index))
+    }
+
+    /// The instances of `type_name` (real objects), largest retained size first, then largest
+    /// shallow size, then node order; `None` when no string of the dump is that name.
+    ///
+    /// Complexity: O(V log(offset + limit)) time, O(offset + limit) space.
+    pub fn instances(
+        &self,
+        graph: &HeapGraph,
+        analysis: &Analysis,
+        type_name: &str,
+        page: Page,
+    ) -> Option<InstancesView> {
+        let type_id = graph.strings().find(type_name)?;
+        let parts = graph.parts();
+        let tree = &analysis.dominators;
+        let mut total = 0u64;
+        let keys = graph
+            .nodes()
+            .filter(|&node| parts.node_type.get(node.index()) == type_id)
+            .filter(|&node| !graph.is_synthetic(node))
+            .map(|node| {
+                total += 1;
+                let index = node.index();
+                let retained = if tree.reachable[index] {
+                    tree.retained_size.get(index)
+                } else {
+                    0
+                };
+                let shallow = parts.node_shallow_size.get(index);
+                ((Reverse(retained), Reverse(shallow), node.to_raw()), node)
+            });
+        let chosen = smallest(keys, page);
+        Some(InstancesView {
+            type_name: type_name.to_owned(),
+            total,
+            offset: page.offset,
+            objects: chosen
+                .into_iter()
+                .map(|node| object_view(graph, analysis, node))
+                .collect(),
+        })
+    }
+
+    /// The references out of `node`, in the dump's order.
+    ///
+    /// Complexity: O(limit).
+    pub fn references(
+        &self,
+        graph: &HeapGraph,
+        analysis: &Analysis,
+        node: NodeId,
+        page: Page,
+    ) -> ReferencesView {
+        let edges = graph.edge_range(node);
+        let total = edges.len() as u64;
+        let references = edges
+            .skip(page.offset)
+            .take(page.limit)
+            .map(|edge| Reference {
+                edge: edge_text(graph, edge),
+                edge_kind: graph.edge_kind(edge).name(),
+                object: object_view(graph, analysis, graph.edge_target(edge)),
+            })
+            .collect();
+        ReferencesView {
+            object: object_view(graph, analysis, node),
+            total,
+            offset: page.offset,
+            references,
+        }
+    }
+
+    /// The references into `node`, by holder in node order.
+    ///
+    /// Complexity: O(offset + limit).
+    pub fn referrers(
+        &self,
+        graph: &HeapGraph,
+        analysis: &Analysis,
+        node: NodeId,
+        page: Page,
+    ) -> ReferencesView {
+        let retainers = graph.reverse().retainers(node);
+        let total = retainers.len() as u64;
+        let references = retainers
+            .skip(page.offset)
+            .take(page.limit)
+            .map(|(holder, edge)| Reference {
+                edge: edge_text(graph, edge),
+                edge_kind: graph.edge_kind(edge).name(),
+                object: object_view(graph, analysis, holder),
+            })
+            .collect();
+        ReferencesView {
+            object: object_view(graph, analysis, node),
+            total,
+            offset: page.offset,
+            references,
+        }
+    }
+
+    /// `node`'s children in the dominator tree, largest retained size first (then node
+    /// order), as [`crate::dominator_tree`] orders them. An unreachable node has none.
+    ///
+    /// Complexity: O(c log(offset + limit)) for c children, plus the children's own child
+    /// counts for the page's children.
+    pub fn children(
+        &self,
+        graph: &HeapGraph,
+        analysis: &Analysis,
+        node: NodeId,
+        page: Page,
+    ) -> ChildrenView {
+        let tree = &analysis.dominators;
+        let total_retained = tree.retained_size.get(graph.root().index());
+        let share_of = |index: usize| {
+            if total_retained == 0 {
+                0.0
+            } else {
+                tree.retained_size.get(index) as f64 / total_retained as f64
+            }
+        };
+        let mut depth = 0u32;
+        let mut up = node;
+        while let Some(parent) = tree.immediate_dominator(graph, up) {
+            depth += 1;
+            up = parent;
+        }
+        let mut total = 0u64;
+        let keys = self.kids(node).map(|kid| {
+            total += 1;
+            let key = (Reverse(tree.retained_size.get(kid as usize)), kid);
+            (key, kid)
+        });
+        let chosen = smallest(keys, page);
+        let children = chosen
+            .into_iter()
+            .filter_map(|kid| graph.node(kid as usize))
+            .map(|kid| DominatorTreeNode {
+                object: object_view(graph, analysis, kid),
+                depth: depth + 1,
+                share: share_of(kid.index()),
+                hidden_children: self.kids(kid).count() as u64,
+            })
+            .collect();
+        ChildrenView {
+            parent: object_view(graph, analysis, node),
+            depth,
+            total_retained,
+            total,
+            offset: page.offset,
+            children,
+        }
+    }
+
+    /// The dominator-tree children of `node` by index, in index order.
+    fn kids(&self, node: NodeId) -> impl Iterator<Item = u32> + '_ {
+        self.children.of(node.index())
+    }
+}
+
+/// The nodes in order of (object id, index), or [`IdIndex::Ascending`] when that is node
+/// order already (as in dumps whose ids are addresses written in order, and V8's).
+fn id_index(graph: &HeapGraph) -> IdIndex {
+    let ids = &graph.parts().node_object_id;
+    let mut previous = 0u64;
+    let ascending = ids.iter().all(|id| {
+        let rising = id >= previous;
+        previous = id;
+        rising
+    });
+    if ascending {
+        return IdIndex::Ascending;
+    }
+    let mut order: Vec<u32> = (0..graph.node_count() as u32).collect();
+    // The index breaks ties, so the first node of an id sorts first (as `find_object` finds).
+    order.par_sort_unstable_by_key(|&node| (ids.get(node as usize), node));
+    IdIndex::Sorted(order)
+}
+
+/// The first position in `0..n` where `before` is false (`before` is true, then false).
+fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut low, mut high) = (0, n);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if before(middle) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
+}
+
+/// The items at positions `page.offset..page.offset + page.limit` of `items` sorted by key
+/// (keys are distinct), chosen with a max-heap of `offset + limit` entries.
+fn smallest<K: Ord, T>(items: impl Iterator<Item = (K, T)>, page: Page) -> Vec<T> {
+    let keep = page.offset.saturating_add(page.limit);
+    if keep == 0 {
+        items.for_each(drop);
+        return Vec::new();
+    }
+    let mut heap: BinaryHeap<Entry<K, T>> = BinaryHeap::new();
+    for (key, item) in items {
+        if heap.len() < keep {
+            heap.push(Entry(key, item));
+        } else if heap.peek().is_some_and(|largest| key < largest.0) {
+            heap.pop();
+            heap.push(Entry(key, item));
+        }
+    }
+    let sorted = heap.into_sorted_vec();
+    sorted
+        .into_iter()
+        .skip(page.offset)
+        .map(|Entry(_, item)| item)
+        .collect()
+}
+
+/// A heap entry ordered by its key alone.
+struct Entry<K, T>(K, T);
+
+impl<K: Ord, T> PartialEq for Entry<K, T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl<K: Ord, T> Eq for Entry<K, T> {}
+impl<K: Ord, T> PartialOrd for Entry<K, T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<K: Ord, T> Ord for Entry<K, T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EdgeRule, Options, analyze, dominator_tree};
+    use heapgraph_model::EdgeKind;
+    use heapgraph_test_support::{graph, graph_from_edges};
+    use proptest::prelude::*;
+
+    fn analysed(graph: &HeapGraph) -> Analysis {
+        let options = Options {
+            edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+        };
+        analyze(graph, &options)
+    }
+
+    #[test]
+    fn instances_come_largest_first_and_page() {
+        let graph = graph(
+            "root -> cache: 8; cache -> Item#1: 16; cache -> Item#2: 16; Item#2 -> blob: 100; \
+             cache -> Item#3: 40; root -> other: 1",
+        );
+        let analysis = analysed(&graph);
+        let explorer = Explorer::new(&graph, &analysis);
+        let names = |offset, limit| {
+            let view = explorer
+                .instances(&graph, &analysis, "Item", Page { offset, limit })
+                .expect("the type exists");
+            assert_eq!(view.total, 3);
+            view.objects
+                .into_iter()
+                .map(|object| object.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(0, 10), ["Item#2", "Item#3", "Item#1"]);
+        assert_eq!(names(1, 1), ["Item#3"]);
+        assert_eq!(names(3, 5), Vec::<String>::new());
+        assert!(
+            explorer
+                .instances(
+                    &graph,
+                    &analysis,
+                    "Nothing",
+                    Page {
+                        offset: 0,
+                        limit: 1
+                    }
+                )
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn references_and_referrers_are_the_two_ends_of_each_edge() {
+        let graph = graph("root -> a: 1; root -> b: 1; a -> c: 1; b -> c; a -w> b");
+        let analysis = analysed(&graph);
+        let explorer = Explorer::new(&graph, &analysis);
+        let c = explorer.find(&graph, 4).expect("c has id 4");
+        assert_eq!(graph.name(c), "c");
+        let page = Page {
+            offset: 0,
+            limit: 10,
+        };
+        let into_c = explorer.referrers(&graph, &analysis, c, page);
+        let holders: Vec<_> = into_c
+            .references
+            .iter()
+            .map(|r| r.object.name.as_str())
+            .collect();
+        assert_eq!(holders, ["a", "b"]);
+        let a = explorer.find(&graph, 2).expect("a has id 2");
+        let out_of_a = explorer.references(&graph, &analysis, a, page);
+        let fields: Vec<_> = out_of_a
+            .references
+            .iter()
+            .map(|r| (r.edge.as_str(), r.edge_kind, r.object.name.as_str()))
+            .collect();
+        assert_eq!(fields, [("c", "property", "c"), ("b", "weak", "b")]);
+        let second = explorer.references(
+            &graph,
+            &analysis,
+            a,
+            Page {
+                offset: 1,
+                limit: 1,
+            },
+        );
+        assert_eq!(second.total, 2);
+        assert_eq!(second.references.len(), 1);
+        assert_eq!(second.references[0].object.name, "b");
+    }
+
+    #[test]
+    fn find_reads_ids_in_any_order() {
+        // The notation numbers ids in node order; reversed ids take the sorted index.
+        let mut forward = graph("root -> a; a -> b; b -> c");
+        let explorer = Explorer::new(&forward, &analysed(&forward));
+        assert!(matches!(explorer.ids, IdIndex::Ascending));
+        assert_eq!(explorer.find(&forward, 3).map(NodeId::index), Some(2));
+        assert_eq!(explorer.find(&forward, 99), None);
+        let parts = forward.parts().clone();
+        let reversed: Vec<u64> = (0..parts.node_object_id.len() as u64).rev().collect();
+        let mut parts = parts;
+        parts.node_object_id = reversed.into_iter().collect();
+        forward = HeapGraph::from_parts(forward.meta().clone(), forward.strings().clone(), parts)
+            .expect("same graph, other ids");
+        let explorer = Explorer::new(&forward, &analysed(&forward));
+        assert!(matches!(explorer.ids, IdIndex::Sorted(_)));
+        for node in forward.nodes() {
+            let id = forward.object_id(node);
+            assert_eq!(explorer.find(&forward, id), Some(node));
+        }
+    }
+
+    /// Random graphs of up to 40 nodes.
+    fn graphs() -> impl Strategy<Value = HeapGraph> {
+        (2usize..40).prop_flat_map(|n| {
+            (
+                proptest::collection::vec(0u64..50, n),
+                proptest::collection::vec((0..n as u32, 0..n as u32), 0..n * 3),
+            )
+                .prop_map(|(sizes, pairs)| {
+                    let edges: Vec<_> = pairs
+                        .into_iter()
+                        .map(|(from, to)| (from, to, EdgeKind::Property))
+                        .collect();
+                    graph_from_edges(&sizes, &edges)
+                })
+        })
+    }
+
+    proptest! {
+        /// The oracle for the lazy tree is the whole tree that `dominator_tree` prints (its
+        /// own explicit-stack walk over the same children): expanding every node level by
+        /// level, one small page at a time, must list the same nodes in the same order,
+        /// with the same depths and shares; and each node's child count must be the number
+        /// of nodes the whole tree prints one level below it.
+        #[test]
+        fn the_tree_paged_level_by_level_is_the_whole_tree(graph in graphs(), limit in 1usize..4) {
+            let analysis = analysed(&graph);
+            let explorer = Explorer::new(&graph, &analysis);
+            let whole = dominator_tree(&graph, &analysis, u32::MAX, 0.0);
+            let mut walked = Vec::new();
+            let root = object_view(&graph, &analysis, graph.root());
+            let mut stack = vec![(graph.root(), 0u32, 1.0f64, root)];
+            while let Some((node, depth, share, object)) = stack.pop() {
+                let mut kids = Vec::new();
+                let mut offset = 0;
+                loop {
+                    let view = explorer.children(&graph, &analysis, node, Page { offset, limit });
+                    prop_assert_eq!(view.depth, depth);
+                    prop_assert_eq!(view.offset, offset);
+                    let n = view.children.len();
+                    kids.extend(view.children);
+                    offset += n;
+                    if n < limit {
+                        prop_assert_eq!(view.total as usize, kids.len());
+                        break;
+                    }
+                }
+                walked.push((object.name.clone(), depth, share, kids.len() as u64));
+                for kid in kids.into_iter().rev() {
+                    stack.push((kid.object.node, kid.depth, kid.share, kid.object));
+                }
+            }
+            let expected: Vec<_> = whole
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let below = whole.nodes[i + 1..]
+                        .iter()
+                        .take_while(|next| next.depth > node.depth)
+                        .filter(|next| next.depth == node.depth + 1)
+                        .count() as u64;
+                    let share = if node.depth == 0 { 1.0 } else { node.share };
+                    (node.object.name.clone(), node.depth, share, below)
+                })
+                .collect();
+            prop_assert_eq!(walked, expected);
+        }
+
+        /// Instances paged in any page size list each instance of the type once, in the order
+        /// of a plain sort of all of them (the oracle).
+        #[test]
+        fn instances_paged_are_the_sorted_instances(graph in graphs(), limit in 1usize..5) {
+            let analysis = analysed(&graph);
+            let explorer = Explorer::new(&graph, &analysis);
+            let tree = &analysis.dominators;
+            let mut expected: Vec<_> = graph
+                .nodes()
+                .filter(|&node| graph.type_name(node) == "T1" && !graph.is_synthetic(node))
+                .map(|node| {
+                    let i = node.index();
+                    let retained = if tree.reachable[i] { tree.retained_size.get(i) } else { 0 };
+                    (Reverse(retained), Reverse(graph.shallow_size(node)), node.index())
+                })
+                .collect();
+            expected.sort();
+            let expected: Vec<usize> = expected.into_iter().map(|(_, _, i)| i).collect();
+            let mut listed = Vec::new();
+            let mut offset = 0;
+            while let Some(view) = explorer.instances(&graph, &analysis, "T1", Page { offset, limit }) {
+                prop_assert_eq!(view.total as usize, expected.len());
+                if view.objects.is_empty() {
+                    break;
+                }
+                offset += view.objects.len();
+                listed.extend(view.objects.into_iter().map(|object| object.node.index()));
+            }
+            prop_assert_eq!(listed, expected);
+        }
+    }
+}
