@@ -468,3 +468,30 @@ fn a_set_of_objects_must_be_named() {
         crate::support::heapgraph(&["dominated-by", path_str(&file), "--type", "NoSuchType"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// The report shows who holds the top suspect's objects: the 400 sessions, under the map's
+/// table.
+#[test]
+fn the_report_shows_who_holds_the_top_suspects_objects() {
+    let dir = crate::support::temp_dir("holding-report");
+    let page = dir.join("page.html");
+    let file = fixture("java/default.hprof.gz");
+    crate::support::heapgraph_ok(&[
+        "report",
+        path_str(&file),
+        "-o",
+        path_str(&page),
+        "--no-timestamp",
+    ]);
+    let html = std::fs::read_to_string(&page).expect("the page");
+    let card = html
+        .split("<h2>Who holds the 400 objects of type com.example.Session</h2>")
+        .nth(1)
+        .expect("the card")
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert!(card.contains(".table java.util.HashMap$Node[]"), "{card}");
+    assert!(card.contains("◆"), "{card}");
+    std::fs::remove_dir_all(&dir).ok();
+}
