@@ -468,3 +468,122 @@ fn a_set_of_objects_must_be_named() {
         crate::support::heapgraph(&["dominated-by", path_str(&file), "--type", "NoSuchType"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// The report shows who holds the top suspect's objects: the 400 sessions, under the map's
+/// table.
+#[test]
+fn the_report_shows_who_holds_the_top_suspects_objects() {
+    let dir = crate::support::temp_dir("holding-report");
+    let page = dir.join("page.html");
+    let file = fixture("java/default.hprof.gz");
+    crate::support::heapgraph_ok(&[
+        "report",
+        path_str(&file),
+        "-o",
+        path_str(&page),
+        "--no-timestamp",
+    ]);
+    let html = std::fs::read_to_string(&page).expect("the page");
+    let card = html
+        .split("<h2>Who holds the 400 objects of type com.example.Session</h2>")
+        .nth(1)
+        .expect("the card")
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert!(card.contains(".table java.util.HashMap$Node[]"), "{card}");
+    assert!(card.contains("◆"), "{card}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// guppy3's grouping by referrers (`byrcs`, "Referrers by Kind") in the process that made the
+/// objects, against `dominated-by` on that process's dump. The two agree where each object has
+/// one referrer, which is then its immediate dominator: `byrcs` groups by the kinds of all of an
+/// object's referrers (an object held by a list and a dict is "list, dict"), `dominated-by` by
+/// the one object that alone keeps it alive, which exists also where there are several. guppy
+/// names a module-level dict "dict (no owner)" and an instance's "dict of CLASS"; the dump
+/// names both `builtins.dict`, so the planted holders are a list, a tuple and a module's dict.
+#[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs python3 with guppy3"
+)]
+fn immediate_dominators_agree_with_guppy_byrcs_where_each_object_has_one_referrer() {
+    let guppy = crate::support::tool("python3")
+        .args(["-c", "import guppy"])
+        .status()
+        .expect("python3 runs");
+    assert!(
+        guppy.success(),
+        "guppy3 is the oracle of this test: tests/setup.sh installs it"
+    );
+    let dir = crate::support::temp_dir("holding-guppy");
+    let dump = dir.join("guppy.hgd");
+    let answers = dir.join("byrcs.json");
+    let script = r#"
+import gc, json, sys, heapgraph_dump
+from guppy import hpy
+
+class Rec:
+    pass
+
+class Holder:
+    pass
+
+HOLDER = Holder()
+HOLDER.items = [Rec() for _ in range(50)]
+REGISTRY = {i: Rec() for i in range(30)}
+PAIRS = tuple(Rec() for _ in range(20))
+
+def byrcs():
+    hp = hpy()
+    recs = hp.iso(*HOLDER.items, *REGISTRY.values(), *PAIRS)
+    parts = recs.byrcs.parts
+    return {str(part.kind): part.count for part in parts}
+
+answers = byrcs()
+gc.collect()
+with open(sys.argv[2], "w") as out:
+    json.dump(answers, out)
+heapgraph_dump.dump(sys.argv[1])
+"#;
+    let status = crate::support::tool("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&dump)
+        .arg(&answers)
+        .env(
+            "PYTHONPATH",
+            crate::support::repo_root().join("crates/capture/python"),
+        )
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "the guppy program failed");
+    let guppy: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&answers).expect("guppy's answers"))
+            .expect("JSON");
+    let ours = json(&[
+        "dominated-by",
+        path_str(&dump),
+        "--type",
+        "Rec",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(ours["objects"], 100);
+    for (kind, type_name) in [
+        ("<referred by: list>", "builtins.list"),
+        ("<referred by: tuple>", "builtins.tuple"),
+        ("<referred by: dict (no owner)>", "builtins.dict"),
+    ] {
+        let count = guppy
+            .get(kind)
+            .unwrap_or_else(|| panic!("guppy: {guppy:?}"));
+        let group = group(&ours, type_name);
+        assert_eq!(&group["dominated"], count, "{type_name}: {ours:#}");
+        assert_eq!(group["dominators"], 1);
+    }
+    assert_eq!(guppy.len(), 3, "{guppy:?}");
+    assert_eq!(ours["groups"].as_array().unwrap().len(), 3, "{ours:#}");
+    std::fs::remove_dir_all(&dir).ok();
+}

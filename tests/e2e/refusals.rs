@@ -19,6 +19,8 @@ fn invocations(file: &str, out: &str, root: &str) -> Vec<(&'static str, Vec<Stri
         ("dominators", args(&["dominators", file])),
         ("suspects", args(&["suspects", file])),
         ("strings", args(&["strings", file])),
+        ("paths", args(&["paths", file, "--ids", root])),
+        ("dominated-by", args(&["dominated-by", file, "--ids", root])),
         ("diff", args(&["diff", file, file])),
         ("gpu", args(&["gpu", file])),
         ("leaking", args(&["leaking", file])),

@@ -112,8 +112,8 @@ pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
 ///
 /// # Complexity
 /// O(V + E) time for the search (less when it finds every target early), O(V) auxiliary space
-/// (a parent and a place in the search order per node, and two bits), then O(P log P) for the
-/// P nodes on the chains.
+/// (a parent and a place in the search order per node, and three bits), then O(P) for the P
+/// nodes on the chains, and O(c log c) to rank the c children of each of the listed nodes.
 pub fn merged_paths(
     graph: &HeapGraph,
     analysis: &Analysis,
