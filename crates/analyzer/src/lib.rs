@@ -74,7 +74,7 @@ pub struct Analysis {
     type_totals: OnceLock<TypeTotals>,
 }
 
-/// An analysis as plain columns, to store beside the graph (the native format's trailing
+/// An analysis as plain columns, to store beside the graph (the `.hgd` format's trailing
 /// section) and adopt again with [`Analysis::from_stored`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoredColumns {
@@ -125,7 +125,7 @@ impl Analysis {
             .get_or_init(|| histogram::type_totals(graph, &self.dominators))
     }
 
-    /// Adopts analysis columns saved with the graph (the native format's trailing section),
+    /// Adopts analysis columns saved with the graph (the `.hgd` format's trailing section),
     /// so that a converted dump reopens without recomputing.
     ///
     /// The reachable set comes from `idom`. Stored retained counts are checked, not trusted:

@@ -4,7 +4,7 @@
 use crate::args::{Common, ReadArgs};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
-use heapgraph_import::{Dump, Format, native};
+use heapgraph_import::{Contents, Format, hgd};
 use heapgraph_model::{AllocSnapshot, HeapGraph, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
@@ -14,7 +14,7 @@ use std::time::Duration;
 /// A loaded heap graph, with the analysis its file carried, if any.
 pub(crate) struct Loaded {
     pub(crate) graph: HeapGraph,
-    stored: Option<native::StoredAnalysis>,
+    stored: Option<hgd::StoredAnalysis>,
 }
 
 /// Bytes-read progress on stderr; indicatif draws nothing when stderr is not a terminal.
@@ -238,10 +238,10 @@ pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evid
         options.hprof = read.hprof_options();
         options
     };
-    if is_native(path).with_context(context)? {
+    if is_hgd(path).with_context(context)? {
         // Mapped and decoded in parallel: fast enough that a byte count would only flicker.
-        let (dump, stored) = native::import_path_with_analysis(path, &native::Options::default())
-            .with_context(context)?;
+        let (dump, stored) =
+            hgd::import_path_with_analysis(path, &hgd::Options::default()).with_context(context)?;
         bar.0.finish_and_clear();
         return evidence(dump, stored, path);
     }
@@ -251,14 +251,14 @@ pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evid
 }
 
 fn evidence(
-    dump: Dump,
-    stored: Option<native::StoredAnalysis>,
+    dump: Contents,
+    stored: Option<hgd::StoredAnalysis>,
     path: &Path,
 ) -> anyhow::Result<Evidence> {
     Ok(match dump {
-        Dump::HeapGraph(graph) => Evidence::Graph(Box::new(Loaded { graph, stored })),
-        Dump::Alloc(snapshot) => Evidence::Alloc(Box::new(snapshot)),
-        Dump::Timeline(timeline) => Evidence::Timeline(Box::new(timeline)),
+        Contents::HeapGraph(graph) => Evidence::Graph(Box::new(Loaded { graph, stored })),
+        Contents::Alloc(snapshot) => Evidence::Alloc(Box::new(snapshot)),
+        Contents::Timeline(timeline) => Evidence::Timeline(Box::new(timeline)),
         _ => bail!(
             "{}: holds evidence this command cannot read",
             path.display()
@@ -267,11 +267,11 @@ fn evidence(
 }
 
 /// Whether the file is an uncompressed `.hgd`, judged by content.
-fn is_native(path: &Path) -> anyhow::Result<bool> {
+fn is_hgd(path: &Path) -> anyhow::Result<bool> {
     let file = std::fs::File::open(path)?;
     let mut reader = BufReader::with_capacity(64, file);
     let prefix = reader.fill_buf()?;
-    Ok(heapgraph_import::sniff(prefix) == Some(Format::Native))
+    Ok(heapgraph_import::sniff(prefix) == Some(Format::Hgd))
 }
 
 impl Loaded {
@@ -329,7 +329,7 @@ fn release_freed_memory() {
 }
 
 /// A file's stored analysis as the analyzer's columns.
-fn columns_of(stored: native::StoredAnalysis) -> StoredColumns {
+fn columns_of(stored: hgd::StoredAnalysis) -> StoredColumns {
     StoredColumns {
         idom: stored.dominator,
         retained_size: stored.retained_size,
@@ -345,13 +345,13 @@ fn columns_of(stored: native::StoredAnalysis) -> StoredColumns {
 }
 
 /// The analyzer's columns as a file's stored analysis.
-pub(crate) fn stored_of(columns: StoredColumns) -> native::StoredAnalysis {
-    native::StoredAnalysis {
+pub(crate) fn stored_of(columns: StoredColumns) -> hgd::StoredAnalysis {
+    hgd::StoredAnalysis {
         dominator: columns.idom,
         retained_size: columns.retained_size,
         distance: columns.distance,
         retained_count: columns.retained_count,
-        type_totals: columns.type_totals.map(|totals| native::StoredTypeTotals {
+        type_totals: columns.type_totals.map(|totals| hgd::StoredTypeTotals {
             type_name: totals.types,
             count: totals.count,
             shallow_size: totals.shallow,

@@ -11,7 +11,7 @@ use crate::load::{
 };
 use anyhow::{Context, bail};
 use heapgraph_analyzer::RankBy;
-use heapgraph_import::native;
+use heapgraph_import::hgd;
 use heapgraph_model::{AllocSnapshot, AllocSource};
 use heapgraph_report::{DumpInfo, json, text};
 use std::io::{BufWriter, Write};
@@ -441,7 +441,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let context = || format!("cannot write {}", args.output.display());
     let file = std::fs::File::create(&args.output).with_context(context)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    native::write_heap_graph(&loaded.graph, Some(&stored), &mut out).with_context(context)?;
+    hgd::write_heap_graph(&loaded.graph, Some(&stored), &mut out).with_context(context)?;
     out.flush().with_context(context)?;
     spinner.finish_and_clear();
     let graph = &loaded.graph;

@@ -7,7 +7,7 @@
 //! ```no_run
 //! # fn main() -> Result<(), heapgraph_import::ImportError> {
 //! let dump = heapgraph_import::import_path("app.heapsnapshot".as_ref(), &Default::default())?;
-//! if let heapgraph_import::Dump::HeapGraph(graph) = dump {
+//! if let heapgraph_import::Contents::HeapGraph(graph) = dump {
 //!     println!("{} objects", graph.node_count());
 //! }
 //! # Ok(())
@@ -16,9 +16,9 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod hgd;
 pub mod hprof;
 mod mapped;
-pub mod native;
 pub mod phd;
 mod pickle;
 mod sniff;
@@ -51,16 +51,19 @@ pub struct Options<'a> {
     pub hprof: hprof::Options,
 }
 
-/// What a dump holds.
+/// What a file holds: a heap graph (objects and references), an allocation snapshot
+/// (tracemalloc, a CUDA memory snapshot with its allocator's state, the Rust allocation
+/// recorder's `.hgd`) or a timeline (`heapgraph record`'s `.hgt`). Not every file is a heap
+/// dump, hence the name.
 #[non_exhaustive]
 #[allow(
     clippy::large_enum_variant,
     reason = "a dump is made once per file and unpacked at once: moving a graph's few hundred bytes of column headers costs nothing, and boxing would change every match on it"
 )]
-pub enum Dump {
+pub enum Contents {
     /// Objects and references.
     HeapGraph(HeapGraph),
-    /// Live allocations by allocating stack (tracemalloc, CUDA snapshots).
+    /// Live allocations by allocating stack (tracemalloc, CUDA snapshots, the Rust recorder).
     Alloc(AllocSnapshot),
     /// Memory sampled over time (`heapgraph record`'s `.hgt`).
     Timeline(Timeline),
@@ -77,7 +80,7 @@ const READ_BUFFER_BYTES: usize = 1 << 20;
 ///
 /// # Errors
 /// [`ImportError`] when the file cannot be read, is of no known format, or is malformed.
-pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportError> {
+pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Contents, ImportError> {
     let file = std::fs::File::open(path)?;
     if let Some(progress) = options.progress {
         progress.start(file.metadata().ok().map(|meta| meta.len()));
@@ -99,7 +102,7 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
         if let Some(progress) = options.progress {
             progress.advance(map.len() as u64);
         }
-        return hprof::import_mapped(&map, &options.hprof).map(Dump::HeapGraph);
+        return hprof::import_mapped(&map, &options.hprof).map(Contents::HeapGraph);
     }
     if phd::sniff(prefix) == Some(true) {
         drop(reader);
@@ -109,7 +112,7 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
         if let Some(progress) = options.progress {
             progress.advance(map.len() as u64);
         }
-        return phd::import_slice(&map, &phd::Options::default()).map(Dump::HeapGraph);
+        return phd::import_slice(&map, &phd::Options::default()).map(Contents::HeapGraph);
     }
     if pickle::sniff(prefix) {
         drop(reader);
@@ -137,15 +140,15 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
 pub fn import_reader<R: BufRead>(
     mut reader: R,
     options: &Options<'_>,
-) -> Result<Dump, ImportError> {
+) -> Result<Contents, ImportError> {
     let prefix = reader.fill_buf()?;
     match sniff(prefix) {
         Some(Format::V8HeapSnapshot) => {
-            v8::import(reader, &v8::Options::default()).map(Dump::HeapGraph)
+            v8::import(reader, &v8::Options::default()).map(Contents::HeapGraph)
         }
-        Some(Format::Native) => native::import(reader, &native::Options::default()),
-        Some(Format::Hprof) => hprof::import(reader, &options.hprof).map(Dump::HeapGraph),
-        Some(Format::Phd) => phd::import(reader, &phd::Options::default()).map(Dump::HeapGraph),
+        Some(Format::Hgd) => hgd::import(reader, &hgd::Options::default()),
+        Some(Format::Hprof) => hprof::import(reader, &options.hprof).map(Contents::HeapGraph),
+        Some(Format::Phd) => phd::import(reader, &phd::Options::default()).map(Contents::HeapGraph),
         Some(Format::Pickle) => {
             let mut bytes = Vec::new();
             reader.read_to_end(&mut bytes)?;
@@ -162,17 +165,17 @@ pub fn import_reader<R: BufRead>(
 /// # Errors
 /// [`ImportError::UnsupportedPickle`] for any other pickle; malformed and truncated pickles as
 /// the other formats.
-pub fn import_pickle(bytes: &[u8]) -> Result<Dump, ImportError> {
+pub fn import_pickle(bytes: &[u8]) -> Result<Contents, ImportError> {
     let (parsed, fold) = pickle::parse(
         bytes,
         &tracemalloc::is_tracemalloc_global,
         tracemalloc::TraceFold::default(),
     )?;
     if tracemalloc::is_snapshot(&parsed) {
-        return tracemalloc::build(&parsed, fold).map(Dump::Alloc);
+        return tracemalloc::build(&parsed, fold).map(Contents::Alloc);
     }
     if torch_cuda::is_snapshot(&parsed) && fold.is_empty() {
-        return torch_cuda::build(&parsed).map(Dump::Alloc);
+        return torch_cuda::build(&parsed).map(Contents::Alloc);
     }
     Err(ImportError::UnsupportedPickle)
 }

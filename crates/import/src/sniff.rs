@@ -1,6 +1,6 @@
 //! Format detection by content: each importer's `sniff` is asked about the first bytes.
 
-use crate::{hprof, native, phd, pickle, v8};
+use crate::{hgd, hprof, phd, pickle, v8};
 
 /// The formats heapgraph reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -9,7 +9,7 @@ pub enum Format {
     /// A V8 `.heapsnapshot` (Node.js, Chrome).
     V8HeapSnapshot,
     /// heapgraph's own `.hgd`.
-    Native,
+    Hgd,
     /// A Java heap dump (HPROF).
     Hprof,
     /// An IBM Portable Heap Dump (`.phd`, OpenJ9 and IBM SDKs).
@@ -24,8 +24,8 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     if v8::sniff(prefix) == Some(true) {
         return Some(Format::V8HeapSnapshot);
     }
-    if native::sniff(prefix) == Some(true) {
-        return Some(Format::Native);
+    if hgd::sniff(prefix) == Some(true) {
+        return Some(Format::Hgd);
     }
     if hprof::sniff(prefix) == Some(true) {
         return Some(Format::Hprof);

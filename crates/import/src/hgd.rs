@@ -13,7 +13,7 @@ mod timeline;
 
 pub use alloc::write_alloc_snapshot;
 
-use crate::{Dump, ImportError};
+use crate::{Contents, ImportError};
 use heapgraph_format::{
     self as format, AnalysisColumns, Chunk, EdgeColumns, Header, KIND_ALLOC_SNAPSHOT,
     KIND_HEAP_GRAPH, KIND_TIMELINE, NodeColumns, Reader, SliceReader, Truncation,
@@ -92,7 +92,7 @@ impl StoredAnalysis {
 ///
 /// # Errors
 /// As [`import_with_analysis`].
-pub fn import<R: BufRead>(reader: R, options: &Options) -> Result<Dump, ImportError> {
+pub fn import<R: BufRead>(reader: R, options: &Options) -> Result<Contents, ImportError> {
     import_with_analysis(reader, options).map(|(dump, _)| dump)
 }
 
@@ -111,14 +111,14 @@ pub fn import<R: BufRead>(reader: R, options: &Options) -> Result<Dump, ImportEr
 pub fn import_with_analysis<R: BufRead>(
     reader: R,
     _options: &Options,
-) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
     let mut reader = Reader::new(reader).map_err(import_error)?;
     let header = reader.header().clone();
     if header.kind == KIND_TIMELINE {
-        return timeline::import(reader).map(|timeline| (Dump::Timeline(timeline), None));
+        return timeline::import(reader).map(|timeline| (Contents::Timeline(timeline), None));
     }
     if header.kind == KIND_ALLOC_SNAPSHOT {
-        return alloc::import(reader, &header).map(|snapshot| (Dump::Alloc(snapshot), None));
+        return alloc::import(reader, &header).map(|snapshot| (Contents::Alloc(snapshot), None));
     }
     let runtime = check_header(&header)?;
     let mut columns = Columns::default();
@@ -160,7 +160,7 @@ pub fn import_with_analysis<R: BufRead>(
     })?;
     let truncation = reader.truncation().cloned();
     let (graph, analysis) = columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
-    Ok((Dump::HeapGraph(graph), analysis))
+    Ok((Contents::HeapGraph(graph), analysis))
 }
 
 /// The runtime of a heap-graph file, after checking that the header describes one.
@@ -195,7 +195,7 @@ fn check_header(header: &Header) -> Result<Runtime, ImportError> {
 pub fn import_slice_with_analysis(
     bytes: &[u8],
     _options: &Options,
-) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
     import_slice_releasing(bytes, &|_| {})
 }
 
@@ -208,16 +208,16 @@ type Release<'r> = &'r (dyn Fn(&[u8]) + Sync);
 fn import_slice_releasing(
     bytes: &[u8],
     release: Release<'_>,
-) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
     let mut reader = SliceReader::new(bytes).map_err(import_error)?;
     let header = reader.header().clone();
     if header.kind == KIND_TIMELINE {
         // Timelines are small: the streaming reader's copy costs nothing worth a second path.
         let reader = Reader::new(bytes).map_err(import_error)?;
-        return timeline::import(reader).map(|timeline| (Dump::Timeline(timeline), None));
+        return timeline::import(reader).map(|timeline| (Contents::Timeline(timeline), None));
     }
     if header.kind == KIND_ALLOC_SNAPSHOT {
-        return alloc::import(reader, &header).map(|snapshot| (Dump::Alloc(snapshot), None));
+        return alloc::import(reader, &header).map(|snapshot| (Contents::Alloc(snapshot), None));
     }
     let runtime = check_header(&header)?;
     let mut columns = Columns::default();
@@ -273,7 +273,7 @@ fn import_slice_releasing(
     bulk_columns.move_into(&mut columns);
     let truncation = reader.truncation().cloned();
     let (graph, analysis) = columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
-    Ok((Dump::HeapGraph(graph), analysis))
+    Ok((Contents::HeapGraph(graph), analysis))
 }
 
 /// Imports the uncompressed `.hgd` file at `path`, with its stored analysis, by mapping it into
@@ -287,7 +287,7 @@ fn import_slice_releasing(
 pub fn import_path_with_analysis(
     path: &std::path::Path,
     _options: &Options,
-) -> Result<(Dump, Option<StoredAnalysis>), ImportError> {
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
     let file = std::fs::File::open(path)?;
     // SAFETY: the map is only read, and dropped before this returns. Another process could
     // change the file meanwhile, as with any memory-mapped input; heapgraph's inputs are dumps
@@ -1608,8 +1608,8 @@ mod tests {
         let sliced = import_slice_with_analysis(bytes, &Options::default());
         match (streamed, sliced) {
             (
-                Ok((Dump::HeapGraph(graph), analysis)),
-                Ok((Dump::HeapGraph(other), other_analysis)),
+                Ok((Contents::HeapGraph(graph), analysis)),
+                Ok((Contents::HeapGraph(other), other_analysis)),
             ) => {
                 assert_same(&other, &graph);
                 assert_eq!(other_analysis, analysis);
@@ -1650,7 +1650,7 @@ mod tests {
     }
 
     #[test]
-    fn native_graph_round_trips_without_analysis() {
+    fn hgd_graph_round_trips_without_analysis() {
         let graph = sample_graph();
         for chunk_rows in [1, 2, 1 << 20] {
             let file = write(&graph, None, chunk_rows);
@@ -1661,7 +1661,7 @@ mod tests {
     }
 
     #[test]
-    fn native_graph_round_trips_with_analysis() {
+    fn hgd_graph_round_trips_with_analysis() {
         let graph = sample_graph();
         let stored = sample_analysis();
         for chunk_rows in [1, 4, 1 << 20] {
@@ -1678,11 +1678,11 @@ mod tests {
     }
 
     #[test]
-    fn native_files_are_recognised_by_content() {
+    fn hgd_files_are_recognised_by_content() {
         let file = write(&sample_graph(), None, 2);
         assert_eq!(sniff(&file), Some(true));
-        assert_eq!(crate::sniff(&file), Some(crate::Format::Native));
-        let Ok(Dump::HeapGraph(graph)) =
+        assert_eq!(crate::sniff(&file), Some(crate::Format::Hgd));
+        let Ok(Contents::HeapGraph(graph)) =
             crate::import_reader(file.as_slice(), &crate::Options::default())
         else {
             panic!("a heap graph");
@@ -1691,7 +1691,7 @@ mod tests {
     }
 
     #[test]
-    fn native_analysis_of_the_wrong_length_is_refused() {
+    fn hgd_analysis_of_the_wrong_length_is_refused() {
         let mut stored = sample_analysis();
         stored.distance.pop();
         let err = write_heap_graph(&sample_graph(), Some(&stored), Vec::new())
@@ -1700,7 +1700,7 @@ mod tests {
     }
 
     #[test]
-    fn native_cut_at_every_offset_reads_what_arrived_or_says_truncated() {
+    fn hgd_cut_at_every_offset_reads_what_arrived_or_says_truncated() {
         let graph = sample_graph();
         let stored = sample_analysis();
         let file = write(&graph, Some(&stored), 2);
@@ -1746,7 +1746,7 @@ mod tests {
     }
 
     #[test]
-    fn native_cut_inside_the_edges_keeps_every_node() {
+    fn hgd_cut_inside_the_edges_keeps_every_node() {
         let graph = sample_graph();
         let file = write(&graph, None, 2);
         // Cut inside the third edges chunk (edges 4 and 5): records are header, 4 strings
@@ -1778,7 +1778,7 @@ mod tests {
     /// strings keep their order (after the table's own `""`), and a type name written twice
     /// still names one type.
     #[test]
-    fn native_strings_of_a_foreign_writer_are_renumbered() {
+    fn hgd_strings_of_a_foreign_writer_are_renumbered() {
         let mut file = Vec::new();
         let header = Header::new(KIND_HEAP_GRAPH, "python-gc", "python");
         let mut writer = Writer::new(&mut file, &header).expect("header");
@@ -1821,7 +1821,7 @@ mod tests {
     /// A streaming writer may interleave chunks: cut short, the references to what never
     /// arrived are dropped (edges) or emptied (names), and the note says so.
     #[test]
-    fn native_a_cut_interleaved_file_drops_dangling_references() {
+    fn hgd_a_cut_interleaved_file_drops_dangling_references() {
         let mut file = Vec::new();
         let mut header = Header::new(KIND_HEAP_GRAPH, "python-gc", "python");
         header.totals.insert(TOTAL_NODES.to_owned(), 6);
@@ -1868,7 +1868,7 @@ mod tests {
 
     /// A complete file whose parts disagree is an error, not a repaired graph.
     #[test]
-    fn native_complete_files_must_be_consistent() {
+    fn hgd_complete_files_must_be_consistent() {
         let write_with = |root: Option<u32>, edge_count: &[u32], to: &[u32]| {
             let mut file = Vec::new();
             let header = Header::new(KIND_HEAP_GRAPH, "test", "v8");
@@ -1918,7 +1918,7 @@ mod tests {
     }
 
     #[test]
-    fn native_unknown_chunks_and_kinds_are_named() {
+    fn hgd_unknown_chunks_and_kinds_are_named() {
         let graph = sample_graph();
         let file = write(&graph, None, 1 << 20);
         // Replace the end record (`{type: end, chunks: N}`, the last 17 bytes) by an unknown
@@ -1950,7 +1950,7 @@ mod tests {
     }
 
     #[test]
-    fn native_a_corrupt_edge_kind_names_its_record_and_offset() {
+    fn hgd_a_corrupt_edge_kind_names_its_record_and_offset() {
         let graph = sample_graph();
         let mut file = write(&graph, None, 1 << 20);
         // The edge kinds blob: `kind`, bin8 of 8 bytes, then the codes 5 2 1 6 1 4 0 3.
@@ -1974,12 +1974,12 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(1000))]
 
         #[test]
-        fn native_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        fn hgd_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let _ = read(&bytes);
         }
 
         #[test]
-        fn native_a_header_then_arbitrary_bytes_never_panic(
+        fn hgd_a_header_then_arbitrary_bytes_never_panic(
             tail in proptest::collection::vec(any::<u8>(), 0..400),
         ) {
             let mut file = Vec::new();
@@ -1989,7 +1989,7 @@ mod tests {
         }
 
         #[test]
-        fn native_changed_bytes_never_panic(
+        fn hgd_changed_bytes_never_panic(
             changes in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
         ) {
             let mut file = write(&sample_graph(), Some(&sample_analysis()), 2);
