@@ -27,6 +27,7 @@ pub mod gate;
 pub mod gpu;
 mod histogram;
 pub mod leaks;
+mod leb128;
 mod paths;
 mod queries;
 pub mod sites;
