@@ -108,19 +108,7 @@ fn hgd_bytes(graph: &HeapGraph, analysed: bool) -> Result<Vec<u8>> {
         let options = AnalyzerOptions {
             edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
         };
-        let columns = heapgraph_analyzer::analyze(graph, &options).into_stored(graph);
-        hgd::StoredAnalysis {
-            dominator: columns.idom,
-            retained_size: columns.retained_size,
-            distance: columns.distance,
-            retained_count: columns.retained_count,
-            type_totals: columns.type_totals.map(|totals| hgd::StoredTypeTotals {
-                type_name: totals.types,
-                count: totals.count,
-                shallow_size: totals.shallow,
-                retained_size: totals.retained,
-            }),
-        }
+        heapgraph_analyzer::analyze(graph, &options).into_stored(graph)
     });
     let mut bytes = Vec::new();
     hgd::write_heap_graph(graph, stored.as_ref(), &mut bytes)?;

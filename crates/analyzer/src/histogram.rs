@@ -3,22 +3,7 @@
 use crate::dominators::DominatorTree;
 use crate::leb128;
 use fixedbitset::FixedBitSet;
-use heapgraph_model::{HeapGraph, StringId};
-
-/// Per-type totals over real (non-synthetic) objects, one row per type: column `i` of each
-/// vector describes type `types[i]`. Rows are in order of first appearance in node order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TypeTotals {
-    /// The type's name.
-    pub types: Vec<StringId>,
-    /// Objects of the type.
-    pub count: Vec<u64>,
-    /// Their shallow sizes, summed.
-    pub shallow: Vec<u64>,
-    /// Their retained sizes, with each retained byte counted once (an instance inside the
-    /// dominator subtree of another instance of its type is not added again).
-    pub retained: Vec<u64>,
-}
+use heapgraph_model::{HeapGraph, StringId, TypeTotals};
 
 /// Computes [`TypeTotals`] from the dominator tree.
 ///

@@ -3,9 +3,9 @@
 
 use crate::args::{Common, ReadArgs};
 use anyhow::{Context, bail};
-use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
+use heapgraph_analyzer::{Analysis, EdgeRule, Options};
 use heapgraph_import::{Contents, Format, hgd};
-use heapgraph_model::{AllocSnapshot, HeapGraph, Timeline};
+use heapgraph_model::{AllocSnapshot, HeapGraph, StoredAnalysis, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -14,7 +14,7 @@ use std::time::Duration;
 /// A loaded heap graph, with the analysis its file carried, if any.
 pub(crate) struct Loaded {
     pub(crate) graph: HeapGraph,
-    stored: Option<hgd::StoredAnalysis>,
+    stored: Option<StoredAnalysis>,
 }
 
 /// Bytes-read progress on stderr; indicatif draws nothing when stderr is not a terminal.
@@ -252,7 +252,7 @@ pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evid
 
 fn evidence(
     dump: Contents,
-    stored: Option<hgd::StoredAnalysis>,
+    stored: Option<StoredAnalysis>,
     path: &Path,
 ) -> anyhow::Result<Evidence> {
     Ok(match dump {
@@ -296,7 +296,7 @@ impl Loaded {
         if let Some(stored) = self.stored.take()
             && !include_weak
         {
-            match Analysis::from_stored(&self.graph, edge_rule.clone(), columns_of(stored)) {
+            match Analysis::from_stored(&self.graph, edge_rule.clone(), stored) {
                 Ok(analysis) => return Ok(analysis),
                 Err(reason) => self.graph.add_note(format!(
                     "the stored analysis was ignored ({reason}); recomputed"
@@ -325,37 +325,5 @@ fn release_freed_memory() {
     // own heaps to the kernel; no live allocation moves or changes.
     unsafe {
         libc::malloc_trim(0);
-    }
-}
-
-/// A file's stored analysis as the analyzer's columns.
-fn columns_of(stored: hgd::StoredAnalysis) -> StoredColumns {
-    StoredColumns {
-        idom: stored.dominator,
-        retained_size: stored.retained_size,
-        retained_count: stored.retained_count,
-        distance: stored.distance,
-        type_totals: stored.type_totals.map(|totals| TypeTotals {
-            types: totals.type_name,
-            count: totals.count,
-            shallow: totals.shallow_size,
-            retained: totals.retained_size,
-        }),
-    }
-}
-
-/// The analyzer's columns as a file's stored analysis.
-pub(crate) fn stored_of(columns: StoredColumns) -> hgd::StoredAnalysis {
-    hgd::StoredAnalysis {
-        dominator: columns.idom,
-        retained_size: columns.retained_size,
-        distance: columns.distance,
-        retained_count: columns.retained_count,
-        type_totals: columns.type_totals.map(|totals| hgd::StoredTypeTotals {
-            type_name: totals.types,
-            count: totals.count,
-            shallow_size: totals.shallow,
-            retained_size: totals.retained,
-        }),
     }
 }

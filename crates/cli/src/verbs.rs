@@ -6,9 +6,7 @@ use crate::args::{
     OutputFormat, RankByArg, SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs,
     WhoHoldsArgs,
 };
-use crate::load::{
-    Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner, stored_of,
-};
+use crate::load::{Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::RankBy;
 use heapgraph_import::hgd;
@@ -436,7 +434,7 @@ fn diff_and_check(
 pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let mut loaded = load(&args.file, &args.read)?;
     let analysis = loaded.analyze(false)?;
-    let stored = stored_of(analysis.into_stored(&loaded.graph));
+    let stored = analysis.into_stored(&loaded.graph);
     let spinner = spinner("writing");
     let context = || format!("cannot write {}", args.output.display());
     let file = std::fs::File::create(&args.output).with_context(context)?;

@@ -29,7 +29,6 @@ pub use write::write_heap_graph;
 
 use crate::ImportError;
 use heapgraph_format as format;
-use heapgraph_model::StringId;
 use std::io;
 
 /// The format name in errors.
@@ -49,44 +48,6 @@ pub fn sniff(prefix: &[u8]) -> Option<bool> {
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Options {}
-
-/// Analysis results stored in an `.hgd` file, one entry per node in node order.
-///
-/// Plain columns, so that the analyzer can adopt them without this crate knowing its types.
-/// [`StoredAnalysis::NONE`] (`u32::MAX`) marks a node with no dominator or no distance
-/// (unreachable nodes, and the root's dominator).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StoredAnalysis {
-    /// Immediate dominator's node index, per node.
-    pub dominator: Vec<u32>,
-    /// Retained size in bytes, per node.
-    pub retained_size: Vec<u64>,
-    /// Distance from the root per node, as the analyzer computed it (for V8, DevTools' raw
-    /// distance, which counts from 100000000 for nodes reached only from system roots).
-    pub distance: Vec<u32>,
-    /// Nodes in each node's dominator subtree, itself included; empty when not stored.
-    pub retained_count: Vec<u32>,
-    /// Per-type totals, where stored.
-    pub type_totals: Option<StoredTypeTotals>,
-}
-
-/// Per-type totals stored in an `.hgd` file, one row per type.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StoredTypeTotals {
-    /// The type's name, in the graph's string table (findable).
-    pub type_name: Vec<StringId>,
-    /// Real objects of the type.
-    pub count: Vec<u64>,
-    /// Their shallow sizes, summed.
-    pub shallow_size: Vec<u64>,
-    /// Their retained sizes, each byte counted once.
-    pub retained_size: Vec<u64>,
-}
-
-impl StoredAnalysis {
-    /// "None": no dominator, or no distance.
-    pub const NONE: u32 = u32::MAX;
-}
 
 /// A complete record that breaks the format, at `offset`.
 fn malformed(offset: u64, message: String) -> ImportError {

@@ -36,6 +36,7 @@ mod alloc;
 mod columns;
 mod heap_graph;
 mod reverse;
+mod stored;
 mod strings;
 mod timeline;
 mod visit;
@@ -52,6 +53,7 @@ pub use heap_graph::{
     NodeKindInfo, Runtime,
 };
 pub use reverse::ReverseEdges;
+pub use stored::{StoredAnalysis, TypeTotals};
 pub use strings::{StringId, StringTable};
 pub use timeline::{
     EventKind, GpuSeries, Level, MemoryLimit, Resource, Samples, Threshold, Timeline,

@@ -6,8 +6,8 @@ mod bulk;
 mod python;
 
 use super::{
-    FORMAT, Options, StoredAnalysis, StoredTypeTotals, TOTAL_EDGES, TOTAL_NODES, alloc,
-    import_error, inconsistent, malformed, timeline,
+    FORMAT, Options, TOTAL_EDGES, TOTAL_NODES, alloc, import_error, inconsistent, malformed,
+    timeline,
 };
 use crate::{Contents, ImportError};
 use bulk::{BulkColumns, Located, bad_edge_kind, error_offset, file_strings_of};
@@ -17,7 +17,7 @@ use heapgraph_format::{
 };
 use heapgraph_model::{
     EdgeKind, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
-    NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
+    NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis, StringId, StringTable, TypeTotals,
 };
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -810,11 +810,11 @@ impl Columns {
                     && totals.shallow_size.len() == n_types
                     && totals.retained_size.len() == n_types =>
             {
-                (n_types > 0).then_some(StoredTypeTotals {
-                    type_name,
+                (n_types > 0).then_some(TypeTotals {
+                    types: type_name,
                     count: totals.count,
-                    shallow_size: totals.shallow_size,
-                    retained_size: totals.retained_size,
+                    shallow: totals.shallow_size,
+                    retained: totals.retained_size,
                 })
             }
             _ => {
@@ -825,7 +825,7 @@ impl Columns {
             }
         };
         Some(StoredAnalysis {
-            dominator: std::mem::take(&mut self.dominator),
+            idom: std::mem::take(&mut self.dominator),
             retained_size: std::mem::take(&mut self.retained_size),
             distance: std::mem::take(&mut self.distance),
             retained_count,

@@ -6,7 +6,8 @@ use super::*;
 use crate::{Contents, ImportError};
 use heapgraph_format::{EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns, Writer};
 use heapgraph_model::{
-    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StringId, StringTable,
+    EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime, StoredAnalysis,
+    StringId, StringTable, TypeTotals,
 };
 use proptest::prelude::*;
 
@@ -78,7 +79,7 @@ fn sample_analysis() -> StoredAnalysis {
         .map(|text| strings.find(text).expect("a type of the sample"))
         .to_vec();
     StoredAnalysis {
-        dominator: vec![StoredAnalysis::NONE, 0, 0, 1, 1, 1],
+        idom: vec![StoredAnalysis::NONE, 0, 0, 1, 1, 1],
         retained_size: vec![
             u64::from(u32::MAX) + 161,
             16 + 48 + 64 + 1 + u64::from(u32::MAX),
@@ -89,11 +90,11 @@ fn sample_analysis() -> StoredAnalysis {
         ],
         distance: vec![0, 1, 1, 2, 2, StoredAnalysis::NONE],
         retained_count: vec![6, 4, 1, 1, 1, 1],
-        type_totals: Some(StoredTypeTotals {
-            type_name,
+        type_totals: Some(TypeTotals {
+            types: type_name,
             count: vec![2, 1, 1, 1],
-            shallow_size: vec![64, 32, 64, 1 << 32],
-            retained_size: vec![16 + 48 + 64 + 1 + u64::from(u32::MAX), 32, 64, 1 << 32],
+            shallow: vec![64, 32, 64, 1 << 32],
+            retained: vec![16 + 48 + 64 + 1 + u64::from(u32::MAX), 32, 64, 1 << 32],
         }),
     }
 }
@@ -501,7 +502,7 @@ proptest! {
             file[at] = byte;
         }
         if let Ok((graph, Some(analysis))) = read(&file) {
-            prop_assert_eq!(analysis.dominator.len(), graph.node_count());
+            prop_assert_eq!(analysis.idom.len(), graph.node_count());
         }
     }
 }

@@ -1,11 +1,11 @@
 //! Writing a heap graph, and its analysis when given, as an `.hgd` stream.
 
-use super::{StoredAnalysis, TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
+use super::{TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
 use heapgraph_format::{
     self as format, AnalysisColumns, EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns,
     TypeTotalsColumns, Writer,
 };
-use heapgraph_model::HeapGraph;
+use heapgraph_model::{HeapGraph, StoredAnalysis};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -35,7 +35,7 @@ pub(super) fn write_in_chunks<W: Write>(
     let n_nodes = graph.node_count();
     if let Some(analysis) = analysis {
         let lengths = [
-            analysis.dominator.len(),
+            analysis.idom.len(),
             analysis.retained_size.len(),
             analysis.distance.len(),
         ];
@@ -147,7 +147,7 @@ pub(super) fn write_in_chunks<W: Write>(
     if let Some(analysis) = analysis {
         writer
             .write_analysis(&AnalysisColumns {
-                dominator: &analysis.dominator,
+                dominator: &analysis.idom,
                 retained_size: &analysis.retained_size,
                 distance: &analysis.distance,
                 retained_count: &analysis.retained_count,
@@ -155,13 +155,13 @@ pub(super) fn write_in_chunks<W: Write>(
             .map_err(write_error)?;
         if let Some(totals) = &analysis.type_totals {
             // Strings are written in id order, so an id is its string's index in the file.
-            let type_name: Vec<u32> = totals.type_name.iter().map(|id| id.to_raw()).collect();
+            let type_name: Vec<u32> = totals.types.iter().map(|id| id.to_raw()).collect();
             writer
                 .write_type_totals(&TypeTotalsColumns {
                     type_name: &type_name,
                     count: &totals.count,
-                    shallow_size: &totals.shallow_size,
-                    retained_size: &totals.retained_size,
+                    shallow_size: &totals.shallow,
+                    retained_size: &totals.retained,
                 })
                 .map_err(write_error)?;
         }
