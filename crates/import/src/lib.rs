@@ -91,8 +91,11 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Contents, Impor
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, counted);
     let prefix = reader.fill_buf()?;
-    if hprof::sniff(prefix) == Some(true) {
-        // Two passes over the dump: it is mapped, not streamed.
+    // Sniffed once: the formats read from a map are mapped, the others streamed; a gzipped
+    // file is sniffed again inside.
+    let format = sniff(prefix);
+    if matches!(format, Some(Format::Hprof | Format::Phd | Format::Pickle)) {
+        // Read from memory (HPROF in two passes): mapped, not streamed.
         drop(reader);
         let file = std::fs::File::open(path)?;
         // SAFETY: the map is only read, and dropped before this returns. Another process could
@@ -102,34 +105,24 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Contents, Impor
         if let Some(progress) = options.progress {
             progress.advance(map.len() as u64);
         }
-        return hprof::import_mapped(&map, &options.hprof).map(Contents::HeapGraph);
+        return match format {
+            Some(Format::Hprof) => {
+                hprof::import_mapped(&map, &options.hprof).map(Contents::HeapGraph)
+            }
+            Some(Format::Phd) => {
+                phd::import_slice(&map, &phd::Options::default()).map(Contents::HeapGraph)
+            }
+            _ => import_pickle(&map),
+        };
     }
-    if phd::sniff(prefix) == Some(true) {
-        drop(reader);
-        let file = std::fs::File::open(path)?;
-        // SAFETY: as above: read only, dropped before this returns, every byte checked.
-        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-        if let Some(progress) = options.progress {
-            progress.advance(map.len() as u64);
+    match format {
+        Some(format) => import_sniffed(reader, format, options),
+        None if prefix.starts_with(&GZIP_MAGIC) => {
+            let decoder = flate2::bufread::MultiGzDecoder::new(reader);
+            let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
+            import_reader(reader, options)
         }
-        return phd::import_slice(&map, &phd::Options::default()).map(Contents::HeapGraph);
-    }
-    if pickle::sniff(prefix) {
-        drop(reader);
-        let file = std::fs::File::open(path)?;
-        // SAFETY: as above: read only, dropped before this returns, every byte checked.
-        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-        if let Some(progress) = options.progress {
-            progress.advance(map.len() as u64);
-        }
-        return import_pickle(&map);
-    }
-    if prefix.starts_with(&GZIP_MAGIC) {
-        let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-        let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
-        import_reader(reader, options)
-    } else {
-        import_reader(reader, options)
+        None => Err(unknown_format(prefix)),
     }
 }
 
@@ -143,20 +136,36 @@ pub fn import_reader<R: BufRead>(
 ) -> Result<Contents, ImportError> {
     let prefix = reader.fill_buf()?;
     match sniff(prefix) {
-        Some(Format::V8HeapSnapshot) => {
+        Some(format) => import_sniffed(reader, format, options),
+        None => Err(unknown_format(prefix)),
+    }
+}
+
+/// Imports a stream whose format [`sniff`] recognised.
+fn import_sniffed<R: BufRead>(
+    mut reader: R,
+    format: Format,
+    options: &Options<'_>,
+) -> Result<Contents, ImportError> {
+    match format {
+        Format::V8HeapSnapshot => {
             v8::import(reader, &v8::Options::default()).map(Contents::HeapGraph)
         }
-        Some(Format::Hgd) => hgd::import(reader, &hgd::Options::default()),
-        Some(Format::Hprof) => hprof::import(reader, &options.hprof).map(Contents::HeapGraph),
-        Some(Format::Phd) => phd::import(reader, &phd::Options::default()).map(Contents::HeapGraph),
-        Some(Format::Pickle) => {
+        Format::Hgd => hgd::import(reader, &hgd::Options::default()),
+        Format::Hprof => hprof::import(reader, &options.hprof).map(Contents::HeapGraph),
+        Format::Phd => phd::import(reader, &phd::Options::default()).map(Contents::HeapGraph),
+        Format::Pickle => {
             let mut bytes = Vec::new();
             reader.read_to_end(&mut bytes)?;
             import_pickle(&bytes)
         }
-        None => Err(ImportError::UnknownFormat {
-            prefix: error::describe_prefix(prefix, 24),
-        }),
+    }
+}
+
+/// The error for content no reader recognises.
+fn unknown_format(prefix: &[u8]) -> ImportError {
+    ImportError::UnknownFormat {
+        prefix: error::describe_prefix(prefix, 24),
     }
 }
 

@@ -18,23 +18,22 @@ pub enum Format {
     Pickle,
 }
 
+/// Every reader's sniffer, in the order [`sniff`] asks them: the one table of which formats
+/// are recognised by content. Their magic bytes exclude each other, so the order decides
+/// nothing but which is asked first.
+const SNIFFERS: [(Format, fn(&[u8]) -> Option<bool>); 5] = [
+    (Format::V8HeapSnapshot, v8::sniff),
+    (Format::Hgd, hgd::sniff),
+    (Format::Hprof, hprof::sniff),
+    (Format::Phd, phd::sniff),
+    (Format::Pickle, |prefix| Some(pickle::sniff(prefix))),
+];
+
 /// The format that `prefix` (the first bytes of an uncompressed stream) starts, if any importer
 /// says yes.
 pub fn sniff(prefix: &[u8]) -> Option<Format> {
-    if v8::sniff(prefix) == Some(true) {
-        return Some(Format::V8HeapSnapshot);
-    }
-    if hgd::sniff(prefix) == Some(true) {
-        return Some(Format::Hgd);
-    }
-    if hprof::sniff(prefix) == Some(true) {
-        return Some(Format::Hprof);
-    }
-    if phd::sniff(prefix) == Some(true) {
-        return Some(Format::Phd);
-    }
-    if pickle::sniff(prefix) {
-        return Some(Format::Pickle);
-    }
-    None
+    SNIFFERS
+        .iter()
+        .find(|(_, sniff)| sniff(prefix) == Some(true))
+        .map(|&(format, _)| format)
 }
