@@ -18,10 +18,14 @@ pub enum Format {
     Pickle,
 }
 
+/// Whether a prefix starts a format: `Some(true)` when it does, `Some(false)` when it cannot,
+/// `None` when more bytes are needed to tell.
+type Sniffer = fn(&[u8]) -> Option<bool>;
+
 /// Every reader's sniffer, in the order [`sniff`] asks them: the one table of which formats
 /// are recognised by content. Their magic bytes exclude each other, so the order decides
 /// nothing but which is asked first.
-const SNIFFERS: [(Format, fn(&[u8]) -> Option<bool>); 5] = [
+const SNIFFERS: [(Format, Sniffer); 5] = [
     (Format::V8HeapSnapshot, v8::sniff),
     (Format::Hgd, hgd::sniff),
     (Format::Hprof, hprof::sniff),

@@ -2,7 +2,7 @@
 
 use super::ChainExact;
 
-/// Edge names (a [`StringId`]'s raw value, or an index): two bytes per edge while nearly all
+/// Edge names (a [`StringId`](crate::StringId)'s raw value, or an index): two bytes per edge while nearly all
 /// fit in 16 bits (Java's field names and the indices of all but huge arrays), the rest beside;
 /// four bytes per edge otherwise (V8, whose property names are spread over its whole string
 /// table). The column turns plain by itself once too many names are beside, unless it was
