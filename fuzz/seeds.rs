@@ -8,7 +8,7 @@
 
 use anyhow::{Context, Result, ensure};
 use heapgraph_analyzer::{EdgeRule, Options as AnalyzerOptions};
-use heapgraph_import::{hprof, native, tracemalloc};
+use heapgraph_import::{hgd, hprof, tracemalloc};
 use heapgraph_model::HeapGraph;
 use heapgraph_test_support::phd::PhdHeap;
 use std::io::Read;
@@ -72,18 +72,14 @@ fn main() -> Result<()> {
     // the tracemalloc seed); the recorder's real timeline.
     let v8_graph =
         heapgraph_import::v8::import(&v8_tiny[..], &Default::default()).context("the V8 seed")?;
-    seeds.write("native", "v8-tiny-analysed.hgd", &hgd(&v8_graph, true)?)?;
-    seeds.write("native", "hprof-32.hgd", &hgd(&java_graph, false)?)?;
+    seeds.write("hgd", "v8-tiny-analysed.hgd", &hgd_bytes(&v8_graph, true)?)?;
+    seeds.write("hgd", "hprof-32.hgd", &hgd_bytes(&java_graph, false)?)?;
     let snapshot = tracemalloc::import_slice(&read(&fixture("tracemalloc/before.tracemalloc"))?)
         .context("the tracemalloc seed")?;
     let mut alloc_hgd = Vec::new();
-    native::write_alloc_snapshot(&snapshot, &mut alloc_hgd)?;
-    seeds.write("native", "tracemalloc-before.hgd", &alloc_hgd)?;
-    seeds.write(
-        "native",
-        "worker.hgt",
-        &read(&fixture("timeline/worker.hgt"))?,
-    )?;
+    hgd::write_alloc_snapshot(&snapshot, &mut alloc_hgd)?;
+    seeds.write("hgd", "tracemalloc-before.hgd", &alloc_hgd)?;
+    seeds.write("hgd", "worker.hgt", &read(&fixture("timeline/worker.hgt"))?)?;
 
     ensure!(seeds.written > 0, "no seed written");
     Ok(())
@@ -107,27 +103,15 @@ impl Seeds {
 }
 
 /// `graph` as an `.hgd`, with the analysis `convert` stores when `analysed`.
-fn hgd(graph: &HeapGraph, analysed: bool) -> Result<Vec<u8>> {
+fn hgd_bytes(graph: &HeapGraph, analysed: bool) -> Result<Vec<u8>> {
     let stored = analysed.then(|| {
         let options = AnalyzerOptions {
             edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
         };
-        let columns = heapgraph_analyzer::analyze(graph, &options).into_stored(graph);
-        native::StoredAnalysis {
-            dominator: columns.idom,
-            retained_size: columns.retained_size,
-            distance: columns.distance,
-            retained_count: columns.retained_count,
-            type_totals: columns.type_totals.map(|totals| native::StoredTypeTotals {
-                type_name: totals.types,
-                count: totals.count,
-                shallow_size: totals.shallow,
-                retained_size: totals.retained,
-            }),
-        }
+        heapgraph_analyzer::analyze(graph, &options).into_stored(graph)
     });
     let mut bytes = Vec::new();
-    native::write_heap_graph(graph, stored.as_ref(), &mut bytes)?;
+    hgd::write_heap_graph(graph, stored.as_ref(), &mut bytes)?;
     Ok(bytes)
 }
 

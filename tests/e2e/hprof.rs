@@ -5,7 +5,7 @@
 
 use crate::support::fixture;
 use heapgraph_analyzer::{Analysis, EdgeRule, Options, analyze};
-use heapgraph_import::{Dump, hprof};
+use heapgraph_import::{Contents, hprof};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId};
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
@@ -30,7 +30,7 @@ fn dump_bytes(variant: &str) -> Vec<u8> {
 fn load(variant: &str) -> HeapGraph {
     let path = fixture(&format!("java/{variant}.hprof.gz"));
     match heapgraph_import::import_path(&path, &Default::default()).expect("the dump loads") {
-        Dump::HeapGraph(graph) => graph,
+        Contents::HeapGraph(graph) => graph,
         _ => panic!("not a heap graph"),
     }
 }

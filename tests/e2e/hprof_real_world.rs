@@ -4,7 +4,7 @@
 //! leak trace.
 
 use crate::support::{fixture, heapgraph, json, path_str};
-use heapgraph_import::{Dump, hprof};
+use heapgraph_import::{Contents, hprof};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId};
 use rustc_hash::FxHashMap as HashMap;
 use std::num::NonZeroUsize;
@@ -19,7 +19,7 @@ fn load(name: &str, options: hprof::Options) -> HeapGraph {
     match heapgraph_import::import_path(&fixture(&format!("java/real-world/{name}")), &import)
         .expect("the dump loads")
     {
-        Dump::HeapGraph(graph) => graph,
+        Contents::HeapGraph(graph) => graph,
         _ => panic!("not a heap graph"),
     }
 }

@@ -6,14 +6,14 @@
 
 use crate::support::{V8_FIXTURES, fixture, repo_root, temp_dir, tool};
 use heapgraph_analyzer::{Analysis, EdgeRule, NO_DISTANCE, Options, analyze};
-use heapgraph_import::Dump;
+use heapgraph_import::Contents;
 use heapgraph_model::HeapGraph;
 use rustc_hash::FxHashMap as HashMap;
 
 pub(crate) fn load(name: &str) -> HeapGraph {
     match heapgraph_import::import_path(&fixture(name), &Default::default()).expect("fixture loads")
     {
-        Dump::HeapGraph(graph) => graph,
+        Contents::HeapGraph(graph) => graph,
         _ => panic!("{name} is not a heap graph"),
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::support::{fixture, heapgraph_ok, json, path_str, temp_dir};
 use heapgraph_analyzer::{EdgeRule, Options, analyze};
-use heapgraph_import::Dump;
+use heapgraph_import::Contents;
 use heapgraph_model::{HeapGraph, NodeId};
 use heapgraph_test_support::phd::PhdHeap;
 use rustc_hash::FxHashMap as HashMap;
@@ -26,7 +26,7 @@ pub(crate) fn phd_path() -> &'static PathBuf {
         )
         .expect("the HPROF fixture")
         {
-            Dump::HeapGraph(graph) => graph,
+            Contents::HeapGraph(graph) => graph,
             _ => panic!("not a heap graph"),
         };
         let bytes = PhdHeap::from_java_graph(&hprof).write(true, "JRE 17 (heapgraph test writer)");
@@ -38,7 +38,7 @@ pub(crate) fn phd_path() -> &'static PathBuf {
 
 fn load() -> HeapGraph {
     match heapgraph_import::import_path(phd_path(), &Default::default()).expect("the PHD") {
-        Dump::HeapGraph(graph) => graph,
+        Contents::HeapGraph(graph) => graph,
         _ => panic!("not a heap graph"),
     }
 }

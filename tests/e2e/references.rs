@@ -16,14 +16,14 @@ use crate::support::{fixture, heapgraph_ok, json, path_str};
 use heapgraph_analyzer::{
     Analysis, ChainOrder, EdgeRule, HeldBy, Options, ReferenceKind, analyze, summary, who_holds,
 };
-use heapgraph_import::Dump;
+use heapgraph_import::Contents;
 use heapgraph_model::{HeapGraph, NodeId};
 use heapgraph_report::human_bytes;
 use rustc_hash::FxHashMap as HashMap;
 
 fn load(file: &str) -> HeapGraph {
     match heapgraph_import::import_path(&fixture(file), &Default::default()).expect("loads") {
-        Dump::HeapGraph(graph) => graph,
+        Contents::HeapGraph(graph) => graph,
         _ => panic!("{file}: not a heap graph"),
     }
 }

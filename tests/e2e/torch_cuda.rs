@@ -222,7 +222,7 @@ const CPP_STACKS: &str = "train_release_a_leak_cpp_stacks";
 fn alloc_snapshot(name: &str) -> heapgraph_model::AllocSnapshot {
     let path = fixture(&format!("torch-cuda/{name}.pickle.gz"));
     match heapgraph_import::import_path(&path, &Default::default()).expect("fixture loads") {
-        heapgraph_import::Dump::Alloc(snapshot) => snapshot,
+        heapgraph_import::Contents::Alloc(snapshot) => snapshot,
         _ => panic!("{name} is not an allocation snapshot"),
     }
 }

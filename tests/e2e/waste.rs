@@ -5,7 +5,7 @@
 use crate::support::{fixture, heapgraph_ok, json, path_str, repo_root, temp_dir};
 use heapgraph_analyzer::groups::{GroupBy, group_by, package_of};
 use heapgraph_analyzer::{EdgeRule, NO_NODE, Options, analyze};
-use heapgraph_import::Dump;
+use heapgraph_import::Contents;
 use heapgraph_model::HeapGraph;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
@@ -135,7 +135,7 @@ fn planted_collections_are_sized_as_java_grows_them() {
 fn load(variant: &str) -> HeapGraph {
     let path = fixture(&format!("java/{variant}.hprof.gz"));
     match heapgraph_import::import_path(&path, &Default::default()).expect("the dump loads") {
-        Dump::HeapGraph(graph) => graph,
+        Contents::HeapGraph(graph) => graph,
         _ => panic!("not a heap graph"),
     }
 }

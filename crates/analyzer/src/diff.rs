@@ -1,11 +1,11 @@
 //! What grew between two heap dumps, by type: counts, shallow and retained sizes before and
 //! after, as objgraph's `show_growth` does by count, with the sizes it never had.
 
+use crate::Analysis;
 use crate::edge_rule::StrongEdges;
 use crate::findings::HolderStep;
 use crate::view::RankBy;
-use crate::{Analysis, TypeTotals};
-use heapgraph_model::{EdgeName, HeapGraph, Runtime, StringId};
+use heapgraph_model::{EdgeName, HeapGraph, Runtime, StringId, TypeTotals};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
 use std::hash::{Hash, Hasher};

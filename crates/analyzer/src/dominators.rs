@@ -24,7 +24,9 @@
 //! never fires on Node.js snapshots and that `decisions.md` leaves out.
 
 use crate::edge_rule::EdgeRule;
+use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
+use fixedbitset::FixedBitSet;
 use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column};
 
 /// The marker for "no node" in per-node arrays of node indices.
@@ -447,16 +449,6 @@ const SHRINK_EVERY: usize = 1 << 20;
 /// Lists of at least this many predecessors are packed by [`Preds::pack_long_lists`].
 const PACK_AT_LEAST: usize = 16;
 
-/// Appends the LEB128 encoding of `value` to `out`.
-#[inline]
-fn put_varint(out: &mut Vec<u8>, mut value: u32) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
 /// Decodes a list packed by [`Preds::pack_long_lists`] (`words`: its count, then its bytes
 /// four to a word, little-endian) into `out`: the predecessors in ascending order.
 fn unpack(words: &[u32], out: &mut Vec<u32>) {
@@ -467,14 +459,7 @@ fn unpack(words: &[u32], out: &mut Vec<u32>) {
     let mut bytes = bytes.iter().flat_map(|word| word.to_le_bytes());
     let mut previous = 0u32;
     for _ in 0..count {
-        let (mut value, mut shift) = (0u32, 0);
-        for byte in bytes.by_ref() {
-            value |= u32::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-        }
+        let value = leb128::read_from(&mut bytes) as u32;
         previous = previous.wrapping_add(value);
         out.push(previous);
     }
@@ -488,25 +473,6 @@ const ROOT: u32 = 1;
 #[inline]
 fn retains(rule: &EdgeRule, from: u32, from_is_root: bool, kind: EdgeKind, to: u32) -> bool {
     from != to && rule.kind_retains(kind, from_is_root)
-}
-
-/// One bit per node.
-struct NodeBits(Vec<u64>);
-
-impl NodeBits {
-    fn new(n_nodes: usize) -> Self {
-        NodeBits(vec![0; n_nodes.div_ceil(64)])
-    }
-
-    #[inline]
-    fn insert(&mut self, node: usize) {
-        self.0[node / 64] |= 1 << (node % 64);
-    }
-
-    #[inline]
-    fn contains(&self, node: usize) -> bool {
-        self.0[node / 64] & (1 << (node % 64)) != 0
-    }
 }
 
 /// The iterative depth-first search of steps 1 and 2, numbering nodes in visiting order.
@@ -579,7 +545,7 @@ impl Visits for Vec<u32> {
     }
 }
 
-impl Visits for NodeBits {
+impl Visits for FixedBitSet {
     #[inline]
     fn seen(&self, node: u32) -> bool {
         self.contains(node as usize)
@@ -660,7 +626,7 @@ fn search_parents(
     len: usize,
 ) -> Vec<u32> {
     let n_nodes = parts.node_kind.len();
-    let mut visited = NodeBits::new(n_nodes);
+    let mut visited = FixedBitSet::with_capacity(n_nodes);
     let mut parent = vec![0u32; len];
     let mut n = 0u32;
     let mut stack: Vec<(u32, u32, u64)> = Vec::new();
@@ -702,7 +668,7 @@ struct Finish<'a> {
     /// enters each number.
     dom: Vec<u32>,
     n_reachable: u32,
-    visited: NodeBits,
+    visited: FixedBitSet,
     n_numbered: u32,
     stack: Vec<FinishEntry>,
     idom: Vec<u32>,
@@ -732,7 +698,7 @@ impl<'a> Finish<'a> {
             root_ordinal: graph.root().to_raw(),
             dom: semi,
             n_reachable,
-            visited: NodeBits::new(n_nodes),
+            visited: FixedBitSet::with_capacity(n_nodes),
             n_numbered: 0,
             stack: Vec::new(),
             idom: vec![NO_NODE; n_nodes],
@@ -873,7 +839,7 @@ fn finish_by_vertex(
 struct Preds<O> {
     first: Vec<O>,
     from: Vec<u32>,
-    packed: Option<NodeBits>,
+    packed: Option<FixedBitSet>,
 }
 
 /// Which predecessor lists [`Preds::build`] keeps.
@@ -906,9 +872,9 @@ impl<O: Offset> Preds<O> {
         lists: Lists,
     ) -> Self {
         let n_nodes = number.len();
-        let mut root_target = NodeBits::new(n_nodes);
+        let mut root_target = FixedBitSet::with_capacity(n_nodes);
         // The same, by DFS number.
-        let mut root_target_number = NodeBits::new(len);
+        let mut root_target_number = FixedBitSet::with_capacity(len);
         for edge in parts.first_edge.range(root_ordinal as usize) {
             let to = parts.edge_to[edge];
             if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
@@ -922,7 +888,7 @@ impl<O: Offset> Preds<O> {
         for_each_pred(parts, rule, root_ordinal, number, &root_target, |to, _| {
             first[to + 1] = O::new(first[to + 1].get() + 1);
         });
-        let mut left_out = NodeBits::new(len);
+        let mut left_out = FixedBitSet::with_capacity(len);
         if lists == Lists::WithoutSinglePredecessors {
             for w in 2..len {
                 if first[w + 1].get() == 1 && !root_target_number.contains(w) {
@@ -965,7 +931,7 @@ impl<O: Offset> Preds<O> {
     /// its entries take a byte. The lists move down over the space saved, which is given back.
     fn pack_long_lists(&mut self) {
         let len = self.first.len() - 1;
-        let mut packed = NodeBits::new(len);
+        let mut packed = FixedBitSet::with_capacity(len);
         let mut bytes: Vec<u8> = Vec::new();
         let mut write = 0usize;
         for w in 0..len {
@@ -977,7 +943,7 @@ impl<O: Offset> Preds<O> {
                 bytes.clear();
                 let mut previous = 0u32;
                 for &v in list.iter() {
-                    put_varint(&mut bytes, v - previous);
+                    leb128::push(&mut bytes, u64::from(v - previous));
                     previous = v;
                 }
                 let n_words = 1 + bytes.len().div_ceil(4);
@@ -1017,7 +983,7 @@ fn for_each_pred(
     rule: &EdgeRule,
     root_ordinal: u32,
     number: &[u32],
-    root_target: &NodeBits,
+    root_target: &FixedBitSet,
     mut visit: impl FnMut(usize, u32),
 ) {
     let edge_to = &parts.edge_to;
@@ -1136,8 +1102,8 @@ fn prefetch<T>(slice: &[T], index: usize) {
 
 /// The nodes with a referrer whose edge is neither weak nor a shortcut (self edges included):
 /// memlab's `hasOnlyWeakReferrers` is "not among them", which step 2 starts from.
-fn non_weak_referrers(parts: &HeapGraphParts) -> NodeBits {
-    let mut bits = NodeBits::new(parts.first_edge.len() - 1);
+fn non_weak_referrers(parts: &HeapGraphParts) -> FixedBitSet {
+    let mut bits = FixedBitSet::with_capacity(parts.first_edge.len() - 1);
     for (&to, kind) in parts.edge_to.iter().zip(parts.edge_kind.iter()) {
         if !matches!(kind, EdgeKind::Weak | EdgeKind::Shortcut) {
             bits.insert(to as usize);

@@ -1,22 +1,9 @@
 //! Per-type totals, with a type's retained size counting each retained byte once.
 
 use crate::dominators::DominatorTree;
-use heapgraph_model::{HeapGraph, StringId};
-
-/// Per-type totals over real (non-synthetic) objects, one row per type: column `i` of each
-/// vector describes type `types[i]`. Rows are in order of first appearance in node order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TypeTotals {
-    /// The type's name.
-    pub types: Vec<StringId>,
-    /// Objects of the type.
-    pub count: Vec<u64>,
-    /// Their shallow sizes, summed.
-    pub shallow: Vec<u64>,
-    /// Their retained sizes, with each retained byte counted once (an instance inside the
-    /// dominator subtree of another instance of its type is not added again).
-    pub retained: Vec<u64>,
-}
+use crate::leb128;
+use fixedbitset::FixedBitSet;
+use heapgraph_model::{HeapGraph, StringId, TypeTotals};
 
 /// Computes [`TypeTotals`] from the dominator tree.
 ///
@@ -97,35 +84,31 @@ impl ListOffsets {
     }
 }
 
-/// Which nodes have children, with a rank: `words` holds a bit per node, `before[k]` the number
-/// of bits set in `words[..k]`.
+/// Which nodes have children, with a rank: `bits` holds a bit per node, `before[k]` the number
+/// of bits set in its blocks before block `k`.
 struct ParentBits {
-    words: Vec<u64>,
+    bits: FixedBitSet,
     before: Vec<u32>,
 }
+
+/// Bits per block of a [`FixedBitSet`].
+const BLOCK_BITS: usize = fixedbitset::Block::BITS as usize;
 
 impl ParentBits {
     /// The position of `node` among the parents, if it is one.
     #[inline]
     fn rank(&self, node: usize) -> Option<usize> {
-        let (word, bit) = (node / 64, node % 64);
-        let bits = self.words[word];
+        let (block, bit) = (node / BLOCK_BITS, node % BLOCK_BITS);
+        let bits = self.bits.as_slice()[block];
         (bits & (1 << bit) != 0)
-            .then(|| self.before[word] as usize + (bits & ((1 << bit) - 1)).count_ones() as usize)
+            .then(|| self.before[block] as usize + (bits & ((1 << bit) - 1)).count_ones() as usize)
     }
 }
 
 /// The zigzag form of `child - parent`.
 #[inline]
 fn zigzag(child: usize, parent: usize) -> u64 {
-    let difference = child as i64 - parent as i64;
-    ((difference << 1) ^ (difference >> 63)) as u64
-}
-
-/// Bytes of the LEB128 encoding of `value`.
-#[inline]
-fn encoded_len(value: u64) -> usize {
-    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+    leb128::zigzag(child as i64 - parent as i64)
 }
 
 impl DominatorChildren {
@@ -133,22 +116,21 @@ impl DominatorChildren {
         let n_nodes = graph.node_count();
         let root = graph.root().index();
         let has_parent = |node: usize| node != root && tree.reachable[node];
-        let mut words = vec![0u64; n_nodes.div_ceil(64)];
+        let mut bits = FixedBitSet::with_capacity(n_nodes);
         let mut n_children = 0usize;
         for node in 0..n_nodes {
             if has_parent(node) {
-                let parent = tree.idom[node] as usize;
-                words[parent / 64] |= 1 << (parent % 64);
+                bits.insert(tree.idom[node] as usize);
                 n_children += 1;
             }
         }
-        let mut before = Vec::with_capacity(words.len());
+        let mut before = Vec::with_capacity(bits.as_slice().len());
         let mut running = 0u32;
-        for &bits in &words {
+        for &block in bits.as_slice() {
             before.push(running);
-            running += bits.count_ones();
+            running += block.count_ones();
         }
-        let parents = ParentBits { words, before };
+        let parents = ParentBits { bits, before };
         // Byte counts at `first[rank + 2]`, so that after the prefix sums `first[rank + 1]` is
         // where the parent's list starts and can serve as the fill cursor; the fill leaves it
         // where the list ends. Five bytes at most per child bound the total.
@@ -166,7 +148,10 @@ impl DominatorChildren {
         for node in 0..n_nodes {
             if has_parent(node) {
                 let parent = tree.idom[node] as usize;
-                first.add(rank_of(parent) + 2, encoded_len(zigzag(node, parent)));
+                first.add(
+                    rank_of(parent) + 2,
+                    leb128::encoded_len(zigzag(node, parent)),
+                );
             }
         }
         for i in 2..first.len() {
@@ -178,16 +163,9 @@ impl DominatorChildren {
             if has_parent(node) {
                 let parent = tree.idom[node] as usize;
                 let rank = rank_of(parent);
-                let mut at = first.get(rank + 1);
-                let mut value = zigzag(node, parent);
-                let n = encoded_len(value);
-                for _ in 1..n {
-                    bytes[at] = (value as u8 & 0x7f) | 0x80;
-                    value >>= 7;
-                    at += 1;
-                }
-                bytes[at] = value as u8;
-                first.add(rank + 1, n);
+                let at = first.get(rank + 1);
+                let end = leb128::write(&mut bytes, at, zigzag(node, parent));
+                first.add(rank + 1, end - at);
             }
         }
         first.pop();
@@ -209,20 +187,9 @@ impl DominatorChildren {
 
     /// The child of `parent` encoded at byte `at` of its list, and where the next one starts.
     #[inline]
-    pub(crate) fn decode(&self, parent: usize, mut at: usize) -> (u32, usize) {
-        let mut value = 0u64;
-        let mut shift = 0;
-        loop {
-            let byte = self.bytes[at];
-            at += 1;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-        }
-        let difference = (value >> 1) as i64 ^ -((value & 1) as i64);
-        ((parent as i64 + difference) as u32, at)
+    pub(crate) fn decode(&self, parent: usize, at: usize) -> (u32, usize) {
+        let (code, next) = leb128::read(&self.bytes, at);
+        ((parent as i64 + leb128::unzigzag(code)) as u32, next)
     }
 
     /// The children of `node`, in index order.

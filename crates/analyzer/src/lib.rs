@@ -30,6 +30,7 @@ pub mod groups;
 mod histogram;
 pub mod immediate_dominators;
 pub mod leaks;
+mod leb128;
 pub mod merged_paths;
 mod paths;
 mod queries;
@@ -45,7 +46,6 @@ pub use chains::ChainOrder;
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, MEMORY_BOUND_REFERENCES, NO_NODE, dominators, memory_bound};
 pub use edge_rule::EdgeRule;
-pub use histogram::TypeTotals;
 pub use queries::{
     dominator_tree, find_largest_of_type, object_view, summary, summary_of_kind, top, who_holds,
 };
@@ -61,7 +61,7 @@ pub use view::{
 };
 pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
-use heapgraph_model::HeapGraph;
+use heapgraph_model::{HeapGraph, StoredAnalysis, TypeTotals};
 use std::sync::OnceLock;
 
 /// What an analysis needs to be told: the caller knows which edges retain, so there is no
@@ -84,23 +84,6 @@ pub struct Analysis {
     type_totals: OnceLock<TypeTotals>,
     /// What holds the objects the strong references do not reach, computed on first use.
     weak: OnceLock<WeakReach>,
-}
-
-/// An analysis as plain columns, to store beside the graph (the native format's trailing
-/// section) and adopt again with [`Analysis::from_stored`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StoredColumns {
-    /// Immediate dominator per node; [`NO_NODE`] for the root and unreachable nodes.
-    pub idom: Vec<u32>,
-    /// Retained size per node.
-    pub retained_size: Vec<u64>,
-    /// Nodes in each node's dominator subtree, itself included; empty when not stored, and
-    /// then rebuilt from `idom`.
-    pub retained_count: Vec<u32>,
-    /// Distance per node, as [`Analysis::distances`].
-    pub distance: Vec<u32>,
-    /// Per-type totals, as [`Analysis::type_totals`]; `None` when not stored.
-    pub type_totals: Option<TypeTotals>,
 }
 
 /// The marker for "no distance" in [`Analysis::distances`].
@@ -167,7 +150,7 @@ impl Analysis {
             .get_or_init(|| histogram::type_totals(graph, &self.dominators))
     }
 
-    /// Adopts analysis columns saved with the graph (the native format's trailing section),
+    /// Adopts analysis columns saved with the graph (the `.hgd` format's trailing section),
     /// so that a converted dump reopens without recomputing.
     ///
     /// The reachable set comes from `idom`. Stored retained counts are checked, not trusted:
@@ -182,10 +165,10 @@ impl Analysis {
     pub fn from_stored(
         graph: &HeapGraph,
         edge_rule: EdgeRule,
-        stored: StoredColumns,
+        stored: StoredAnalysis,
     ) -> Result<Analysis, String> {
         let n_nodes = graph.node_count();
-        let StoredColumns {
+        let StoredAnalysis {
             mut idom,
             retained_size,
             retained_count,
@@ -245,7 +228,7 @@ impl Analysis {
     /// The analysis as plain columns for storing, with distances and type totals computed if
     /// they were not yet. The analysis is given up column by column as it is converted, so
     /// that only one column is held twice at a time (`convert` holds the graph beside them).
-    pub fn into_stored(self, graph: &HeapGraph) -> StoredColumns {
+    pub fn into_stored(self, graph: &HeapGraph) -> StoredAnalysis {
         let Analysis {
             edge_rule,
             dominators,
@@ -277,7 +260,7 @@ impl Analysis {
             drop(retained_size);
             wide
         };
-        StoredColumns {
+        StoredAnalysis {
             idom,
             retained_size,
             retained_count: retained_count.to_vec(),
@@ -379,7 +362,7 @@ mod tests {
         analyze(graph, &options)
     }
 
-    fn adopt(graph: &HeapGraph, stored: StoredColumns) -> Result<Analysis, String> {
+    fn adopt(graph: &HeapGraph, stored: StoredAnalysis) -> Result<Analysis, String> {
         Analysis::from_stored(graph, EdgeRule::for_runtime(graph.meta().runtime), stored)
     }
 

@@ -2,6 +2,7 @@
 //! objects dominate nothing or little, so a count below 255 is a byte and the rest are kept
 //! beside) and reachability in a bit per node. Both index like slices.
 
+use fixedbitset::FixedBitSet;
 use rustc_hash::FxHashMap;
 use std::ops::Index;
 
@@ -126,31 +127,23 @@ impl PartialEq for NodeCounts {
 impl Eq for NodeCounts {}
 
 /// One flag per node, a bit each.
-///
-/// Invariants: `words` holds `len.div_ceil(64)` words; bits past `len` are clear.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NodeFlags {
-    words: Vec<u64>,
-    len: usize,
-}
+pub struct NodeFlags(FixedBitSet);
 
 impl NodeFlags {
     /// `n` flags, all clear.
     pub fn new(n: usize) -> Self {
-        NodeFlags {
-            words: vec![0; n.div_ceil(64)],
-            len: n,
-        }
+        NodeFlags(FixedBitSet::with_capacity(n))
     }
 
     /// The number of flags.
     pub fn len(&self) -> usize {
-        self.len
+        self.0.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.is_empty()
     }
 
     /// Sets the flag of `node` to `value`.
@@ -158,26 +151,17 @@ impl NodeFlags {
     /// Panics if `node` is out of range.
     #[inline]
     pub fn set(&mut self, node: usize, value: bool) {
-        assert!(node < self.len, "node {node} of {}", self.len);
-        let (word, bit) = (node / 64, 1u64 << (node % 64));
-        if value {
-            self.words[word] |= bit;
-        } else {
-            self.words[word] &= !bit;
-        }
+        self.0.set(node, value);
     }
 
     /// The flags in node order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = bool> + '_ {
-        (0..self.len).map(move |node| self[node])
+        (0..self.len()).map(move |node| self[node])
     }
 
     /// How many flags are set.
     pub fn count_set(&self) -> usize {
-        self.words
-            .iter()
-            .map(|word| word.count_ones() as usize)
-            .sum()
+        self.0.count_ones(..)
     }
 }
 
@@ -186,26 +170,21 @@ impl Index<usize> for NodeFlags {
 
     #[inline]
     fn index(&self, node: usize) -> &bool {
-        assert!(node < self.len, "node {node} of {}", self.len);
-        if self.words[node / 64] & (1 << (node % 64)) != 0 {
-            &true
-        } else {
-            &false
-        }
+        assert!(node < self.len(), "node {node} of {}", self.len());
+        if self.0.contains(node) { &true } else { &false }
     }
 }
 
 impl FromIterator<bool> for NodeFlags {
     fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
-        let mut flags = NodeFlags::default();
-        for value in iter {
-            if flags.len.is_multiple_of(64) {
-                flags.words.push(0);
-            }
-            flags.len += 1;
-            flags.set(flags.len - 1, value);
+        let iter = iter.into_iter();
+        // Sized once from the hint (exact for the analyzer's iterators); grown past it if need be.
+        let mut bits = FixedBitSet::with_capacity(iter.size_hint().0);
+        for (node, value) in iter.enumerate() {
+            bits.grow(node + 1);
+            bits.set(node, value);
         }
-        flags
+        NodeFlags(bits)
     }
 }
 

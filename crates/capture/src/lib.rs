@@ -1,6 +1,6 @@
 //! Recorders that run inside or beside a live process:
 //!
-//! - the **Rust allocation recorder** ([`Recorder`], feature `recorder`, on by default): a
+//! - the **Rust allocation recorder** ([`Recorder`], feature `alloc-recorder`, on by default): a
 //!   global allocator that records live allocations by call stack, cheaply (return addresses
 //!   from frame pointers), and [`snapshot`] to write them as an `.hgd` allocation snapshot that
 //!   `heapgraph top` and `heapgraph diff` read as they read tracemalloc dumps;
@@ -35,13 +35,13 @@
 //! ```
 #![deny(missing_docs)]
 
-#[cfg(feature = "recorder")]
-mod recorder;
+#[cfg(feature = "alloc-recorder")]
+mod alloc_recorder;
 #[cfg(feature = "sampler")]
 pub mod sampler;
 
-#[cfg(feature = "recorder")]
-pub use recorder::{
+#[cfg(feature = "alloc-recorder")]
+pub use alloc_recorder::{
     DEFAULT_MAX_FRAMES, MAX_FRAMES, Recorder, SnapshotError, SnapshotInfo, snapshot,
 };
 

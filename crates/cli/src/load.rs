@@ -3,9 +3,9 @@
 
 use crate::args::{Common, ReadArgs};
 use anyhow::{Context, bail};
-use heapgraph_analyzer::{Analysis, EdgeRule, Options, StoredColumns, TypeTotals};
-use heapgraph_import::{Dump, Format, native};
-use heapgraph_model::{AllocSnapshot, HeapGraph, Timeline};
+use heapgraph_analyzer::{Analysis, EdgeRule, Options};
+use heapgraph_import::{Contents, Format, hgd};
+use heapgraph_model::{AllocSnapshot, HeapGraph, StoredAnalysis, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -14,7 +14,7 @@ use std::time::Duration;
 /// A loaded heap graph, with the analysis its file carried, if any.
 pub(crate) struct Loaded {
     pub(crate) graph: HeapGraph,
-    stored: Option<native::StoredAnalysis>,
+    stored: Option<StoredAnalysis>,
 }
 
 /// Bytes-read progress on stderr; indicatif draws nothing when stderr is not a terminal.
@@ -240,10 +240,10 @@ pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evid
         options.hprof = read.hprof_options();
         options
     };
-    if is_native(path).with_context(context)? {
+    if is_hgd(path).with_context(context)? {
         // Mapped and decoded in parallel: fast enough that a byte count would only flicker.
-        let (dump, stored) = native::import_path_with_analysis(path, &native::Options::default())
-            .with_context(context)?;
+        let (dump, stored) =
+            hgd::import_path_with_analysis(path, &hgd::Options::default()).with_context(context)?;
         bar.0.finish_and_clear();
         return evidence(dump, stored, path);
     }
@@ -253,14 +253,14 @@ pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evid
 }
 
 fn evidence(
-    dump: Dump,
-    stored: Option<native::StoredAnalysis>,
+    dump: Contents,
+    stored: Option<StoredAnalysis>,
     path: &Path,
 ) -> anyhow::Result<Evidence> {
     Ok(match dump {
-        Dump::HeapGraph(graph) => Evidence::Graph(Box::new(Loaded { graph, stored })),
-        Dump::Alloc(snapshot) => Evidence::Alloc(Box::new(snapshot)),
-        Dump::Timeline(timeline) => Evidence::Timeline(Box::new(timeline)),
+        Contents::HeapGraph(graph) => Evidence::Graph(Box::new(Loaded { graph, stored })),
+        Contents::Alloc(snapshot) => Evidence::Alloc(Box::new(snapshot)),
+        Contents::Timeline(timeline) => Evidence::Timeline(Box::new(timeline)),
         _ => bail!(
             "{}: holds evidence this command cannot read",
             path.display()
@@ -269,11 +269,11 @@ fn evidence(
 }
 
 /// Whether the file is an uncompressed `.hgd`, judged by content.
-fn is_native(path: &Path) -> anyhow::Result<bool> {
+fn is_hgd(path: &Path) -> anyhow::Result<bool> {
     let file = std::fs::File::open(path)?;
     let mut reader = BufReader::with_capacity(64, file);
     let prefix = reader.fill_buf()?;
-    Ok(heapgraph_import::sniff(prefix) == Some(Format::Native))
+    Ok(heapgraph_import::sniff(prefix) == Some(Format::Hgd))
 }
 
 impl Loaded {
@@ -298,7 +298,7 @@ impl Loaded {
         if let Some(stored) = self.stored.take()
             && !include_weak
         {
-            match Analysis::from_stored(&self.graph, edge_rule.clone(), columns_of(stored)) {
+            match Analysis::from_stored(&self.graph, edge_rule.clone(), stored) {
                 Ok(analysis) => return Ok(analysis),
                 Err(reason) => self.graph.add_note(format!(
                     "the stored analysis was ignored ({reason}); recomputed"
@@ -327,37 +327,5 @@ fn release_freed_memory() {
     // own heaps to the kernel; no live allocation moves or changes.
     unsafe {
         libc::malloc_trim(0);
-    }
-}
-
-/// A file's stored analysis as the analyzer's columns.
-fn columns_of(stored: native::StoredAnalysis) -> StoredColumns {
-    StoredColumns {
-        idom: stored.dominator,
-        retained_size: stored.retained_size,
-        retained_count: stored.retained_count,
-        distance: stored.distance,
-        type_totals: stored.type_totals.map(|totals| TypeTotals {
-            types: totals.type_name,
-            count: totals.count,
-            shallow: totals.shallow_size,
-            retained: totals.retained_size,
-        }),
-    }
-}
-
-/// The analyzer's columns as a file's stored analysis.
-pub(crate) fn stored_of(columns: StoredColumns) -> native::StoredAnalysis {
-    native::StoredAnalysis {
-        dominator: columns.idom,
-        retained_size: columns.retained_size,
-        distance: columns.distance,
-        retained_count: columns.retained_count,
-        type_totals: columns.type_totals.map(|totals| native::StoredTypeTotals {
-            type_name: totals.types,
-            count: totals.count,
-            shallow_size: totals.shallow,
-            retained_size: totals.retained,
-        }),
     }
 }

@@ -6,12 +6,10 @@ use crate::args::{
     OutputFormat, RankByArg, SiteArgs, StringsArgs, SummaryArgs, SuspectsArgs, TopArgs,
     WhoHoldsArgs,
 };
-use crate::load::{
-    Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner, stored_of,
-};
+use crate::load::{Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::RankBy;
-use heapgraph_import::native;
+use heapgraph_import::hgd;
 use heapgraph_model::{AllocSnapshot, AllocSource};
 use heapgraph_report::{DumpInfo, json, text};
 use std::io::{BufWriter, Write};
@@ -446,12 +444,12 @@ fn diff_and_check(
 pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let mut loaded = load(&args.file, &args.read)?;
     let analysis = loaded.analyze(false)?;
-    let stored = stored_of(analysis.into_stored(&loaded.graph));
+    let stored = analysis.into_stored(&loaded.graph);
     let spinner = spinner("writing");
     let context = || format!("cannot write {}", args.output.display());
     let file = std::fs::File::create(&args.output).with_context(context)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    native::write_heap_graph(&loaded.graph, Some(&stored), &mut out).with_context(context)?;
+    hgd::write_heap_graph(&loaded.graph, Some(&stored), &mut out).with_context(context)?;
     out.flush().with_context(context)?;
     spinner.finish_and_clear();
     let graph = &loaded.graph;

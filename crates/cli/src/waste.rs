@@ -101,13 +101,13 @@ pub(crate) fn redact(args: &RedactArgs) -> anyhow::Result<String> {
 
 /// Any other heap graph: read, its values replaced, written as `.hgd`.
 fn redact_graph(args: &RedactArgs, input: &str) -> anyhow::Result<String> {
-    use heapgraph_import::{Dump, native, redact};
+    use heapgraph_import::{Contents, hgd, redact};
     if args.keep_strings_matching.is_some() {
         bail!("{input}: --keep-strings-matching applies to HPROF dumps only");
     }
     let dump = heapgraph_import::import_path(&args.file, &Default::default())
         .with_context(|| input.to_owned())?;
-    let Dump::HeapGraph(graph) = dump else {
+    let Contents::HeapGraph(graph) = dump else {
         bail!(
             "{input}: redact writes heap dumps (HPROF, V8 snapshots, Python dumps, .hgd, .phd); this file holds no object values to redact"
         );
@@ -116,7 +116,7 @@ fn redact_graph(args: &RedactArgs, input: &str) -> anyhow::Result<String> {
     let context = || format!("cannot write {}", args.output.display());
     let file = std::fs::File::create(&args.output).with_context(context)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    native::write_heap_graph(&graph, None, &mut out).with_context(context)?;
+    hgd::write_heap_graph(&graph, None, &mut out).with_context(context)?;
     std::io::Write::flush(&mut out).with_context(context)?;
     Ok(format!(
         "wrote {} (.hgd: {} of {} strings replaced, the labels of {} value objects; types, names, sizes, ids and edges as they were)\n",

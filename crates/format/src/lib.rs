@@ -5,7 +5,7 @@
 //! an end record. Chunks are columnar (`bin` blobs of little-endian integers); a reader
 //! concatenates chunks of the same type in order. `docs/formats.md` gives the byte layout, field
 //! by field, for writers in other languages. This crate knows nothing of heapgraph's model: the
-//! codec between records and the model lives in `heapgraph_import::native`.
+//! codec between records and the model lives in `heapgraph_import::hgd`.
 //!
 //! ```
 //! use heapgraph_format::{Chunk, Header, KIND_HEAP_GRAPH, NodeColumns, Reader, Writer};

@@ -7,7 +7,7 @@
 //! ```no_run
 //! # fn main() -> Result<(), heapgraph_import::ImportError> {
 //! let dump = heapgraph_import::import_path("app.heapsnapshot".as_ref(), &Default::default())?;
-//! if let heapgraph_import::Dump::HeapGraph(graph) = dump {
+//! if let heapgraph_import::Contents::HeapGraph(graph) = dump {
 //!     println!("{} objects", graph.node_count());
 //! }
 //! # Ok(())
@@ -16,9 +16,9 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod hgd;
 pub mod hprof;
 mod mapped;
-pub mod native;
 pub mod phd;
 mod pickle;
 pub mod redact;
@@ -52,16 +52,19 @@ pub struct Options<'a> {
     pub hprof: hprof::Options,
 }
 
-/// What a dump holds.
+/// What a file holds: a heap graph (objects and references), an allocation snapshot
+/// (tracemalloc, a CUDA memory snapshot with its allocator's state, the Rust allocation
+/// recorder's `.hgd`) or a timeline (`heapgraph record`'s `.hgt`). Not every file is a heap
+/// dump, hence the name.
 #[non_exhaustive]
 #[allow(
     clippy::large_enum_variant,
     reason = "a dump is made once per file and unpacked at once: moving a graph's few hundred bytes of column headers costs nothing, and boxing would change every match on it"
 )]
-pub enum Dump {
+pub enum Contents {
     /// Objects and references.
     HeapGraph(HeapGraph),
-    /// Live allocations by allocating stack (tracemalloc, CUDA snapshots).
+    /// Live allocations by allocating stack (tracemalloc, CUDA snapshots, the Rust recorder).
     Alloc(AllocSnapshot),
     /// Memory sampled over time (`heapgraph record`'s `.hgt`).
     Timeline(Timeline),
@@ -78,7 +81,7 @@ const READ_BUFFER_BYTES: usize = 1 << 20;
 ///
 /// # Errors
 /// [`ImportError`] when the file cannot be read, is of no known format, or is malformed.
-pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportError> {
+pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Contents, ImportError> {
     let file = std::fs::File::open(path)?;
     if let Some(progress) = options.progress {
         progress.start(file.metadata().ok().map(|meta| meta.len()));
@@ -89,8 +92,11 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, counted);
     let prefix = reader.fill_buf()?;
-    if hprof::sniff(prefix) == Some(true) {
-        // Two passes over the dump: it is mapped, not streamed.
+    // Sniffed once: the formats read from a map are mapped, the others streamed; a gzipped
+    // file is sniffed again inside.
+    let format = sniff(prefix);
+    if matches!(format, Some(Format::Hprof | Format::Phd | Format::Pickle)) {
+        // Read from memory (HPROF in two passes): mapped, not streamed.
         drop(reader);
         let file = std::fs::File::open(path)?;
         // SAFETY: the map is only read, and dropped before this returns. Another process could
@@ -100,34 +106,24 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
         if let Some(progress) = options.progress {
             progress.advance(map.len() as u64);
         }
-        return hprof::import_mapped(&map, &options.hprof).map(Dump::HeapGraph);
+        return match format {
+            Some(Format::Hprof) => {
+                hprof::import_mapped(&map, &options.hprof).map(Contents::HeapGraph)
+            }
+            Some(Format::Phd) => {
+                phd::import_slice(&map, &phd::Options::default()).map(Contents::HeapGraph)
+            }
+            _ => import_pickle(&map),
+        };
     }
-    if phd::sniff(prefix) == Some(true) {
-        drop(reader);
-        let file = std::fs::File::open(path)?;
-        // SAFETY: as above: read only, dropped before this returns, every byte checked.
-        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-        if let Some(progress) = options.progress {
-            progress.advance(map.len() as u64);
+    match format {
+        Some(format) => import_sniffed(reader, format, options),
+        None if prefix.starts_with(&GZIP_MAGIC) => {
+            let decoder = flate2::bufread::MultiGzDecoder::new(reader);
+            let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
+            import_reader(reader, options)
         }
-        return phd::import_slice(&map, &phd::Options::default()).map(Dump::HeapGraph);
-    }
-    if pickle::sniff(prefix) {
-        drop(reader);
-        let file = std::fs::File::open(path)?;
-        // SAFETY: as above: read only, dropped before this returns, every byte checked.
-        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-        if let Some(progress) = options.progress {
-            progress.advance(map.len() as u64);
-        }
-        return import_pickle(&map);
-    }
-    if prefix.starts_with(&GZIP_MAGIC) {
-        let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-        let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
-        import_reader(reader, options)
-    } else {
-        import_reader(reader, options)
+        None => Err(unknown_format(prefix)),
     }
 }
 
@@ -138,23 +134,39 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Dump, ImportErr
 pub fn import_reader<R: BufRead>(
     mut reader: R,
     options: &Options<'_>,
-) -> Result<Dump, ImportError> {
+) -> Result<Contents, ImportError> {
     let prefix = reader.fill_buf()?;
     match sniff(prefix) {
-        Some(Format::V8HeapSnapshot) => {
-            v8::import(reader, &v8::Options::default()).map(Dump::HeapGraph)
+        Some(format) => import_sniffed(reader, format, options),
+        None => Err(unknown_format(prefix)),
+    }
+}
+
+/// Imports a stream whose format [`sniff`] recognised.
+fn import_sniffed<R: BufRead>(
+    mut reader: R,
+    format: Format,
+    options: &Options<'_>,
+) -> Result<Contents, ImportError> {
+    match format {
+        Format::V8HeapSnapshot => {
+            v8::import(reader, &v8::Options::default()).map(Contents::HeapGraph)
         }
-        Some(Format::Native) => native::import(reader, &native::Options::default()),
-        Some(Format::Hprof) => hprof::import(reader, &options.hprof).map(Dump::HeapGraph),
-        Some(Format::Phd) => phd::import(reader, &phd::Options::default()).map(Dump::HeapGraph),
-        Some(Format::Pickle) => {
+        Format::Hgd => hgd::import(reader, &hgd::Options::default()),
+        Format::Hprof => hprof::import(reader, &options.hprof).map(Contents::HeapGraph),
+        Format::Phd => phd::import(reader, &phd::Options::default()).map(Contents::HeapGraph),
+        Format::Pickle => {
             let mut bytes = Vec::new();
             reader.read_to_end(&mut bytes)?;
             import_pickle(&bytes)
         }
-        None => Err(ImportError::UnknownFormat {
-            prefix: error::describe_prefix(prefix, 24),
-        }),
+    }
+}
+
+/// The error for content no reader recognises.
+fn unknown_format(prefix: &[u8]) -> ImportError {
+    ImportError::UnknownFormat {
+        prefix: error::describe_prefix(prefix, 24),
     }
 }
 
@@ -163,17 +175,17 @@ pub fn import_reader<R: BufRead>(
 /// # Errors
 /// [`ImportError::UnsupportedPickle`] for any other pickle; malformed and truncated pickles as
 /// the other formats.
-pub fn import_pickle(bytes: &[u8]) -> Result<Dump, ImportError> {
+pub fn import_pickle(bytes: &[u8]) -> Result<Contents, ImportError> {
     let (parsed, fold) = pickle::parse(
         bytes,
         &tracemalloc::is_tracemalloc_global,
         tracemalloc::TraceFold::default(),
     )?;
     if tracemalloc::is_snapshot(&parsed) {
-        return tracemalloc::build(&parsed, fold).map(Dump::Alloc);
+        return tracemalloc::build(&parsed, fold).map(Contents::Alloc);
     }
     if torch_cuda::is_snapshot(&parsed) && fold.is_empty() {
-        return torch_cuda::build(&parsed).map(Dump::Alloc);
+        return torch_cuda::build(&parsed).map(Contents::Alloc);
     }
     Err(ImportError::UnsupportedPickle)
 }

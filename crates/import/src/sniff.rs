@@ -1,6 +1,6 @@
 //! Format detection by content: each importer's `sniff` is asked about the first bytes.
 
-use crate::{hprof, native, phd, pickle, v8};
+use crate::{hgd, hprof, phd, pickle, v8};
 
 /// The formats heapgraph reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -9,7 +9,7 @@ pub enum Format {
     /// A V8 `.heapsnapshot` (Node.js, Chrome).
     V8HeapSnapshot,
     /// heapgraph's own `.hgd`.
-    Native,
+    Hgd,
     /// A Java heap dump (HPROF).
     Hprof,
     /// An IBM Portable Heap Dump (`.phd`, OpenJ9 and IBM SDKs).
@@ -18,23 +18,26 @@ pub enum Format {
     Pickle,
 }
 
+/// Whether a prefix starts a format: `Some(true)` when it does, `Some(false)` when it cannot,
+/// `None` when more bytes are needed to tell.
+type Sniffer = fn(&[u8]) -> Option<bool>;
+
+/// Every reader's sniffer, in the order [`sniff`] asks them: the one table of which formats
+/// are recognised by content. Their magic bytes exclude each other, so the order decides
+/// nothing but which is asked first.
+const SNIFFERS: [(Format, Sniffer); 5] = [
+    (Format::V8HeapSnapshot, v8::sniff),
+    (Format::Hgd, hgd::sniff),
+    (Format::Hprof, hprof::sniff),
+    (Format::Phd, phd::sniff),
+    (Format::Pickle, |prefix| Some(pickle::sniff(prefix))),
+];
+
 /// The format that `prefix` (the first bytes of an uncompressed stream) starts, if any importer
 /// says yes.
 pub fn sniff(prefix: &[u8]) -> Option<Format> {
-    if v8::sniff(prefix) == Some(true) {
-        return Some(Format::V8HeapSnapshot);
-    }
-    if native::sniff(prefix) == Some(true) {
-        return Some(Format::Native);
-    }
-    if hprof::sniff(prefix) == Some(true) {
-        return Some(Format::Hprof);
-    }
-    if phd::sniff(prefix) == Some(true) {
-        return Some(Format::Phd);
-    }
-    if pickle::sniff(prefix) {
-        return Some(Format::Pickle);
-    }
-    None
+    SNIFFERS
+        .iter()
+        .find(|(_, sniff)| sniff(prefix) == Some(true))
+        .map(|&(format, _)| format)
 }

@@ -595,7 +595,7 @@ fn a_gzipped_dump_reads_as_the_plain_one() {
     std::io::Write::write_all(&mut encoder, real_shaped_dump()).expect("gzip");
     std::fs::write(&gzipped, encoder.finish().expect("gzip")).expect("write");
     let load = |path: &Path| match heapgraph_import::import_path(path, &Default::default()) {
-        Ok(heapgraph_import::Dump::HeapGraph(graph)) => graph,
+        Ok(heapgraph_import::Contents::HeapGraph(graph)) => graph,
         Ok(_) => panic!("not a heap graph"),
         Err(err) => panic!("{path:?}: {err}"),
     };

@@ -3,7 +3,7 @@
 //! over arbitrary and mutated bytes. The answers on whole files are checked in
 //! `tests/e2e/tracemalloc.rs` and `tests/e2e/torch_cuda.rs`.
 
-use heapgraph_import::{Dump, ImportError, import_pickle};
+use heapgraph_import::{Contents, ImportError, import_pickle};
 use proptest::prelude::*;
 use std::io::Read;
 use std::path::Path;
@@ -53,9 +53,12 @@ fn every_cut_fails_cleanly(bytes: &[u8]) {
 fn the_whole_files_read() {
     assert!(matches!(
         import_pickle(tracemalloc_dump()),
-        Ok(Dump::Alloc(_))
+        Ok(Contents::Alloc(_))
     ));
-    assert!(matches!(import_pickle(cuda_snapshot()), Ok(Dump::Alloc(_))));
+    assert!(matches!(
+        import_pickle(cuda_snapshot()),
+        Ok(Contents::Alloc(_))
+    ));
 }
 
 #[test]
@@ -139,7 +142,7 @@ fn stacks_shared_through_the_memo_are_stored_once_by_content() {
     // The large fixture: 215,687 trace entries and 143,809 frame-list objects, which Python
     // sees as 30 distinct stacks by content (../shared/docs/formats.md, 3.3).
     let bytes = fixture_bytes("torch-cuda/transformer_train_large.pickle.gz");
-    let Ok(Dump::Alloc(snapshot)) = import_pickle(&bytes) else {
+    let Ok(Contents::Alloc(snapshot)) = import_pickle(&bytes) else {
         panic!("a CUDA snapshot");
     };
     let cuda = snapshot.cuda.as_ref().expect("CUDA state");

@@ -2,7 +2,7 @@
 //! serde_json oracle, layout variants, every error case, a truncation sweep, tiny reads,
 //! gzip, and proptests that bad input never panics.
 
-use heapgraph_import::{Dump, ImportError, v8};
+use heapgraph_import::{Contents, ImportError, v8};
 use heapgraph_model::{EdgeName, HeapGraph};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -39,9 +39,9 @@ fn import(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
     v8::import(bytes, &v8::Options::default())
 }
 
-fn graph_of(dump: Dump) -> HeapGraph {
+fn graph_of(dump: Contents) -> HeapGraph {
     match dump {
-        Dump::HeapGraph(graph) => graph,
+        Contents::HeapGraph(graph) => graph,
         #[allow(unreachable_patterns)]
         _ => panic!("not a heap graph"),
     }

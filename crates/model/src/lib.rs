@@ -37,6 +37,7 @@ mod array_lengths;
 mod columns;
 mod heap_graph;
 mod reverse;
+mod stored;
 mod strings;
 mod timeline;
 mod visit;
@@ -54,6 +55,7 @@ pub use heap_graph::{
     NodeKindInfo, Runtime,
 };
 pub use reverse::ReverseEdges;
+pub use stored::{StoredAnalysis, TypeTotals};
 pub use strings::{StringId, StringTable};
 pub use timeline::{
     EventKind, GpuSeries, Level, MemoryLimit, Resource, Samples, Threshold, Timeline,

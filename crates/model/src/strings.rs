@@ -18,7 +18,7 @@ impl StringId {
         self.0 as usize
     }
 
-    /// The raw value, for columnar storage (native format, analyzer slices).
+    /// The raw value, for columnar storage (`.hgd`, analyzer slices).
     pub fn to_raw(self) -> u32 {
         self.0
     }

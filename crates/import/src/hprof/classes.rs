@@ -4,6 +4,7 @@
 
 use super::scan::{ClassDump, TopLevel, basic, value_size};
 use super::{FieldLayout, Layout, align8};
+use fixedbitset::FixedBitSet;
 use heapgraph_model::{StringId, StringTable};
 use rustc_hash::FxHashMap;
 
@@ -187,24 +188,14 @@ fn per_class_size(hierarchy: &[DeclaredFields], layout: Layout) -> u64 {
 /// their own size and alignment, gaps the superclasses left included.
 fn packed_size(hierarchy: &[DeclaredFields], layout: Layout) -> u64 {
     // Bytes taken, as a bit per byte; objects with more than a few thousand bytes of fields are
-    // rare, and the vector grows as needed.
-    let mut taken: Vec<u64> = Vec::new();
-    let is_free = |taken: &[u64], at: u64, size: u64| {
-        (at..at + size).all(|byte| {
-            let word = (byte / 64) as usize;
-            taken
-                .get(word)
-                .is_none_or(|bits| bits & (1 << (byte % 64)) == 0)
-        })
+    // rare, and the set grows as needed.
+    let mut taken = FixedBitSet::new();
+    let is_free = |taken: &FixedBitSet, at: u64, size: u64| {
+        (at..at + size).all(|byte| !taken.contains(byte as usize))
     };
-    let take = |taken: &mut Vec<u64>, at: u64, size: u64| {
-        for byte in at..at + size {
-            let word = (byte / 64) as usize;
-            if taken.len() <= word {
-                taken.resize(word + 1, 0);
-            }
-            taken[word] |= 1 << (byte % 64);
-        }
+    let take = |taken: &mut FixedBitSet, at: u64, size: u64| {
+        taken.grow((at + size) as usize);
+        taken.insert_range(at as usize..(at + size) as usize);
     };
     take(&mut taken, 0, layout.header);
     let mut end = layout.header;

@@ -444,8 +444,8 @@ pub(super) fn write_in_chunks<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Dump;
-    use crate::native::{Options, import_slice_with_analysis, import_with_analysis};
+    use crate::Contents;
+    use crate::hgd::{Options, import_slice_with_analysis, import_with_analysis};
     use proptest::prelude::*;
 
     /// Four frames (one without a function), three stacks (one empty) and four sites, two of
@@ -534,7 +534,7 @@ mod tests {
         let streamed = import_with_analysis(bytes, &Options::default());
         let sliced = import_slice_with_analysis(bytes, &Options::default());
         match (streamed, sliced) {
-            (Ok((Dump::Alloc(one), None)), Ok((Dump::Alloc(other), None))) => {
+            (Ok((Contents::Alloc(one), None)), Ok((Contents::Alloc(other), None))) => {
                 assert_eq!(sites_of(&one), sites_of(&other));
                 assert_eq!(one.meta.notes, other.meta.notes);
                 Ok(one)

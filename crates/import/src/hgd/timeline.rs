@@ -315,7 +315,7 @@ fn level_of(level: ThresholdLevel) -> Level {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Dump;
+    use crate::Contents;
     use heapgraph_format::{GpuInfo, KIND_TIMELINE, SampleColumns, ThresholdInfo, Writer};
     use proptest::prelude::*;
 
@@ -388,7 +388,7 @@ mod tests {
             super::super::import_slice_with_analysis(bytes, &super::super::Options::default())
                 .map(|(dump, _)| dump);
         match (streamed, sliced) {
-            (Ok(Dump::Timeline(a)), Ok(Dump::Timeline(b))) => {
+            (Ok(Contents::Timeline(a)), Ok(Contents::Timeline(b))) => {
                 assert_eq!(a.samples, b.samples);
                 assert_eq!(a.events, b.events);
                 Ok(a)

@@ -431,8 +431,8 @@ mod tests {
     #[test]
     fn allocator_frames_are_recognised() {
         for own in [
-            "heapgraph_capture::recorder::Recorder::record",
-            "<heapgraph_capture::recorder::Recorder as core::alloc::global::GlobalAlloc>::alloc",
+            "heapgraph_capture::alloc_recorder::Recorder::record",
+            "<heapgraph_capture::alloc_recorder::Recorder as core::alloc::global::GlobalAlloc>::alloc",
             "__rust_alloc",
             "__rustc::__rust_realloc",
             "__rg_alloc",

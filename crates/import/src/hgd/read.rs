@@ -1,0 +1,877 @@
+//! Reading an `.hgd` heap graph, streamed one record at a time or from memory (a mapped file,
+//! its columns decoded in parallel by `bulk`), into the model's [`HeapGraph`], with the stored
+//! analysis where it fits; a cut-short file is repaired into a consistent graph and a note.
+
+mod bulk;
+mod python;
+
+use super::{
+    FORMAT, Options, TOTAL_EDGES, TOTAL_NODES, alloc, import_error, inconsistent, malformed,
+    timeline,
+};
+use crate::{Contents, ImportError};
+use bulk::{BulkColumns, Located, bad_edge_kind, error_offset, file_strings_of};
+use heapgraph_format::{
+    self as format, Chunk, Header, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH, KIND_TIMELINE, Reader,
+    SliceReader, Truncation, decode_column,
+};
+use heapgraph_model::{
+    EdgeKind, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
+    NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis, StringId, StringTable, TypeTotals,
+};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+/// The name of the node kind given to nodes of a cut-short file whose kind did not arrive.
+const UNKNOWN_KIND: &str = "(unknown)";
+
+/// The Python dumper's chunk of data buffers (docs/formats.md), which this version skips.
+const BUFFERS: &str = "buffers";
+
+/// Imports an `.hgd` file holding a heap graph; a stored analysis, if any, is dropped.
+///
+/// # Errors
+/// As [`import_with_analysis`].
+pub fn import<R: BufRead>(reader: R, options: &Options) -> Result<Contents, ImportError> {
+    import_with_analysis(reader, options).map(|(dump, _)| dump)
+}
+
+/// Imports an `.hgd` file holding a heap graph, and the analysis stored beside it if the file
+/// has a complete one that fits the graph.
+///
+/// A file cut short yields the nodes and edges that arrived (a node whose edges were cut keeps
+/// those that arrived) and a note in the graph's metadata; its stored analysis is kept only if
+/// the graph arrived whole.
+///
+/// # Errors
+/// [`ImportError::Truncated`] when the file ends before its header or before any node (or the
+/// root) arrived; [`ImportError::Malformed`] for records that break the format, with their
+/// byte offset; [`ImportError::Inconsistent`] when a complete file's columns disagree (an edge
+/// to no node, a string id outside the table); [`ImportError::Io`].
+pub fn import_with_analysis<R: BufRead>(
+    reader: R,
+    _options: &Options,
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
+    let mut reader = Reader::new(reader).map_err(import_error)?;
+    let header = reader.header().clone();
+    if header.kind == KIND_TIMELINE {
+        return timeline::import(reader).map(|timeline| (Contents::Timeline(timeline), None));
+    }
+    if header.kind == KIND_ALLOC_SNAPSHOT {
+        return alloc::import(reader, &header).map(|snapshot| (Contents::Alloc(snapshot), None));
+    }
+    let runtime = check_header(&header)?;
+    let mut columns = Columns::default();
+    // The strings (written first) are copied into the table on a second thread while the
+    // nodes and edges are read.
+    let file_strings = std::thread::scope(|scope| -> Result<FileStrings, ImportError> {
+        let mut filling = None;
+        loop {
+            let start = reader.offset();
+            let record = reader.chunks_read() + 1;
+            let Some(chunk) = reader.next_chunk().map_err(import_error)? else {
+                break;
+            };
+            if filling.is_none()
+                && !matches!(chunk, Chunk::Strings(_))
+                && !columns.string_lengths.is_empty()
+            {
+                let (text, lengths) = columns.take_strings();
+                filling = Some(scope.spawn(move || {
+                    let mut file_strings = FileStrings::with_capacity(lengths.len(), text.len());
+                    file_strings.add(&text, &lengths);
+                    file_strings
+                }));
+            }
+            columns
+                .add(chunk)
+                .map_err(|message| malformed(start, format!("record {record}: {message}")))?;
+        }
+        let (text, lengths) = columns.take_strings();
+        let mut file_strings = match filling {
+            Some(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => FileStrings::with_capacity(lengths.len(), text.len()),
+        };
+        // Strings that came after the first other chunk (a streaming writer's), in file order.
+        file_strings.add(&text, &lengths);
+        Ok(file_strings)
+    })?;
+    let truncation = reader.truncation().cloned();
+    let (graph, analysis) = columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
+    Ok((Contents::HeapGraph(graph), analysis))
+}
+
+/// The runtime of a heap-graph file, after checking that the header describes one.
+fn check_header(header: &Header) -> Result<Runtime, ImportError> {
+    if header.kind != KIND_HEAP_GRAPH {
+        return Err(malformed(
+            0,
+            format!(
+                "the file holds a {:?}; this version of heapgraph reads {KIND_HEAP_GRAPH:?}, {KIND_ALLOC_SNAPSHOT:?} and {KIND_TIMELINE:?}",
+                header.kind
+            ),
+        ));
+    }
+    Runtime::from_name(&header.runtime).ok_or_else(|| {
+        malformed(
+            0,
+            format!(
+                "the runtime is {:?}; expected \"v8\", \"java\" or \"python\"",
+                header.runtime
+            ),
+        )
+    })
+}
+
+/// Imports an `.hgd` file that is wholly in memory (a memory-mapped file, say), with its stored
+/// analysis: as [`import_with_analysis`], with the same results, but the chunks are borrowed
+/// from `bytes` rather than copied, and the columns are decoded in parallel, each straight into
+/// a vector of its final size.
+///
+/// # Errors
+/// As [`import_with_analysis`].
+pub fn import_slice_with_analysis(
+    bytes: &[u8],
+    _options: &Options,
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
+    import_slice_releasing(bytes, &|_| {})
+}
+
+/// Hands a part of the input that has been decoded, and is not read again, back to the kernel
+/// (a memory-mapped file's pages), or does nothing.
+type Release<'r> = &'r (dyn Fn(&[u8]) + Sync);
+
+/// [`import_slice_with_analysis`], calling `release` with each bulk column and strings blob
+/// once it is decoded.
+fn import_slice_releasing(
+    bytes: &[u8],
+    release: Release<'_>,
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
+    let mut reader = SliceReader::new(bytes).map_err(import_error)?;
+    let header = reader.header().clone();
+    if header.kind == KIND_TIMELINE {
+        // Timelines are small: the streaming reader's copy costs nothing worth a second path.
+        let reader = Reader::new(bytes).map_err(import_error)?;
+        return timeline::import(reader).map(|timeline| (Contents::Timeline(timeline), None));
+    }
+    if header.kind == KIND_ALLOC_SNAPSHOT {
+        return alloc::import(reader, &header).map(|snapshot| (Contents::Alloc(snapshot), None));
+    }
+    let runtime = check_header(&header)?;
+    let mut columns = Columns::default();
+    let mut bulk = Vec::new();
+    let mut string_chunks = Vec::new();
+    // Chunks are checked as they are framed, and their bulk columns decoded after the loop;
+    // where several records are bad, the earliest is reported, as by the streaming reader.
+    let mut framing_error = None;
+    loop {
+        let start = reader.offset();
+        let record = reader.chunks_read() + 1;
+        let chunk = match reader.next_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(err) => {
+                framing_error = Some(import_error(err));
+                break;
+            }
+        };
+        match chunk {
+            Chunk::Nodes(_) | Chunk::Edges(_) | Chunk::Analysis(_) => bulk.push(Located {
+                record,
+                start,
+                chunk,
+            }),
+            Chunk::Strings(chunk) => string_chunks.push(Located {
+                record,
+                start,
+                chunk,
+            }),
+            other => {
+                if let Err(message) = columns.add(other) {
+                    framing_error = Some(malformed(start, format!("record {record}: {message}")));
+                    break;
+                }
+            }
+        }
+    }
+    let (file_strings, bulk_columns) = rayon::join(
+        || file_strings_of(&string_chunks, release),
+        || BulkColumns::decode(&bulk, release),
+    );
+    let (file_strings, bulk_columns) = match (file_strings, bulk_columns, framing_error) {
+        (Ok(file_strings), Ok(bulk_columns), None) => (file_strings, bulk_columns),
+        (file_strings, bulk_columns, framing_error) => {
+            let earliest = [file_strings.err(), bulk_columns.err(), framing_error]
+                .into_iter()
+                .flatten()
+                .min_by_key(error_offset);
+            return Err(earliest.unwrap_or_else(|| malformed(0, "unreadable".to_owned())));
+        }
+    };
+    bulk_columns.move_into(&mut columns);
+    let truncation = reader.truncation().cloned();
+    let (graph, analysis) = columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
+    Ok((Contents::HeapGraph(graph), analysis))
+}
+
+/// Imports the uncompressed `.hgd` file at `path`, with its stored analysis, by mapping it into
+/// memory and calling [`import_slice_with_analysis`]; each column's pages are handed back to
+/// the kernel once decoded, so that the file and the graph decoded from it are not resident at
+/// once.
+///
+/// # Errors
+/// [`ImportError::Io`] when the file cannot be opened or mapped; otherwise as
+/// [`import_with_analysis`].
+pub fn import_path_with_analysis(
+    path: &std::path::Path,
+    _options: &Options,
+) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: the map is only read, and dropped before this returns. Another process could
+    // change the file meanwhile, as with any memory-mapped input; heapgraph's inputs are dumps
+    // written once and then read, and every byte read is checked as if it were hostile.
+    let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
+    import_slice_releasing(&map, &|part| crate::mapped::release_slice(&map, part))
+}
+
+/// The file's strings, pushed in file order (not hashed, so not findable; the node types are
+/// made findable in [`Columns::finish`]) into a table sized for them ahead.
+struct FileStrings {
+    strings: StringTable,
+    /// The table id of each string of the file, from the first string whose id differs from its
+    /// index in the file (all of them when the first string is not `""`, which the table's own
+    /// `""` then precedes); `None` while they agree.
+    file_ids: Option<Vec<u32>>,
+    /// Strings of the file added so far.
+    n_file_strings: usize,
+}
+
+impl FileStrings {
+    fn with_capacity(n_strings: usize, n_bytes: usize) -> FileStrings {
+        FileStrings {
+            strings: StringTable::with_capacity(n_strings, n_bytes),
+            file_ids: None,
+            n_file_strings: 0,
+        }
+    }
+
+    /// Appends the strings whose byte `lengths` cut `text`, after those added before.
+    fn add(&mut self, text: &str, lengths: &[u32]) {
+        let mut rest = text;
+        for &length in lengths {
+            // Each length cut its chunk's text on a char boundary when the chunk was checked.
+            let (head, tail) = rest.split_at_checked(length as usize).unwrap_or((rest, ""));
+            rest = tail;
+            self.push(head);
+        }
+    }
+
+    /// Appends the file's next string.
+    fn push(&mut self, text: &str) {
+        let index = self.n_file_strings;
+        self.n_file_strings += 1;
+        // The table's own `""` (id 0) stands for a first string that is `""` too.
+        let id = if index == 0 && text.is_empty() {
+            StringId::EMPTY.to_raw()
+        } else {
+            self.strings.push(text).to_raw()
+        };
+        match &mut self.file_ids {
+            Some(file_ids) => file_ids.push(id),
+            None if id as usize == index => {}
+            None => {
+                let mut file_ids: Vec<u32> = (0..index as u32).collect();
+                file_ids.push(id);
+                self.file_ids = Some(file_ids);
+            }
+        }
+    }
+}
+
+/// The columns gathered from the chunks, in the file's numbering.
+struct Columns {
+    /// The text of the strings not yet handed to [`FileStrings`], back to back.
+    string_text: String,
+    /// The length in bytes of each of those strings.
+    string_lengths: Vec<u32>,
+    /// Strings of the file so far.
+    n_strings: u64,
+    node_kinds: Vec<NodeKindInfo>,
+    object_id: Vec<u64>,
+    node_kind: Vec<u8>,
+    node_type: Vec<u32>,
+    node_name: Vec<u32>,
+    shallow_size: Vec<u64>,
+    /// Reference counts as the runtime keeps them, when the file gives them (Python).
+    refcount: Vec<u32>,
+    /// CSR offsets: the prefix sums of the nodes' edge counts, starting at 0.
+    first_edge: Vec<u64>,
+    edge_to: Vec<u32>,
+    /// Edge targets named by object id (the Python dumper's edges), resolved in `finish`.
+    edge_to_object: Vec<u64>,
+    /// Object ids that more than one node has, found while resolving `edge_to_object`.
+    repeated_ids: u64,
+    edge_kind: Vec<EdgeKind>,
+    edge_name: Vec<u32>,
+    root: Option<u32>,
+    dominator: Vec<u32>,
+    retained_size: Vec<u64>,
+    distance: Vec<u32>,
+    retained_count: Vec<u32>,
+    /// Whether an analysis chunk came without retained counts.
+    retained_count_missing: bool,
+    type_totals: RawTypeTotals,
+    /// Chunks of types this version does not read, counted by type.
+    unknown: BTreeMap<String, u64>,
+}
+
+impl Default for Columns {
+    fn default() -> Self {
+        Columns {
+            string_text: String::new(),
+            string_lengths: Vec::new(),
+            n_strings: 0,
+            node_kinds: Vec::new(),
+            object_id: Vec::new(),
+            node_kind: Vec::new(),
+            node_type: Vec::new(),
+            node_name: Vec::new(),
+            shallow_size: Vec::new(),
+            first_edge: vec![0],
+            edge_to: Vec::new(),
+            edge_to_object: Vec::new(),
+            repeated_ids: 0,
+            refcount: Vec::new(),
+            edge_kind: Vec::new(),
+            edge_name: Vec::new(),
+            root: None,
+            dominator: Vec::new(),
+            retained_size: Vec::new(),
+            distance: Vec::new(),
+            retained_count: Vec::new(),
+            retained_count_missing: false,
+            type_totals: RawTypeTotals::default(),
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+/// What a cut-short file lost, for the note.
+struct Losses {
+    edges_declared: u64,
+    edges_kept: u64,
+    edges_dropped_for_missing_nodes: u64,
+    strings_repaired: u64,
+    kinds_repaired: u64,
+}
+
+/// Per-type totals as read, type names still in the file's string numbering.
+#[derive(Default)]
+struct RawTypeTotals {
+    type_name: Vec<u32>,
+    count: Vec<u64>,
+    shallow_size: Vec<u64>,
+    retained_size: Vec<u64>,
+}
+
+impl Columns {
+    /// Appends one chunk's columns. The reader has already checked that the chunk's columns
+    /// agree in length.
+    fn add(&mut self, chunk: Chunk<'_>) -> Result<(), String> {
+        let column = |err: format::ColumnError| err.to_string();
+        match chunk {
+            Chunk::Strings(chunk) => {
+                let strings = chunk.strings()?;
+                self.n_strings += strings.len() as u64;
+                if self.n_strings > u64::from(u32::MAX) {
+                    return Err("the file has more than 2^32 strings".to_owned());
+                }
+                self.string_lengths.reserve(strings.len());
+                for text in strings {
+                    self.string_text.push_str(text);
+                    // A string of a chunk is shorter than a record, so its length fits a u32.
+                    self.string_lengths
+                        .push(u32::try_from(text.len()).unwrap_or(u32::MAX));
+                }
+            }
+            Chunk::NodeKinds(chunk) => {
+                self.node_kinds.extend(
+                    chunk
+                        .names
+                        .into_iter()
+                        .zip(chunk.synthetic)
+                        .map(|(name, synthetic)| NodeKindInfo { name, synthetic }),
+                );
+            }
+            Chunk::Nodes(chunk) => {
+                decode_column(chunk.object_id, &mut self.object_id).map_err(column)?;
+                decode_column(chunk.kind, &mut self.node_kind).map_err(column)?;
+                decode_column(chunk.type_name, &mut self.node_type).map_err(column)?;
+                decode_column(chunk.name, &mut self.node_name).map_err(column)?;
+                decode_column(chunk.shallow_size, &mut self.shallow_size).map_err(column)?;
+                decode_column(chunk.refcount, &mut self.refcount).map_err(column)?;
+                let (edge_counts, _) = chunk.edge_count.as_chunks::<4>();
+                let mut running = self.first_edge.last().copied().unwrap_or_default();
+                self.first_edge.extend(edge_counts.iter().map(|count| {
+                    running += u64::from(u32::from_le_bytes(*count));
+                    running
+                }));
+            }
+            Chunk::Edges(chunk) => {
+                if let Some(pos) = chunk
+                    .kind
+                    .iter()
+                    .position(|&code| EdgeKind::from_u8(code).is_none())
+                {
+                    return Err(bad_edge_kind(self.edge_kind.len() + pos, chunk.kind[pos]));
+                }
+                self.edge_kind.extend(
+                    chunk
+                        .kind
+                        .iter()
+                        .map(|&code| EdgeKind::from_u8(code).unwrap_or(EdgeKind::Weak)),
+                );
+                decode_column(chunk.to, &mut self.edge_to).map_err(column)?;
+                decode_column(chunk.to_object, &mut self.edge_to_object).map_err(column)?;
+                decode_column(chunk.name, &mut self.edge_name).map_err(column)?;
+            }
+            Chunk::Root(root) => {
+                if let Some(first) = self.root {
+                    return Err(format!(
+                        "a second root record (node {}, after node {first})",
+                        root.node
+                    ));
+                }
+                self.root = Some(root.node);
+            }
+            Chunk::Analysis(chunk) => {
+                decode_column(chunk.dominator, &mut self.dominator).map_err(column)?;
+                decode_column(chunk.retained_size, &mut self.retained_size).map_err(column)?;
+                decode_column(chunk.distance, &mut self.distance).map_err(column)?;
+                self.retained_count_missing |= chunk.retained_count.is_empty();
+                decode_column(chunk.retained_count, &mut self.retained_count).map_err(column)?;
+            }
+            Chunk::TypeTotals(chunk) => {
+                let totals = &mut self.type_totals;
+                decode_column(chunk.type_name, &mut totals.type_name).map_err(column)?;
+                decode_column(chunk.count, &mut totals.count).map_err(column)?;
+                decode_column(chunk.shallow_size, &mut totals.shallow_size).map_err(column)?;
+                decode_column(chunk.retained_size, &mut totals.retained_size).map_err(column)?;
+            }
+            other => {
+                *self
+                    .unknown
+                    .entry(other.type_name().to_owned())
+                    .or_default() += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the graph, repairing what a cut-short file left dangling, and checks the stored
+    /// analysis against it.
+    fn finish(
+        mut self,
+        file_strings: FileStrings,
+        header: &Header,
+        runtime: Runtime,
+        truncation: Option<&Truncation>,
+    ) -> Result<(HeapGraph, Option<StoredAnalysis>), ImportError> {
+        let n_nodes = self.object_id.len();
+        let cut_offset = truncation.map_or(0, |cut| cut.offset);
+        let unresolved = self.resolve_object_targets()?;
+        let mut first_edge = std::mem::take(&mut self.first_edge);
+        let edges_declared = first_edge.last().copied().unwrap_or_default();
+        let edges_read = self.edge_to.len() as u64;
+        let mut losses = Losses {
+            edges_declared,
+            edges_kept: edges_read.min(edges_declared),
+            edges_dropped_for_missing_nodes: 0,
+            strings_repaired: 0,
+            kinds_repaired: 0,
+        };
+        if edges_declared != edges_read {
+            if truncation.is_none() {
+                return Err(inconsistent(format!(
+                    "the nodes own {edges_declared} edges but the file holds {edges_read}"
+                )));
+            }
+            if edges_read < edges_declared {
+                // The nodes whose edges were cut keep those that arrived.
+                for first in &mut first_edge {
+                    *first = (*first).min(edges_read);
+                }
+            } else {
+                let kept = edges_declared as usize;
+                self.edge_to.truncate(kept);
+                self.edge_kind.truncate(kept);
+                self.edge_name.truncate(kept);
+            }
+        }
+
+        let FileStrings {
+            mut strings,
+            file_ids,
+            ..
+        } = file_strings;
+        if let Some(string_ids) = &file_ids {
+            let string_ids = &string_ids;
+            let remap =
+                |raw: &mut u32| *raw = string_ids.get(*raw as usize).copied().unwrap_or(u32::MAX);
+            self.node_type.iter_mut().for_each(remap);
+            self.node_name.iter_mut().for_each(remap);
+            for (name, kind) in self.edge_name.iter_mut().zip(&self.edge_kind) {
+                if !kind.is_indexed() {
+                    remap(name);
+                }
+            }
+        }
+        let n_strings = strings.len();
+        let mut bad_strings = 0u64;
+        let mut to_id = |raw: u32| match strings.id_from_raw(raw) {
+            Some(id) => id,
+            None => {
+                bad_strings += 1;
+                StringId::EMPTY
+            }
+        };
+        let mut node_type: Vec<StringId> = self.node_type.iter().map(|&raw| to_id(raw)).collect();
+        let node_name: Vec<StringId> = self.node_name.iter().map(|&raw| to_id(raw)).collect();
+        if bad_strings > 0 {
+            if truncation.is_none() {
+                let pos = self
+                    .node_type
+                    .iter()
+                    .zip(&self.node_name)
+                    .position(|(&ty, &name)| ty as usize >= n_strings || name as usize >= n_strings)
+                    .unwrap_or_default();
+                return Err(inconsistent(format!(
+                    "node {pos} names a string outside the {n_strings} strings of the file"
+                )));
+            }
+            losses.strings_repaired += bad_strings;
+        }
+        // Types are found by name and totalled by id: one findable id per type name.
+        strings.make_findable_all(&mut node_type);
+        let type_total_names: Option<Vec<StringId>> = {
+            let file_ids = file_ids.as_deref();
+            std::mem::take(&mut self.type_totals.type_name)
+                .into_iter()
+                .map(|raw| {
+                    let raw = match file_ids {
+                        Some(ids) => *ids.get(raw as usize)?,
+                        None => raw,
+                    };
+                    strings.id_from_raw(raw).map(|id| strings.make_findable(id))
+                })
+                .collect()
+        };
+        drop(std::mem::take(&mut self.node_type));
+        drop(std::mem::take(&mut self.node_name));
+
+        let mut unresolved_note = None;
+        if unresolved > 0 && truncation.is_none() {
+            let dropped = self.drop_edges_to_missing(&mut first_edge, n_nodes);
+            unresolved_note = Some(format!(
+                "{dropped} references to objects that are not in the dump were left out \
+                 (objects made while the dump was taken, or past the dumper's bound)"
+            ));
+        }
+        if truncation.is_some() {
+            self.repair_edges(&mut first_edge, n_nodes, n_strings, &mut losses);
+            let n_kinds = self.node_kinds.len();
+            if self.node_kind.iter().any(|&kind| kind as usize >= n_kinds) {
+                let unknown = u8::try_from(n_kinds).unwrap_or(u8::MAX);
+                self.node_kinds.truncate(usize::from(unknown));
+                self.node_kinds.push(NodeKindInfo {
+                    name: UNKNOWN_KIND.to_owned(),
+                    synthetic: false,
+                });
+                for kind in &mut self.node_kind {
+                    if *kind >= unknown {
+                        *kind = unknown;
+                        losses.kinds_repaired += 1;
+                    }
+                }
+            }
+        }
+
+        let root = match (self.root, truncation) {
+            // `from_parts` checks that the root is a node.
+            (Some(root), None) => root,
+            (Some(root), Some(_)) if (root as usize) < n_nodes => root,
+            (Some(root), Some(_)) => {
+                return Err(ImportError::Truncated {
+                    format: FORMAT,
+                    offset: cut_offset,
+                    expected: format!("node {root}, the root; only {n_nodes} nodes arrived"),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(ImportError::Truncated {
+                    format: FORMAT,
+                    offset: cut_offset,
+                    expected: "the root record".to_owned(),
+                });
+            }
+            (None, None) => return Err(inconsistent("the file has no root record".to_owned())),
+        };
+
+        let mut meta = GraphMeta::new(runtime, &header.source_format);
+        meta.runtime_version.clone_from(&header.runtime_version);
+        meta.captured_at_ms = header.captured_at_ms;
+        meta.pid = header.pid;
+        meta.notes.clone_from(&header.notes);
+        if let Some(truncation) = truncation {
+            meta.notes
+                .push(truncation_note(truncation, header, n_nodes, &losses));
+        }
+        meta.notes.extend(unresolved_note);
+        if self.repeated_ids > 0 {
+            meta.notes.push(format!(
+                "{} objects appear twice (the collector changed them while the dump was taken); \
+                 references go to the first",
+                self.repeated_ids
+            ));
+        }
+        meta.notes.extend(self.root_what_is_held_outside(
+            &mut first_edge,
+            root as usize,
+            &mut strings,
+        ));
+        // The Python dumper's `buffers` (tensors' and arrays' data, for linking GPU blocks to
+        // their holders) are ours and known; nothing reads them yet, which is no news.
+        for (type_name, count) in self
+            .unknown
+            .iter()
+            .filter(|(name, _)| name.as_str() != BUFFERS)
+        {
+            meta.notes.push(format!(
+                "skipped {count} chunk(s) of type {type_name:?}, which this version of heapgraph does not read"
+            ));
+        }
+
+        let graph_whole = losses.edges_kept == losses.edges_declared
+            && losses.edges_dropped_for_missing_nodes == 0
+            && losses.strings_repaired == 0
+            && losses.kinds_repaired == 0;
+        let analysis =
+            self.stored_analysis(n_nodes, graph_whole, type_total_names, &mut meta.notes);
+
+        // Into the graph's compact columns, two at a time (one per core), each wide column
+        // dropped as soon as it is converted.
+        let object_id = std::mem::take(&mut self.object_id);
+        let shallow_size = std::mem::take(&mut self.shallow_size);
+        let edge_name = std::mem::take(&mut self.edge_name);
+        let node_kind = std::mem::take(&mut self.node_kind);
+        let edge_kind = std::mem::take(&mut self.edge_kind);
+        let (
+            (node_object_id, node_shallow_size, node_name, node_kind),
+            (first_edge, edge_name, node_type, edge_kind),
+        ) = rayon::join(
+            || {
+                let node_object_id = PackedU64::compact(&object_id);
+                drop(object_id);
+                (
+                    node_object_id,
+                    PackedU64::from(shallow_size),
+                    NodeNames::from(node_name),
+                    node_kind.into(),
+                )
+            },
+            || {
+                (
+                    EdgeOffsets::from(first_edge),
+                    EdgeNames::from(edge_name),
+                    NodeTypes::from(node_type),
+                    edge_kind.into(),
+                )
+            },
+        );
+        let parts = HeapGraphParts {
+            node_object_id,
+            node_kind,
+            node_type,
+            node_name,
+            node_shallow_size,
+            first_edge,
+            edge_to: self.edge_to,
+            edge_kind,
+            edge_name,
+            node_kinds: self.node_kinds,
+            root,
+        };
+        let graph = HeapGraph::from_parts(meta, strings, parts)
+            .map_err(|err| inconsistent(err.to_string()))?;
+        Ok((graph, analysis))
+    }
+
+    /// Takes the strings not yet added to the table: their text and byte lengths.
+    fn take_strings(&mut self) -> (String, Vec<u32>) {
+        (
+            std::mem::take(&mut self.string_text),
+            std::mem::take(&mut self.string_lengths),
+        )
+    }
+
+    /// In a cut-short file: drops edges to nodes that did not arrive and points named edges
+    /// whose string did not arrive at `""`.
+    fn repair_edges(
+        &mut self,
+        first_edge: &mut [u64],
+        n_nodes: usize,
+        n_strings: usize,
+        losses: &mut Losses,
+    ) {
+        for (name, kind) in self.edge_name.iter_mut().zip(&self.edge_kind) {
+            if !kind.is_indexed() && *name as usize >= n_strings {
+                *name = StringId::EMPTY.to_raw();
+                losses.strings_repaired += 1;
+            }
+        }
+        losses.edges_dropped_for_missing_nodes += self.drop_edges_to_missing(first_edge, n_nodes);
+    }
+
+    /// Removes the edges whose target is not a node, keeping the CSR consistent; returns how
+    /// many were removed.
+    fn drop_edges_to_missing(&mut self, first_edge: &mut [u64], n_nodes: usize) -> u64 {
+        if self.edge_to.iter().all(|&to| (to as usize) < n_nodes) {
+            return 0;
+        }
+        let mut kept = 0usize;
+        let mut edge = 0usize;
+        for node in 0..n_nodes {
+            let end = first_edge[node + 1] as usize;
+            first_edge[node] = kept as u64;
+            while edge < end {
+                if (self.edge_to[edge] as usize) < n_nodes {
+                    self.edge_to[kept] = self.edge_to[edge];
+                    self.edge_kind[kept] = self.edge_kind[edge];
+                    self.edge_name[kept] = self.edge_name[edge];
+                    kept += 1;
+                }
+                edge += 1;
+            }
+        }
+        first_edge[n_nodes] = kept as u64;
+        let dropped = (self.edge_to.len() - kept) as u64;
+        self.edge_to.truncate(kept);
+        self.edge_kind.truncate(kept);
+        self.edge_name.truncate(kept);
+        dropped
+    }
+
+    /// The stored analysis, if the file has one for every node of a graph that arrived whole and
+    /// its dominators are nodes; otherwise a note says why it is ignored. Retained counts and
+    /// type totals (`type_names`: the types' names in the table, `None` if one is not a
+    /// string) are kept where they are whole.
+    fn stored_analysis(
+        &mut self,
+        n_nodes: usize,
+        graph_whole: bool,
+        type_names: Option<Vec<StringId>>,
+        notes: &mut Vec<String>,
+    ) -> Option<StoredAnalysis> {
+        let n_rows = self.dominator.len();
+        if n_rows == 0 && n_nodes > 0 {
+            return None;
+        }
+        let problem = if n_rows != n_nodes {
+            Some(format!("covers {n_rows} of {n_nodes} nodes"))
+        } else if !graph_whole {
+            Some("describes the whole graph, and part of it is missing".to_owned())
+        } else {
+            self.dominator
+                .iter()
+                .position(|&dominator| {
+                    dominator != StoredAnalysis::NONE && dominator as usize >= n_nodes
+                })
+                .map(|pos| format!("gives node {pos} a dominator outside the graph"))
+        };
+        if let Some(problem) = problem {
+            notes.push(format!(
+                "the stored analysis {problem}; it is ignored and will be recomputed"
+            ));
+            return None;
+        }
+        let retained_count = std::mem::take(&mut self.retained_count);
+        let retained_count = if self.retained_count_missing || retained_count.len() != n_nodes {
+            Vec::new()
+        } else {
+            retained_count
+        };
+        let totals = std::mem::take(&mut self.type_totals);
+        let n_types = totals.count.len();
+        let type_totals = match type_names {
+            Some(type_name)
+                if type_name.len() == n_types
+                    && totals.shallow_size.len() == n_types
+                    && totals.retained_size.len() == n_types =>
+            {
+                (n_types > 0).then_some(TypeTotals {
+                    types: type_name,
+                    count: totals.count,
+                    shallow: totals.shallow_size,
+                    retained: totals.retained_size,
+                })
+            }
+            _ => {
+                notes.push(
+                    "the stored type totals do not fit together; they are ignored".to_owned(),
+                );
+                None
+            }
+        };
+        Some(StoredAnalysis {
+            idom: std::mem::take(&mut self.dominator),
+            retained_size: std::mem::take(&mut self.retained_size),
+            distance: std::mem::take(&mut self.distance),
+            retained_count,
+            type_totals,
+        })
+    }
+}
+
+/// The note for a cut-short file: where it ends and what was read of what.
+fn truncation_note(
+    truncation: &Truncation,
+    header: &Header,
+    n_nodes: usize,
+    losses: &Losses,
+) -> String {
+    let nodes = match header.totals.get(TOTAL_NODES) {
+        Some(&total) => format!("{n_nodes} of {total} nodes"),
+        None => format!("{n_nodes} nodes"),
+    };
+    let edges_total = header
+        .totals
+        .get(TOTAL_EDGES)
+        .copied()
+        .unwrap_or(0)
+        .max(losses.edges_declared);
+    let mut note = format!(
+        "{truncation}: {nodes} and {} of {edges_total} edges were read",
+        losses.edges_kept - losses.edges_dropped_for_missing_nodes
+    );
+    if losses.edges_dropped_for_missing_nodes > 0 {
+        note.push_str(&format!(
+            "; {} edges to nodes that did not arrive were dropped",
+            losses.edges_dropped_for_missing_nodes
+        ));
+    }
+    if losses.strings_repaired > 0 {
+        note.push_str(&format!(
+            "; {} names whose string did not arrive are shown empty",
+            losses.strings_repaired
+        ));
+    }
+    if losses.kinds_repaired > 0 {
+        note.push_str(&format!(
+            "; {} nodes whose kind did not arrive have kind {UNKNOWN_KIND}",
+            losses.kinds_repaired
+        ));
+    }
+    note
+}

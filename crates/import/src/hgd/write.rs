@@ -1,0 +1,170 @@
+//! Writing a heap graph, and its analysis when given, as an `.hgd` stream.
+
+use super::{TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
+use heapgraph_format::{
+    self as format, AnalysisColumns, EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns,
+    TypeTotalsColumns, Writer,
+};
+use heapgraph_model::{HeapGraph, StoredAnalysis};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+/// Writes `graph` (and `analysis`, when given) as an `.hgd` stream: header, strings in id order,
+/// node kinds, root, then nodes, edges and analysis in chunks of about 1M rows, then the end
+/// record.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidInput`] when `analysis` does not have one entry per node or a node
+/// has 2³² edges or more; otherwise the stream's own errors.
+pub fn write_heap_graph<W: Write>(
+    graph: &HeapGraph,
+    analysis: Option<&StoredAnalysis>,
+    out: W,
+) -> io::Result<()> {
+    write_in_chunks(graph, analysis, out, format::DEFAULT_CHUNK_ROWS)
+}
+
+/// [`write_heap_graph`] with `chunk_rows` rows per chunk.
+pub(super) fn write_in_chunks<W: Write>(
+    graph: &HeapGraph,
+    analysis: Option<&StoredAnalysis>,
+    out: W,
+    chunk_rows: usize,
+) -> io::Result<()> {
+    let parts = graph.parts();
+    let n_nodes = graph.node_count();
+    if let Some(analysis) = analysis {
+        let lengths = [
+            analysis.idom.len(),
+            analysis.retained_size.len(),
+            analysis.distance.len(),
+        ];
+        if lengths.iter().any(|&len| len != n_nodes) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the stored analysis has {lengths:?} entries (dominator, retained size, distance) for {n_nodes} nodes"
+                ),
+            ));
+        }
+    }
+    let meta = graph.meta();
+    let mut header = Header::new(KIND_HEAP_GRAPH, &meta.source_format, meta.runtime.name());
+    header.runtime_version.clone_from(&meta.runtime_version);
+    header.captured_at_ms = meta.captured_at_ms;
+    header.pid = meta.pid;
+    header.notes.clone_from(&meta.notes);
+    header.totals = BTreeMap::from([
+        (TOTAL_NODES.to_owned(), n_nodes as u64),
+        (TOTAL_EDGES.to_owned(), graph.edge_count() as u64),
+        (TOTAL_STRINGS.to_owned(), graph.strings().len() as u64),
+    ]);
+
+    let mut writer = Writer::new(out, &header)
+        .map_err(write_error)?
+        .with_chunk_rows(chunk_rows);
+    let chunk_rows = writer.chunk_rows();
+    writer
+        .write_strings(graph.strings().iter().map(|(_, text)| text))
+        .map_err(write_error)?;
+    writer
+        .write_node_kinds(
+            parts
+                .node_kinds
+                .iter()
+                .map(|kind| (kind.name.as_str(), kind.synthetic)),
+        )
+        .map_err(write_error)?;
+    writer.write_root(parts.root).map_err(write_error)?;
+
+    let mut type_name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut object_id: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut shallow_size: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut node_kind: Vec<u8> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    let mut edge_count: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
+    // The compact columns are read in order, a chunk at a time.
+    let mut names = parts.node_name.iter();
+    let mut object_ids = parts.node_object_id.iter();
+    let mut shallow_sizes = parts.node_shallow_size.iter();
+    let mut offsets = parts.first_edge.iter();
+    let mut offset = offsets.next().unwrap_or(0);
+    for start in (0..n_nodes).step_by(chunk_rows) {
+        let rows = start..(start + chunk_rows).min(n_nodes);
+        type_name.clear();
+        type_name.extend(rows.clone().map(|node| parts.node_type.get(node).to_raw()));
+        name.clear();
+        name.extend(names.by_ref().take(rows.len()).map(|id| id.to_raw()));
+        object_id.clear();
+        object_id.extend(object_ids.by_ref().take(rows.len()));
+        shallow_size.clear();
+        shallow_size.extend(shallow_sizes.by_ref().take(rows.len()));
+        node_kind.clear();
+        node_kind.extend(parts.node_kind.range(rows.clone()));
+        edge_count.clear();
+        for node in rows.clone() {
+            let end = offsets.next().unwrap_or(offset);
+            let count = u32::try_from(end - offset).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("node {node} has 2^32 edges or more"),
+                )
+            })?;
+            offset = end;
+            edge_count.push(count);
+        }
+        writer
+            .write_nodes(&NodeColumns {
+                object_id: &object_id,
+                kind: &node_kind,
+                type_name: &type_name,
+                name: &name,
+                shallow_size: &shallow_size,
+                edge_count: &edge_count,
+            })
+            .map_err(write_error)?;
+    }
+
+    let n_edges = graph.edge_count();
+    let mut edge_kind: Vec<u8> = Vec::with_capacity(chunk_rows.min(n_edges));
+    let mut edge_name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_edges));
+    let mut edge_names = parts.edge_name.iter();
+    for start in (0..n_edges).step_by(chunk_rows) {
+        let rows = start..(start + chunk_rows).min(n_edges);
+        edge_kind.clear();
+        edge_kind.extend(parts.edge_kind.range(rows.clone()).map(|kind| kind as u8));
+        edge_name.clear();
+        edge_name.extend(edge_names.by_ref().take(rows.len()));
+        writer
+            .write_edges(&EdgeColumns {
+                to: &parts.edge_to[rows.clone()],
+                kind: &edge_kind,
+                name: &edge_name,
+            })
+            .map_err(write_error)?;
+    }
+
+    if let Some(analysis) = analysis {
+        writer
+            .write_analysis(&AnalysisColumns {
+                dominator: &analysis.idom,
+                retained_size: &analysis.retained_size,
+                distance: &analysis.distance,
+                retained_count: &analysis.retained_count,
+            })
+            .map_err(write_error)?;
+        if let Some(totals) = &analysis.type_totals {
+            // Strings are written in id order, so an id is its string's index in the file.
+            let type_name: Vec<u32> = totals.types.iter().map(|id| id.to_raw()).collect();
+            writer
+                .write_type_totals(&TypeTotalsColumns {
+                    type_name: &type_name,
+                    count: &totals.count,
+                    shallow_size: &totals.shallow,
+                    retained_size: &totals.retained,
+                })
+                .map_err(write_error)?;
+        }
+    }
+    writer.finish().map_err(write_error)?.flush()
+}

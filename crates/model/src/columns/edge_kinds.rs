@@ -1,0 +1,159 @@
+//! Edge kinds, two to a byte.
+
+use crate::heap_graph::EdgeKind;
+use std::ops::{Index, Range};
+
+/// The kinds in discriminant order, to return references to.
+static KINDS: [EdgeKind; 7] = EdgeKind::ALL;
+
+/// Edge kinds, two to a byte (a kind takes three bits). Indexing returns a reference into a
+/// table of the kinds, so `edge_kind[e]` reads as with a slice.
+///
+/// Invariants: `nibbles` holds `len.div_ceil(2)` bytes; nibble `e` (the low half of byte
+/// `e / 2` for even `e`) is the discriminant of edge `e`'s kind; an unused high half is 0.
+#[derive(Clone, Debug, Default)]
+pub struct EdgeKinds {
+    nibbles: Vec<u8>,
+    len: usize,
+}
+
+impl EdgeKinds {
+    /// An empty column.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column with room for `n` kinds.
+    pub fn with_capacity(n: usize) -> Self {
+        EdgeKinds {
+            nibbles: Vec::with_capacity(n.div_ceil(2)),
+            len: 0,
+        }
+    }
+
+    /// Appends `kind`.
+    #[inline]
+    pub fn push(&mut self, kind: EdgeKind) {
+        if self.len.is_multiple_of(2) {
+            self.nibbles.push(kind as u8);
+        } else if let Some(last) = self.nibbles.last_mut() {
+            *last |= (kind as u8) << 4;
+        }
+        self.len += 1;
+    }
+
+    /// Reserves room for `additional` more kinds.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.nibbles.reserve_exact(additional.div_ceil(2) + 1);
+    }
+
+    /// The number of kinds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The kind of edge `edge`.
+    ///
+    /// Panics if `edge` is out of range.
+    #[inline]
+    pub fn get(&self, edge: usize) -> EdgeKind {
+        self[edge]
+    }
+
+    /// Replaces the kind of edge `edge`.
+    ///
+    /// Panics if `edge` is out of range.
+    pub fn set(&mut self, edge: usize, kind: EdgeKind) {
+        assert!(edge < self.len, "edge {edge} of {}", self.len);
+        let byte = &mut self.nibbles[edge / 2];
+        let shift = (edge % 2) * 4;
+        *byte = (*byte & !(0xf << shift)) | (kind as u8) << shift;
+    }
+
+    /// The kinds in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = EdgeKind> + '_ {
+        (0..self.len).map(move |edge| self[edge])
+    }
+
+    /// The kinds of edges `range`, in order.
+    pub fn range(&self, range: Range<usize>) -> impl ExactSizeIterator<Item = EdgeKind> + '_ {
+        range.map(move |edge| self[edge])
+    }
+
+    /// The kinds as a plain vector.
+    pub fn to_vec(&self) -> Vec<EdgeKind> {
+        self.iter().collect()
+    }
+
+    /// Appends every kind of `other`.
+    pub fn extend_from(&mut self, other: &EdgeKinds) {
+        if self.len.is_multiple_of(2) {
+            self.nibbles.extend_from_slice(&other.nibbles);
+            self.len += other.len;
+        } else {
+            self.reserve_exact(other.len);
+            for kind in other.iter() {
+                self.push(kind);
+            }
+        }
+    }
+}
+
+impl Index<usize> for EdgeKinds {
+    type Output = EdgeKind;
+
+    #[inline]
+    fn index(&self, edge: usize) -> &EdgeKind {
+        assert!(edge < self.len, "edge {edge} of {}", self.len);
+        let nibble = (self.nibbles[edge / 2] >> ((edge % 2) * 4)) & 0xf;
+        &KINDS[usize::from(nibble)]
+    }
+}
+
+impl From<Vec<EdgeKind>> for EdgeKinds {
+    fn from(kinds: Vec<EdgeKind>) -> Self {
+        kinds.into_iter().collect()
+    }
+}
+
+impl FromIterator<EdgeKind> for EdgeKinds {
+    fn from_iter<I: IntoIterator<Item = EdgeKind>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut column = EdgeKinds::with_capacity(iter.size_hint().0);
+        for kind in iter {
+            column.push(kind);
+        }
+        column
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn kinds_pack_two_to_a_byte() {
+        let kinds: Vec<EdgeKind> = (0..1001).map(|i| EdgeKind::ALL[i * 5 % 7]).collect();
+        let column = EdgeKinds::from(kinds.clone());
+        assert_eq!(column.to_vec(), kinds);
+        assert_eq!(column.nibbles.len(), 501);
+        let mut joined = column.clone();
+        joined.extend_from(&column);
+        joined.extend_from(&EdgeKinds::from(kinds[..4].to_vec()));
+        assert_eq!(
+            joined.to_vec(),
+            [&kinds[..], &kinds[..], &kinds[..4]].concat()
+        );
+        let mut changed = column;
+        changed.set(7, EdgeKind::Weak);
+        changed.set(8, EdgeKind::Context);
+        assert_eq!(
+            (changed[7], changed[8], changed[9]),
+            (EdgeKind::Weak, EdgeKind::Context, kinds[9])
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! Edge names in two bytes while they fit, four otherwise.
+
+use super::ChainExact;
+
+/// Edge names (a [`StringId`](crate::StringId)'s raw value, or an index): two bytes per edge while nearly all
+/// fit in 16 bits (Java's field names and the indices of all but huge arrays), the rest beside;
+/// four bytes per edge otherwise (V8, whose property names are spread over its whole string
+/// table). The column turns plain by itself once too many names are beside, unless it was
+/// made [`EdgeNames::kept_narrow`] (a part of a larger column, whose own share of wide names
+/// says little about the whole's; [`EdgeNames::settle`] decides then).
+#[derive(Clone, Debug)]
+pub struct EdgeNames(NamesOfEdges, Widening);
+
+/// Whether an [`EdgeNames`] may turn plain as names arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Widening {
+    Automatic,
+    OnSettle,
+}
+
+/// Invariants: in `Narrow`, `narrow[e] == u16::MAX` exactly when the name of edge `e` is beside,
+/// at the position of `e` in `wide_at` (sorted), with the name at the same position of `wide`.
+#[derive(Clone, Debug)]
+enum NamesOfEdges {
+    Narrow {
+        narrow: Vec<u16>,
+        wide_at: Vec<u64>,
+        wide: Vec<u32>,
+    },
+    Wide(Vec<u32>),
+}
+
+impl Default for EdgeNames {
+    fn default() -> Self {
+        EdgeNames::new()
+    }
+}
+
+/// Whether an [`EdgeNames`] with `n_beside` of `n_edges` names beside should turn plain: past
+/// one in 8 (at 12 bytes each, one in 6 would cost the 2 bytes saved per edge).
+fn too_many_beside(n_beside: usize, n_edges: usize) -> bool {
+    n_beside > 4096 && n_beside > n_edges / 8
+}
+
+impl EdgeNames {
+    /// An empty column (16-bit until shown otherwise).
+    pub fn new() -> Self {
+        EdgeNames::with_capacity(0)
+    }
+
+    /// An empty column with room for `n` names.
+    pub fn with_capacity(n: usize) -> Self {
+        EdgeNames(
+            NamesOfEdges::Narrow {
+                narrow: Vec::with_capacity(n),
+                wide_at: Vec::new(),
+                wide: Vec::new(),
+            },
+            Widening::Automatic,
+        )
+    }
+
+    /// An empty column with room for `n` names that stays 16-bit until [`EdgeNames::settle`],
+    /// for the parts of a column built in pieces and joined with [`EdgeNames::extend_from`].
+    pub fn kept_narrow(n: usize) -> Self {
+        let mut column = EdgeNames::with_capacity(n);
+        column.1 = Widening::OnSettle;
+        column
+    }
+
+    /// Turns the column plain if too many of its names are beside, and lets it do so by itself
+    /// from now on.
+    pub fn settle(&mut self) {
+        self.1 = Widening::Automatic;
+        if let NamesOfEdges::Narrow { narrow, wide, .. } = &self.0
+            && too_many_beside(wide.len(), narrow.len())
+        {
+            self.widen();
+        }
+    }
+
+    /// Whether the names are stored in 16 bits (with a few beside).
+    pub fn is_narrow(&self) -> bool {
+        matches!(self.0, NamesOfEdges::Narrow { .. })
+    }
+
+    /// Appends `name`.
+    pub fn push(&mut self, name: u32) {
+        let crowded = match &mut self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => match u16::try_from(name) {
+                Ok(short) if short != u16::MAX => {
+                    narrow.push(short);
+                    false
+                }
+                _ => {
+                    wide_at.push(narrow.len() as u64);
+                    wide.push(name);
+                    narrow.push(u16::MAX);
+                    self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len())
+                }
+            },
+            NamesOfEdges::Wide(names) => {
+                names.push(name);
+                false
+            }
+        };
+        if crowded {
+            self.widen();
+        }
+    }
+
+    /// Turns the column plain.
+    fn widen(&mut self) {
+        let NamesOfEdges::Narrow { narrow, .. } = &self.0 else {
+            return;
+        };
+        let mut plain = Vec::with_capacity(narrow.capacity());
+        plain.extend(self.iter());
+        self.0 = NamesOfEdges::Wide(plain);
+        self.1 = Widening::Automatic;
+    }
+
+    /// Reserves room for `additional` more names.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        match &mut self.0 {
+            NamesOfEdges::Narrow { narrow, .. } => narrow.reserve_exact(additional),
+            NamesOfEdges::Wide(names) => names.reserve_exact(additional),
+        }
+    }
+
+    /// The number of names.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            NamesOfEdges::Narrow { narrow, .. } => narrow.len(),
+            NamesOfEdges::Wide(names) => names.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name of edge `edge`.
+    ///
+    /// Panics if `edge` is out of range.
+    #[inline]
+    pub fn get(&self, edge: usize) -> u32 {
+        match &self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => match narrow[edge] {
+                u16::MAX => wide[wide_at.partition_point(|&at| (at as usize) < edge)],
+                short => u32::from(short),
+            },
+            NamesOfEdges::Wide(names) => names[edge],
+        }
+    }
+
+    /// Replaces the name of edge `edge`.
+    ///
+    /// Panics if `edge` is out of range.
+    pub fn set(&mut self, edge: usize, name: u32) {
+        match &mut self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => {
+                let at = wide_at.partition_point(|&at| (at as usize) < edge);
+                let was_beside = narrow[edge] == u16::MAX;
+                let short = u16::try_from(name).ok().filter(|&short| short != u16::MAX);
+                match (was_beside, short) {
+                    (true, None) => wide[at] = name,
+                    (true, Some(short)) => {
+                        wide_at.remove(at);
+                        wide.remove(at);
+                        narrow[edge] = short;
+                    }
+                    (false, None) => {
+                        wide_at.insert(at, edge as u64);
+                        wide.insert(at, name);
+                        narrow[edge] = u16::MAX;
+                    }
+                    (false, Some(short)) => narrow[edge] = short,
+                }
+            }
+            NamesOfEdges::Wide(names) => names[edge] = name,
+        }
+    }
+
+    /// The names in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        let (narrow, wide, plain): (&[u16], &[u32], &[u32]) = match &self.0 {
+            NamesOfEdges::Narrow { narrow, wide, .. } => (narrow, wide, &[]),
+            NamesOfEdges::Wide(names) => (&[], &[], names),
+        };
+        let mut beside = wide.iter();
+        let narrow = narrow.iter().map(move |&short| match short {
+            // One name beside per marker, in order.
+            u16::MAX => beside.next().copied().unwrap_or(0),
+            short => u32::from(short),
+        });
+        // One of the two is empty.
+        ChainExact(narrow, plain.iter().copied())
+    }
+
+    /// The names as a plain vector.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+
+    /// Appends every name of `other`.
+    pub fn extend_from(&mut self, other: &EdgeNames) {
+        if let (
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            },
+            NamesOfEdges::Narrow {
+                narrow: other_narrow,
+                wide_at: other_at,
+                wide: other_wide,
+            },
+        ) = (&mut self.0, &other.0)
+        {
+            let offset = narrow.len() as u64;
+            narrow.extend_from_slice(other_narrow);
+            wide_at.extend(other_at.iter().map(|&at| at + offset));
+            wide.extend_from_slice(other_wide);
+            if self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len()) {
+                self.widen();
+            }
+            return;
+        }
+        self.widen();
+        if let NamesOfEdges::Wide(names) = &mut self.0 {
+            names.extend(other.iter());
+        }
+    }
+}
+
+impl From<Vec<u32>> for EdgeNames {
+    fn from(names: Vec<u32>) -> Self {
+        let n_beside = names
+            .iter()
+            .filter(|&&name| name >= u32::from(u16::MAX))
+            .count();
+        if too_many_beside(n_beside, names.len()) {
+            return EdgeNames(NamesOfEdges::Wide(names), Widening::Automatic);
+        }
+        let mut column = EdgeNames::with_capacity(names.len());
+        for name in names {
+            column.push(name);
+        }
+        column
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn edge_names_narrow_or_wide_read_the_same() {
+        let mostly_small: Vec<u32> = (0..20_000)
+            .map(|i| if i % 100 == 0 { 70_000 + i } else { i % 1000 })
+            .collect();
+        let names = EdgeNames::from(mostly_small.clone());
+        assert!(names.is_narrow());
+        assert_eq!(names.to_vec(), mostly_small);
+        assert_eq!(names.get(300), 70_300);
+        let spread: Vec<u32> = (0..20_000).map(|i| 100_000 + i).collect();
+        let mut pushed = EdgeNames::new();
+        for &name in &spread {
+            pushed.push(name);
+        }
+        assert!(!pushed.is_narrow());
+        assert_eq!(pushed.to_vec(), spread);
+        let mut joined = names.clone();
+        joined.extend_from(&pushed);
+        assert_eq!(
+            joined.to_vec(),
+            [mostly_small.clone(), spread.clone()].concat()
+        );
+        let mut changed = names;
+        changed.set(1, 80_000);
+        changed.set(300, 5);
+        assert_eq!(changed.get(1), 80_000);
+        assert_eq!(changed.get(300), 5);
+        assert_eq!(changed.get(400), 70_400);
+        let mut kept = EdgeNames::kept_narrow(0);
+        for &name in &spread {
+            kept.push(name);
+        }
+        assert!(kept.is_narrow());
+        kept.settle();
+        assert!(!kept.is_narrow());
+        assert_eq!(kept.to_vec(), spread);
+    }
+}

@@ -1,0 +1,183 @@
+//! Node kinds, two to a byte while they fit.
+
+use std::ops::{Index, Range};
+
+/// Every byte value, to return references to.
+static BYTES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Node kinds (indices into a graph's kinds table), two to a byte while there are at most 16
+/// kinds (every runtime's so far), a byte each past that. Indexing returns a reference into a
+/// table of byte values, so `node_kind[i]` reads as with a slice.
+///
+/// Invariants: in `Nibbles`, `nibbles` holds `len.div_ceil(2)` bytes, kind `i` in the low half
+/// of byte `i / 2` for even `i`, and an unused high half is 0.
+#[derive(Clone, Debug)]
+pub struct NodeKinds(KindsRepr);
+
+#[derive(Clone, Debug)]
+enum KindsRepr {
+    Nibbles { nibbles: Vec<u8>, len: usize },
+    Bytes(Vec<u8>),
+}
+
+impl Default for NodeKinds {
+    fn default() -> Self {
+        NodeKinds::with_capacity(0)
+    }
+}
+
+impl NodeKinds {
+    /// An empty column.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column with room for `n` kinds.
+    pub fn with_capacity(n: usize) -> Self {
+        NodeKinds(KindsRepr::Nibbles {
+            nibbles: Vec::with_capacity(n.div_ceil(2)),
+            len: 0,
+        })
+    }
+
+    /// Appends `kind`.
+    #[inline]
+    pub fn push(&mut self, kind: u8) {
+        match &mut self.0 {
+            KindsRepr::Nibbles { nibbles, len } if kind < 16 => {
+                if len.is_multiple_of(2) {
+                    nibbles.push(kind);
+                } else if let Some(last) = nibbles.last_mut() {
+                    *last |= kind << 4;
+                }
+                *len += 1;
+            }
+            KindsRepr::Nibbles { .. } => {
+                let mut bytes = Vec::with_capacity(self.len() + 1);
+                bytes.extend(self.iter());
+                bytes.push(kind);
+                self.0 = KindsRepr::Bytes(bytes);
+            }
+            KindsRepr::Bytes(bytes) => bytes.push(kind),
+        }
+    }
+
+    /// Reserves room for `additional` more kinds.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        match &mut self.0 {
+            KindsRepr::Nibbles { nibbles, .. } => nibbles.reserve_exact(additional.div_ceil(2) + 1),
+            KindsRepr::Bytes(bytes) => bytes.reserve_exact(additional),
+        }
+    }
+
+    /// The number of kinds.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            KindsRepr::Nibbles { len, .. } => *len,
+            KindsRepr::Bytes(bytes) => bytes.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The kinds in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u8> + '_ {
+        (0..self.len()).map(move |node| self[node])
+    }
+
+    /// The kinds of nodes `range`, in order.
+    pub fn range(&self, range: Range<usize>) -> impl ExactSizeIterator<Item = u8> + '_ {
+        range.map(move |node| self[node])
+    }
+
+    /// The kinds as a plain vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.iter().collect()
+    }
+
+    /// Appends every kind of `other`.
+    pub fn extend_from(&mut self, other: &NodeKinds) {
+        match (&mut self.0, &other.0) {
+            (
+                KindsRepr::Nibbles { nibbles, len },
+                KindsRepr::Nibbles {
+                    nibbles: other_nibbles,
+                    len: other_len,
+                },
+            ) if len.is_multiple_of(2) => {
+                nibbles.extend_from_slice(other_nibbles);
+                *len += other_len;
+            }
+            _ => {
+                self.reserve_exact(other.len());
+                for kind in other.iter() {
+                    self.push(kind);
+                }
+            }
+        }
+    }
+}
+
+impl Index<usize> for NodeKinds {
+    type Output = u8;
+
+    #[inline]
+    fn index(&self, node: usize) -> &u8 {
+        match &self.0 {
+            KindsRepr::Nibbles { nibbles, len } => {
+                assert!(node < *len, "node {node} of {len}");
+                &BYTES[usize::from((nibbles[node / 2] >> ((node % 2) * 4)) & 0xf)]
+            }
+            KindsRepr::Bytes(bytes) => &bytes[node],
+        }
+    }
+}
+
+impl From<Vec<u8>> for NodeKinds {
+    fn from(kinds: Vec<u8>) -> Self {
+        if kinds.iter().any(|&kind| kind >= 16) {
+            return NodeKinds(KindsRepr::Bytes(kinds));
+        }
+        kinds.into_iter().collect()
+    }
+}
+
+impl FromIterator<u8> for NodeKinds {
+    fn from_iter<I: IntoIterator<Item = u8>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut column = NodeKinds::with_capacity(iter.size_hint().0);
+        for kind in iter {
+            column.push(kind);
+        }
+        column
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn node_kinds_pack_until_a_kind_needs_a_byte() {
+        let kinds: Vec<u8> = (0..999).map(|i| (i % 6) as u8).collect();
+        let column = NodeKinds::from(kinds.clone());
+        assert!(matches!(column.0, KindsRepr::Nibbles { .. }));
+        assert_eq!(column.to_vec(), kinds);
+        let mut joined = column.clone();
+        joined.extend_from(&column);
+        joined.push(200);
+        assert!(matches!(joined.0, KindsRepr::Bytes(_)));
+        assert_eq!(joined.to_vec(), [&kinds[..], &kinds[..], &[200]].concat());
+        assert_eq!(joined[998 + 999 + 1], 200);
+    }
+}

@@ -1,0 +1,294 @@
+//! A per-node `u64` column in about two bytes a value, for values that change little.
+
+use super::ChainExact;
+
+/// Values per block of a [`PackedU64`], as a power of two: small enough that a block's values
+/// stay within 2¹⁵ steps of its first (256 consecutive objects of a heap span kilobytes).
+const BLOCK_BITS: u32 = 8;
+
+/// Marks a value of a [`PackedU64`] kept beside the packed ones.
+const BESIDE_STEP: i16 = i16::MIN;
+
+/// A per-node column of `u64` values in about 2 bytes each, for values that change little
+/// from node to node: object ids (addresses in allocation order, V8's ids that count up) and
+/// shallow sizes. Each block of 256 values stores its first value once, and each value its
+/// signed difference from it in units of `1 << shift` (the alignment all values share) as an
+/// `i16`; values outside that window go beside. When more than one value in 8 would go beside
+/// (ids scattered over the address space), the column turns plain, 8 bytes a value.
+///
+/// Invariants: in `Packed`, `bases` has one entry per started block; `steps[i] == BESIDE_STEP`
+/// exactly when value `i` is beside, at the position of `i` in `wide_at` (sorted), with the
+/// value at the same position of `wide`.
+#[derive(Clone, Debug)]
+pub struct PackedU64(PackedRepr);
+
+#[derive(Clone, Debug)]
+enum PackedRepr {
+    Packed {
+        shift: u32,
+        bases: Vec<u64>,
+        steps: Vec<i16>,
+        wide_at: Vec<u32>,
+        wide: Vec<u64>,
+    },
+    Plain(Vec<u64>),
+}
+
+impl Default for PackedU64 {
+    fn default() -> Self {
+        PackedU64::with_capacity(0)
+    }
+}
+
+impl PackedU64 {
+    /// An empty column (steps of 1).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column with room for `n` values (steps of 1).
+    pub fn with_capacity(n: usize) -> Self {
+        PackedU64::with_shift(n, 0)
+    }
+
+    /// An empty column with room for `n` values in steps of `1 << shift` (the alignment all
+    /// the values will share, as [`PackedU64::alignment`] finds it; others go beside).
+    pub fn with_shift(n: usize, shift: u32) -> Self {
+        PackedU64(PackedRepr::Packed {
+            shift,
+            bases: Vec::with_capacity(n >> BLOCK_BITS),
+            steps: Vec::with_capacity(n),
+            wide_at: Vec::new(),
+            wide: Vec::new(),
+        })
+    }
+
+    /// The alignment, as a shift, that `values` share relative to the first of them (63 at
+    /// most; 0 for none).
+    pub fn alignment(values: impl IntoIterator<Item = u64>) -> u32 {
+        let mut values = values.into_iter();
+        let Some(first) = values.next() else {
+            return 0;
+        };
+        let differences = values.fold(0u64, |bits, value| bits | value.wrapping_sub(first));
+        if differences == 0 {
+            0
+        } else {
+            differences.trailing_zeros()
+        }
+    }
+
+    /// `values`, in steps of the alignment they share (relative to the first).
+    pub fn compact(values: &[u64]) -> Self {
+        let shift = PackedU64::alignment(values.iter().copied());
+        let mut column = PackedU64::with_shift(values.len(), shift);
+        for &value in values {
+            column.push(value);
+        }
+        column
+    }
+
+    /// Whether the values are packed (rather than plain).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.0, PackedRepr::Packed { .. })
+    }
+
+    /// Appends `value`.
+    pub fn push(&mut self, value: u64) {
+        let crowded = match &mut self.0 {
+            PackedRepr::Packed {
+                shift,
+                bases,
+                steps,
+                wide_at,
+                wide,
+            } => {
+                let index = steps.len();
+                if index & ((1 << BLOCK_BITS) - 1) == 0 {
+                    bases.push(value);
+                }
+                let base = bases.last().copied().unwrap_or(value);
+                let difference = value.wrapping_sub(base) as i64;
+                let step = (difference & ((1i64 << *shift) - 1) == 0)
+                    .then_some(difference >> *shift)
+                    .and_then(|step| i16::try_from(step).ok())
+                    .filter(|&step| step != BESIDE_STEP);
+                match step {
+                    Some(step) => {
+                        steps.push(step);
+                        false
+                    }
+                    None => {
+                        steps.push(BESIDE_STEP);
+                        wide_at.push(index as u32);
+                        wide.push(value);
+                        wide.len() > 4096 && wide.len() > steps.len() / 8
+                    }
+                }
+            }
+            PackedRepr::Plain(values) => {
+                values.push(value);
+                false
+            }
+        };
+        if crowded {
+            let plain = self.to_vec();
+            self.0 = PackedRepr::Plain(plain);
+        }
+    }
+
+    /// Reserves room for `additional` more values.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        match &mut self.0 {
+            PackedRepr::Packed { steps, bases, .. } => {
+                steps.reserve_exact(additional);
+                bases.reserve_exact((additional >> BLOCK_BITS) + 1);
+            }
+            PackedRepr::Plain(values) => values.reserve_exact(additional),
+        }
+    }
+
+    /// How many values fit without reallocating.
+    pub fn capacity(&self) -> usize {
+        match &self.0 {
+            PackedRepr::Packed { steps, .. } => steps.capacity(),
+            PackedRepr::Plain(values) => values.capacity(),
+        }
+    }
+
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            PackedRepr::Packed { steps, .. } => steps.len(),
+            PackedRepr::Plain(values) => values.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value at `index`.
+    ///
+    /// Panics if `index` is out of range.
+    #[inline]
+    pub fn get(&self, index: usize) -> u64 {
+        match &self.0 {
+            PackedRepr::Packed {
+                shift,
+                bases,
+                steps,
+                wide_at,
+                wide,
+            } => match steps[index] {
+                BESIDE_STEP => wide[wide_at.partition_point(|&at| (at as usize) < index)],
+                step => bases[index >> BLOCK_BITS].wrapping_add((i64::from(step) << shift) as u64),
+            },
+            PackedRepr::Plain(values) => values[index],
+        }
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        const NONE: (u32, &[u64], &[i16], &[u64]) = (0, &[], &[], &[]);
+        let ((shift, bases, steps, wide), plain) = match &self.0 {
+            PackedRepr::Packed {
+                shift,
+                bases,
+                steps,
+                wide,
+                ..
+            } => ((*shift, &bases[..], &steps[..], &wide[..]), &[][..]),
+            PackedRepr::Plain(values) => (NONE, &values[..]),
+        };
+        let mut beside = wide.iter();
+        let packed = steps
+            .iter()
+            .enumerate()
+            .map(move |(index, &step)| match step {
+                // One value beside per marker, in order.
+                BESIDE_STEP => beside.next().copied().unwrap_or(0),
+                step => bases[index >> BLOCK_BITS].wrapping_add((i64::from(step) << shift) as u64),
+            });
+        // One of the two is empty.
+        ChainExact(packed, plain.iter().copied())
+    }
+
+    /// The values as a plain vector.
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    /// The sum of the values.
+    pub fn sum(&self) -> u64 {
+        self.iter().sum()
+    }
+
+    /// Appends every value of `other`.
+    pub fn extend_from(&mut self, other: &PackedU64) {
+        self.reserve_exact(other.len());
+        for value in other.iter() {
+            self.push(value);
+        }
+    }
+}
+
+impl From<Vec<u64>> for PackedU64 {
+    fn from(values: Vec<u64>) -> Self {
+        values.into_iter().collect()
+    }
+}
+
+impl FromIterator<u64> for PackedU64 {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut column = PackedU64::with_capacity(iter.size_hint().0);
+        for value in iter {
+            column.push(value);
+        }
+        column
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn packed_columns_keep_every_value() {
+        let mut ids: Vec<u64> = (0..3000u64).map(|i| 0x6_0000_0000 + i * 24).collect();
+        ids[700] = 0;
+        ids[701] = 0x7_0000_0000;
+        ids.extend([0, 0, 0]);
+        let sizes: Vec<u64> = (0..3000u64)
+            .map(|i| match i % 7 {
+                0 => 1 << 40,
+                1 => 16,
+                _ => i * 8,
+            })
+            .collect();
+        let scattered: Vec<u64> = (0..20_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        for values in [ids, sizes, scattered, vec![], vec![u64::MAX, 0, 1]] {
+            let compact = PackedU64::compact(&values);
+            let pushed = PackedU64::from(values.clone());
+            for column in [&compact, &pushed] {
+                assert_eq!(column.to_vec(), values);
+                for (i, &value) in values.iter().enumerate() {
+                    assert_eq!(column.get(i), value);
+                }
+            }
+            let mut joined = compact.clone();
+            joined.extend_from(&pushed);
+            assert_eq!(joined.to_vec(), [values.clone(), values.clone()].concat());
+        }
+        // Scattered values turn the column plain; a heap's addresses stay packed.
+        let scattered: Vec<u64> = (0..20_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        assert!(!PackedU64::from(scattered).is_packed());
+        let addresses: Vec<u64> = (0..20_000u64).map(|i| 0x8_0000_0000 + i * 56).collect();
+        assert!(PackedU64::compact(&addresses).is_packed());
+    }
+}
