@@ -82,6 +82,24 @@ pub(crate) fn ranked_chains(
             .map(|chain| RankedChain { chain, count: 1 })
             .collect();
     }
+    if k == 1 {
+        // The first chain is the shortest from a named root, or else from any: one search
+        // each, not the candidates' enumeration (suspects and findings ask for one per object).
+        let named = shortest_chains_entering(graph, rule, target, 1, &|edge| {
+            is_named_root_edge(graph, edge)
+        });
+        let chains = if named.is_empty() {
+            shortest_chains_entering(graph, rule, target, 1, &|edge| {
+                !is_named_root_edge(graph, edge)
+            })
+        } else {
+            named
+        };
+        return chains
+            .into_iter()
+            .map(|chain| RankedChain { chain, count: 1 })
+            .collect();
+    }
     let candidates = (k * CANDIDATES_PER_CHAIN).max(16);
     let named = shortest_chains_entering(graph, rule, target, candidates, &|edge| {
         is_named_root_edge(graph, edge)

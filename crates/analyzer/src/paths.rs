@@ -20,6 +20,11 @@ pub(crate) type Chain = Vec<(NodeId, Option<usize>)>;
 /// many expansions beyond the `k` chains' own length the chains found so far are returned.
 const MAX_EXTRA_EXPANSIONS: usize = 2_000_000;
 
+/// Bounds the memory of that search: past this many partial chains (24 bytes each, and a
+/// frontier entry) the chains found so far are returned. An object with thousands of retainers
+/// makes each expansion add thousands.
+const MAX_PARTIALS: usize = 8_000_000;
+
 struct Partial {
     node: u32,
     /// Index of the partial chain this one extends (towards the target), or `u32::MAX`.
@@ -121,7 +126,7 @@ fn chains_over(
             continue;
         }
         expansions += 1;
-        if expansions > max_expansions {
+        if expansions > max_expansions || partials.len() > MAX_PARTIALS {
             break;
         }
         let (node, length, min_distance) = (partial.node, partial.length, partial.min_distance);
