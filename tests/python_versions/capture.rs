@@ -246,9 +246,18 @@ fn capture_of_an_interpreter_without_symbols_says_so(python: &Python) {
         command.arg("60");
         command
     };
-    let mut child = child
-        .stdout(Stdio::piped())
-        .spawn()
+    child.stdout(Stdio::piped());
+    // The copy was just written: a fork of another test's thread may still hold it open for
+    // writing for a moment (ETXTBSY), which says nothing of the capture.
+    let mut child = (0..50)
+        .find_map(|_| match child.spawn() {
+            Err(err) if err.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            }
+            spawned => Some(spawned),
+        })
+        .expect("the copy stays busy")
         .expect("the program runs");
     if python.version == "3.14" {
         let mut line = String::new();

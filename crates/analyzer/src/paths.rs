@@ -20,8 +20,8 @@ pub(crate) type Chain = Vec<(NodeId, Option<usize>)>;
 /// many expansions beyond the `k` chains' own length the chains found so far are returned.
 const MAX_EXTRA_EXPANSIONS: usize = 2_000_000;
 
-/// Bounds the memory of that search: past this many partial chains (24 bytes each, and a
-/// frontier entry) the chains found so far are returned. An object with thousands of retainers
+/// Bounds the memory of that search: past this many partial chains beyond the `k` chains' own
+/// length (24 bytes each, and a frontier entry) the chains found so far are returned. An object with thousands of retainers
 /// makes each expansion add thousands.
 const MAX_PARTIALS: usize = 8_000_000;
 
@@ -116,6 +116,7 @@ fn chains_over(
     let mut chains = Vec::new();
     let mut expansions = 0usize;
     let max_expansions = MAX_EXTRA_EXPANSIONS + k * (distance[target.index()] as usize + 1);
+    let max_partials = MAX_PARTIALS + k * (distance[target.index()] as usize + 1);
     while let Some((_, _, index)) = frontier.pop() {
         let partial = &partials[index as usize];
         if partial.node == root {
@@ -126,7 +127,7 @@ fn chains_over(
             continue;
         }
         expansions += 1;
-        if expansions > max_expansions || partials.len() > MAX_PARTIALS {
+        if expansions > max_expansions || partials.len() > max_partials {
             break;
         }
         let (node, length, min_distance) = (partial.node, partial.length, partial.min_distance);

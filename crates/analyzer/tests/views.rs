@@ -4,8 +4,9 @@
 
 use heapgraph_analyzer::leaks::leaks;
 use heapgraph_analyzer::{
-    Analysis, ChainOrder, EdgeRule, Options, RankBy, SuspectRule, analyze, dominator_tree,
-    find_largest_of_type, object_view, strings, summary, summary_of_kind, suspects, top, who_holds,
+    Analysis, ChainOrder, EdgeRule, HeldBy, Options, RankBy, ReferenceKind, SuspectRule, analyze,
+    dominator_tree, find_largest_of_type, object_view, strings, summary, summary_of_kind, suspects,
+    top, who_holds,
 };
 use heapgraph_model::{HeapGraph, NodeId};
 use heapgraph_test_support::graph;
@@ -204,7 +205,8 @@ fn who_holds_gives_the_dominators_and_every_chain() {
         ChainOrder::Shortest,
     );
     assert_eq!(one.paths.len(), 1);
-    // What only a weak reference reaches has no dominators and no retaining chain.
+    // What only a weak reference reaches has no dominators; its one chain crosses the weak
+    // reference, marked with its kind: root → Item#3 -w> Blob#2.
     let weak = who_holds(
         &graph,
         &analysis,
@@ -213,7 +215,30 @@ fn who_holds_gives_the_dominators_and_every_chain() {
         ChainOrder::Explain,
     );
     assert!(weak.dominator_chain.is_empty());
-    assert!(weak.paths.is_empty());
+    assert_eq!(weak.held_by, HeldBy::Only(ReferenceKind::Weak));
+    let chain: Vec<_> = weak.paths[0]
+        .iter()
+        .map(|step| (step.object.name.as_str(), step.reference_kind))
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            ("root", None),
+            ("Item#3", None),
+            ("Blob#2", Some(ReferenceKind::Weak))
+        ]
+    );
+    assert_eq!(weak.paths.len(), 1);
+    // The lone object: nothing holds it.
+    let lone = who_holds(
+        &graph,
+        &analysis,
+        node(&graph, "lone"),
+        5,
+        ChainOrder::Explain,
+    );
+    assert_eq!(lone.held_by, HeldBy::Nothing);
+    assert!(lone.paths.is_empty());
 }
 
 #[test]

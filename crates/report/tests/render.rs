@@ -94,12 +94,22 @@ fn summary_json_and_text_give_the_totals_and_the_types() {
         text[3],
         "unreachable: 2 objects, 57 B (held only by weak references, or by nothing)"
     );
+    // Blob#2 (50 B) only Item#3's weak reference holds; lone (7 B) nothing.
+    assert_eq!(
+        text[4],
+        "only weak references hold 1 object, 50 B, through:"
+    );
+    assert_eq!(text[5], "50 B 1 object Item");
+    assert_eq!(text[6], "nothing holds 1 object, 7 B (garbage)");
     // Shares of the reachable heap: 160/165 = 97.0%, 100/165 = 60.6%.
-    assert_eq!(text[5], "type count shallow retained % of heap");
-    assert_eq!(text[6], "Cache 1 10 B 160 B 97.0%");
-    assert_eq!(text[7], "Blob 2 150 B 100 B 60.6%");
-    assert_eq!(text[8], "… 2 more types (raise -n to see them)");
-    assert_eq!(text.len(), 9);
+    let header = text
+        .iter()
+        .position(|line| line == "type count shallow retained % of heap")
+        .expect("the type table");
+    assert_eq!(text[header + 1], "Cache 1 10 B 160 B 97.0%");
+    assert_eq!(text[header + 2], "Blob 2 150 B 100 B 60.6%");
+    assert_eq!(text[header + 3], "… 2 more types (raise -n to see them)");
+    assert_eq!(text.len(), header + 4);
 }
 
 #[test]
@@ -179,7 +189,12 @@ fn holders_name_the_dominators_and_chains_and_say_when_nothing_holds() {
     );
     let document = parse(&json::holders(&weak, &info(&graph)));
     assert_eq!(document["dominator_chain"], json!([]));
-    assert_eq!(document["paths"], json!([]));
+    // Its one chain crosses the weak reference, which says its kind.
+    assert_eq!(document["held_by"], "weak");
+    let steps = document["paths"][0].as_array().expect("a chain");
+    let names: Vec<_> = steps.iter().map(|step| step["name"].clone()).collect();
+    assert_eq!(names, [json!("root"), json!("Item#3"), json!("Blob#2")]);
+    assert_eq!(steps[2]["reference_kind"], "weak");
     assert_eq!(document["target"]["retained_size"], Value::Null);
     let text = text::holders(&weak, &info(&graph));
     assert!(

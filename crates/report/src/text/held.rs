@@ -17,9 +17,14 @@ pub(super) fn unreachable_lines(view: &SummaryView, out: &mut String) {
     for held in &view.weakly_held {
         let _ = writeln!(
             out,
-            "  only {} references hold {} objects, {}{}",
+            "  only {} references hold {} {}, {}{}",
             held.kind.name(),
             held.objects,
+            if held.objects == 1 {
+                "object"
+            } else {
+                "objects"
+            },
             human_bytes(held.size),
             if held.through.is_empty() {
                 ""
@@ -31,8 +36,13 @@ pub(super) fn unreachable_lines(view: &SummaryView, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  nothing holds {} objects, {} (garbage)",
+        "  nothing holds {} {}, {} (garbage)",
         view.garbage_objects,
+        if view.garbage_objects == 1 {
+            "object"
+        } else {
+            "objects"
+        },
         human_bytes(view.garbage_size)
     );
 }
