@@ -106,7 +106,9 @@ pub fn redact(bytes: &[u8]) -> Result<(Vec<u8>, V8RedactStats), ImportError> {
         field(&meta.edge_fields, "type")?,
         field(&meta.edge_fields, "name_or_index")?,
     );
-    if snapshot.nodes.len() % node_width != 0 || snapshot.edges.len() % edge_width != 0 {
+    if !snapshot.nodes.len().is_multiple_of(node_width)
+        || !snapshot.edges.len().is_multiple_of(edge_width)
+    {
         return Err(inconsistent(format!(
             "`nodes` holds {} numbers and `edges` {}, not whole records of {node_width} and {edge_width}",
             snapshot.nodes.len(),
