@@ -64,6 +64,12 @@ pub(crate) fn redact(args: &RedactArgs) -> anyhow::Result<String> {
     match heapgraph_import::sniff(&prefix) {
         Some(heapgraph_import::Format::Hprof) => {}
         Some(heapgraph_import::Format::V8HeapSnapshot) => {
+            if args.keep_strings_matching.is_some() {
+                bail!(
+                    "{}: --keep-strings-matching applies to HPROF dumps only",
+                    input()
+                );
+            }
             let bytes = redact::read_whole(&args.file).with_context(input)?;
             let (out, stats) = redact::redact_v8(&bytes).with_context(input)?;
             redact::write_new(&args.output, &out)
