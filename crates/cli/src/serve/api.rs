@@ -239,17 +239,7 @@ pub(crate) async fn object(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    answer(served, move |served| {
-        let page = page(&parameters(query.as_deref())?)?;
-        let dump = &served.dump;
-        let node = node(dump, &id)?;
-        let view = dump
-            .explorer
-            .references(&dump.graph, &dump.analysis, node, page);
-        within(page, view.total)?;
-        Ok(json::references(&view, false, &dump.info))
-    })
-    .await
+    references(served, id, query, false).await
 }
 
 pub(crate) async fn referrers(
@@ -257,15 +247,30 @@ pub(crate) async fn referrers(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
+    references(served, id, query, true).await
+}
+
+/// An object's references out (its fields and values) or, `incoming`, in (its referrers),
+/// a page at a time.
+async fn references(
+    served: Arc<Served>,
+    id: String,
+    query: Option<String>,
+    incoming: bool,
+) -> Response {
     answer(served, move |served| {
         let page = page(&parameters(query.as_deref())?)?;
         let dump = &served.dump;
         let node = node(dump, &id)?;
-        let view = dump
-            .explorer
-            .referrers(&dump.graph, &dump.analysis, node, page);
+        let view = if incoming {
+            dump.explorer
+                .referrers(&dump.graph, &dump.analysis, node, page)
+        } else {
+            dump.explorer
+                .references(&dump.graph, &dump.analysis, node, page)
+        };
         within(page, view.total)?;
-        Ok(json::references(&view, true, &dump.info))
+        Ok(json::references(&view, incoming, &dump.info))
     })
     .await
 }
