@@ -10,9 +10,9 @@ use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId};
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
 
-const VARIANTS: [&str; 3] = ["default", "nocoops", "nocompressed"];
+pub(crate) const VARIANTS: [&str; 3] = ["default", "nocoops", "nocompressed"];
 
-fn expected() -> serde_json::Value {
+pub(crate) fn expected() -> serde_json::Value {
     let text = std::fs::read_to_string(fixture("java/expected.json")).expect("expected.json");
     serde_json::from_str(&text).expect("valid JSON")
 }
@@ -27,7 +27,7 @@ fn dump_bytes(variant: &str) -> Vec<u8> {
     bytes
 }
 
-fn load(variant: &str) -> HeapGraph {
+pub(crate) fn load(variant: &str) -> HeapGraph {
     let path = fixture(&format!("java/{variant}.hprof.gz"));
     match heapgraph_import::import_path(&path, &Default::default()).expect("the dump loads") {
         Contents::HeapGraph(graph) => graph,
@@ -35,7 +35,7 @@ fn load(variant: &str) -> HeapGraph {
     }
 }
 
-fn analysis(graph: &HeapGraph, include_weak: bool) -> Analysis {
+pub(crate) fn analysis(graph: &HeapGraph, include_weak: bool) -> Analysis {
     let mut edge_rule = EdgeRule::for_runtime(graph.meta().runtime);
     edge_rule.include_weak = include_weak;
     analyze(graph, &Options { edge_rule })
@@ -152,7 +152,7 @@ fn the_object_layout_is_read_from_the_addresses() {
 }
 
 /// The node a static field of class `class` points to.
-fn static_target(graph: &HeapGraph, class: &str, field: &str) -> NodeId {
+pub(crate) fn static_target(graph: &HeapGraph, class: &str, field: &str) -> NodeId {
     let class_node = graph
         .nodes()
         .find(|&node| graph.kind(node).name == "class" && graph.name(node) == class)

@@ -7,6 +7,7 @@ mod examples;
 mod golden;
 mod holding;
 mod hprof;
+mod hprof_peer;
 mod hprof_real_world;
 mod oracle;
 mod phd;
