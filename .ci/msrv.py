@@ -18,8 +18,13 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Every workspace whose crates must build on the MSRV: the project and its fuzz targets.
-MANIFESTS = [ROOT / "Cargo.toml", ROOT / "fuzz" / "Cargo.toml"]
+# Every workspace whose crates must build on the MSRV: the project, its fuzz targets and the
+# Java peer the tests build (tests/oracle/hprof-peer).
+MANIFESTS = [
+    ROOT / "Cargo.toml",
+    ROOT / "fuzz" / "Cargo.toml",
+    ROOT / "tests" / "oracle" / "hprof-peer" / "Cargo.toml",
+]
 
 
 def version(text):
