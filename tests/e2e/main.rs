@@ -8,6 +8,7 @@ mod golden;
 mod holding;
 mod hprof;
 mod hprof_real_world;
+mod mcp;
 mod oracle;
 mod phd;
 mod python;
