@@ -7,7 +7,8 @@
 #                        worker, pinned in tests/oracle/package-lock.json), Node dumps of `record`
 #   python3, pip         the Python dumps and their oracles objgraph 3.6.2 and guppy3 3.1.7;
 #                        numpy for the examples' CPU stand-ins of GPU work; tracemalloc's own
-#                        answers
+#                        answers; the official MCP Python SDK (mcp 2.3.0), the client of the
+#                        `heapgraph mcp` test
 #   gdb                  `capture python --pid` and `record --act` without the dumper
 #   chromium, chromedriver  the browser test of the HTML report
 #   a JDK                java, javac and jcmd for the JVM test of `record` (default-jdk-headless:
@@ -24,6 +25,7 @@ cd "$(dirname "$0")/.."
 OBJGRAPH_VERSION=3.6.2
 GUPPY3_VERSION=3.1.7
 NUMPY_VERSION=2.4.6
+MCP_VERSION=2.3.0
 
 if [[ $(id -u) == 0 ]]; then
     as_root() { "$@"; }
@@ -64,28 +66,44 @@ if ! command -v python3.11 >/dev/null; then
     exit 1
 fi
 
+# `pip install` into `$1` (a python) of the packages after it, where that python keeps them.
+pip_install() {
+    local python=$1
+    shift
+    "$python" -m pip --version >/dev/null 2>&1 || as_root apt-get install -y -qq python3-pip
+    local pip=("$python" -m pip install --quiet --disable-pip-version-check
+        --root-user-action=ignore "$@")
+    # Debian's own python3 is marked externally managed (PEP 668); a pyenv or venv one is
+    # not. The tests run the system's python3, so that is where the packages go.
+    if "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+        pip+=(--break-system-packages)
+    fi
+    if [[ -w $("$python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))') ]]; then
+        "${pip[@]}"
+    else
+        as_root "${pip[@]}"
+    fi
+}
+
 # objgraph, guppy3 and numpy, pinned, in every python3 the tests run (python3 and python3.11).
 for python in python3 python3.11; do
     if ! "$python" -c "import objgraph, numpy, guppy
 assert objgraph.__version__ == '$OBJGRAPH_VERSION', objgraph.__version__
 assert numpy.__version__ == '$NUMPY_VERSION', numpy.__version__" 2>/dev/null; then
         echo "== $python: pip install objgraph==$OBJGRAPH_VERSION guppy3==$GUPPY3_VERSION numpy==$NUMPY_VERSION"
-        "$python" -m pip --version >/dev/null 2>&1 || as_root apt-get install -y -qq python3-pip
-        pip=("$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore
-            "objgraph==$OBJGRAPH_VERSION" "guppy3==$GUPPY3_VERSION" "numpy==$NUMPY_VERSION")
-        # Debian's own python3 is marked externally managed (PEP 668); a pyenv or venv one is
-        # not. The tests run the system's python3, so that is where the packages go.
-        if "$python" -c 'import os, sys, sysconfig
-sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
-            pip+=(--break-system-packages)
-        fi
-        if [[ -w $("$python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))') ]]; then
-            "${pip[@]}"
-        else
-            as_root "${pip[@]}"
-        fi
+        pip_install "$python" "objgraph==$OBJGRAPH_VERSION" "guppy3==$GUPPY3_VERSION" \
+            "numpy==$NUMPY_VERSION"
     fi
 done
+
+# The official MCP Python SDK, the client that drives `heapgraph mcp` in tests/e2e/mcp_client.py
+# (python3 only; it needs Python 3.10 or later, and Debian 12's python3 is 3.11).
+if ! python3 -c "import importlib.metadata as m
+assert m.version('mcp') == '$MCP_VERSION', m.version('mcp')" 2>/dev/null; then
+    echo "== python3: pip install mcp==$MCP_VERSION"
+    pip_install python3 "mcp==$MCP_VERSION"
+fi
 
 echo "== the V8 peers: npm ci in tests/oracle"
 # --ignore-scripts stops memlab's puppeteer dependency from downloading a browser.

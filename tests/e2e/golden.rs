@@ -253,6 +253,10 @@ const SERVE_SCHEMAS: [&str; 4] = [
     "heapgraph.error/1",
 ];
 
+/// The schema only `heapgraph mcp` answers with (`docs/mcp.md`); `tests/e2e/mcp.rs` and its
+/// Python client check it.
+const MCP_SCHEMAS: [&str; 1] = ["heapgraph.opened/1"];
+
 #[test]
 fn json_md_has_a_section_for_every_schema_and_no_other() {
     let sections: BTreeSet<String> = sections()
@@ -268,6 +272,7 @@ fn json_md_has_a_section_for_every_schema_and_no_other() {
     let schemas: BTreeSet<String> = SCHEMAS
         .iter()
         .chain(&SERVE_SCHEMAS)
+        .chain(&MCP_SCHEMAS)
         .map(|s| (*s).to_owned())
         .collect();
     assert_eq!(sections, schemas);

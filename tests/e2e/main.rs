@@ -9,6 +9,7 @@ mod holding;
 mod hprof;
 mod hprof_peer;
 mod hprof_real_world;
+mod mcp;
 mod oracle;
 mod phd;
 mod python;

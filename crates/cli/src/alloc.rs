@@ -3,7 +3,7 @@
 //! `--exclude`).
 
 use crate::args::{DiffArgs, GpuArgs, OutputFormat, RankByArg, SiteArgs};
-use crate::load::{Holds, load_cuda};
+use crate::load::load_cuda;
 use anyhow::bail;
 use heapgraph_analyzer::gpu::GpuOptions;
 use heapgraph_analyzer::sites::{SiteKey, SiteOptions};
@@ -158,12 +158,7 @@ pub(crate) fn gpu_of(
     };
     let Some(view) = heapgraph_analyzer::gpu::gpu(snapshot, &options) else {
         // `load_cuda` refuses such a snapshot first; `summary` never calls this with one.
-        bail!(
-            "{}: is a {} snapshot, not a CUDA memory snapshot; {}",
-            path.display(),
-            snapshot.meta.source.name(),
-            Holds::Allocations.read_by()
-        );
+        return Err(crate::load::not_cuda_refusal(path, snapshot));
     };
     let findings = heapgraph_analyzer::findings::gpu(&view);
     let info = info(path, snapshot);

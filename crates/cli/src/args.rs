@@ -154,6 +154,10 @@ pub(crate) enum Command {
     /// Explore a heap dump in the browser: the dump is analysed once, then served on
     /// 127.0.0.1 behind a random token (the URL printed) until stopped (Ctrl-C)
     Serve(ServeArgs),
+    /// An MCP server on stdin and stdout, for AI agents: tools that open dumps and answer with
+    /// the JSON schemas (summary, top, who_holds, paths, findings, diff, gpu, ...); configure
+    /// an MCP client to start `heapgraph mcp`
+    Mcp(McpArgs),
 }
 
 #[derive(Args, Debug)]
@@ -210,6 +214,26 @@ pub(crate) struct ServeArgs {
     /// Start the desktop's browser on the page
     #[arg(long)]
     pub(crate) open: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "An MCP client starts the server and talks to it on stdin and stdout \
+(JSON-RPC, one message a line); nothing else is written to stdout, and loading messages go to \
+stderr. A client's configuration, for example:\n\n  \
+{\"mcpServers\": {\"heapgraph\": {\"command\": \"heapgraph\", \"args\": [\"mcp\"]}}}\n\n\
+The tools: open_dump, summary, top, who_holds, paths, dominator_children, object, findings, \
+diff, gpu; each takes a dump as the id open_dump returned or as a path, and answers with one of \
+the JSON schemas of docs/json.md. Tools read the files they are given and write none. The tools, \
+their arguments and limits are in docs/mcp.md."
+)]
+pub(crate) struct McpArgs {
+    /// Dumps kept loaded and analysed at once; opening one more closes the one used least
+    /// recently (its id then names nothing, its path opens it again)
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub(crate) keep: u16,
     #[command(flatten)]
     pub(crate) read: ReadArgs,
 }

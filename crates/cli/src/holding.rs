@@ -8,15 +8,19 @@ use anyhow::bail;
 use heapgraph_analyzer::immediate_dominators::{TypeGlobs, immediate_dominators};
 use heapgraph_analyzer::merged_paths::{merged_paths, new_objects, objects_of_type};
 use heapgraph_analyzer::{Analysis, ChainOrder};
-use heapgraph_model::NodeId;
+use heapgraph_model::{HeapGraph, NodeId};
 use heapgraph_report::holding::{self, Selection};
 use std::path::Path;
 
 pub(crate) fn paths(args: &PathsArgs) -> anyhow::Result<String> {
     let (mut loaded, baseline) = load_with_baseline(args)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
-    let (targets, selection) =
-        targets(&loaded, baseline.as_ref(), &args.targets, &args.common.file)?;
+    let (targets, selection) = targets(
+        &loaded.graph,
+        baseline.as_ref().map(|baseline| &baseline.graph),
+        &args.targets,
+        &args.common.file,
+    )?;
     let order = match args.order {
         ChainOrderArg::Explain => ChainOrder::Explain,
         ChainOrderArg::Shortest => ChainOrder::Shortest,
@@ -34,8 +38,12 @@ pub(crate) fn dominated_by(args: &DominatedByArgs) -> anyhow::Result<String> {
         TypeGlobs::new(&args.skip).map_err(|message| anyhow::anyhow!("--skip: {message}"))?;
     let (mut loaded, baseline) = load_with_baseline_of(&args.common, &args.targets)?;
     let analysis: Analysis = loaded.analyze(args.common.include_weak)?;
-    let (targets, selection) =
-        targets(&loaded, baseline.as_ref(), &args.targets, &args.common.file)?;
+    let (targets, selection) = targets(
+        &loaded.graph,
+        baseline.as_ref().map(|baseline| &baseline.graph),
+        &args.targets,
+        &args.common.file,
+    )?;
     let view = immediate_dominators(&loaded.graph, &analysis, &targets, &skip);
     let info = info(&args.common, &loaded);
     Ok(match args.common.format {
@@ -74,14 +82,14 @@ fn load_with_baseline_of(
     Ok((loaded?, baseline?))
 }
 
-/// The objects `targets` names in `loaded`, and how the output says which they are.
-fn targets(
-    loaded: &Loaded,
-    baseline: Option<&Loaded>,
+/// The objects `targets` names in `graph`, and how the output says which they are (also the
+/// targets of `heapgraph mcp`'s `paths`).
+pub(crate) fn targets(
+    graph: &HeapGraph,
+    baseline: Option<&HeapGraph>,
     targets: &TargetArgs,
     file: &Path,
 ) -> anyhow::Result<(Vec<NodeId>, Selection)> {
-    let graph = &loaded.graph;
     let mut selection = Selection::default();
     let mut nodes: Option<Vec<NodeId>> = None;
     if let Some(name) = &targets.type_name {
@@ -113,7 +121,7 @@ fn targets(
         });
     }
     if let (Some(baseline), Some(path)) = (baseline, &targets.baseline) {
-        let new = new_objects(&baseline.graph, graph);
+        let new = new_objects(baseline, graph);
         nodes = Some(match nodes {
             None => new,
             Some(chosen) => {

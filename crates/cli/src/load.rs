@@ -174,9 +174,8 @@ impl Holds {
 
 /// The error for a verb that does not read what `path` holds.
 pub(crate) fn refusal(path: &Path, evidence: &Evidence) -> anyhow::Error {
-    let holds = Holds::of(evidence);
     let what = match evidence {
-        Evidence::Graph(_) => "is a heap dump, not an allocation snapshot".to_owned(),
+        Evidence::Graph(_) => return heap_dump_refusal(path),
         Evidence::Alloc(snapshot) => format!(
             "holds allocations by stack (a {} snapshot), not an object graph",
             snapshot.meta.source.name()
@@ -185,7 +184,30 @@ pub(crate) fn refusal(path: &Path, evidence: &Evidence) -> anyhow::Error {
             "is a recording of memory over time (heapgraph record), not a dump".to_owned()
         }
     };
-    anyhow::anyhow!("{}: {what}; {}", path.display(), holds.read_by())
+    anyhow::anyhow!(
+        "{}: {what}; {}",
+        path.display(),
+        Holds::of(evidence).read_by()
+    )
+}
+
+/// The error for a verb that reads allocation snapshots only, given a heap dump.
+pub(crate) fn heap_dump_refusal(path: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: is a heap dump, not an allocation snapshot; {}",
+        path.display(),
+        Holds::HeapGraph.read_by()
+    )
+}
+
+/// The error for a verb that reads CUDA snapshots only, given another allocation snapshot.
+pub(crate) fn not_cuda_refusal(path: &Path, snapshot: &AllocSnapshot) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: is a {} snapshot, not a CUDA memory snapshot; {}",
+        path.display(),
+        snapshot.meta.source.name(),
+        Holds::Allocations.read_by()
+    )
 }
 
 /// Reads `path` into a heap graph.
@@ -220,12 +242,7 @@ pub(crate) fn load_evidence_for(common: &Common) -> anyhow::Result<Evidence> {
 pub(crate) fn load_cuda(path: &Path) -> anyhow::Result<AllocSnapshot> {
     match load_evidence(path, &ReadArgs::default())? {
         Evidence::Alloc(snapshot) if snapshot.cuda.is_some() => Ok(*snapshot),
-        Evidence::Alloc(snapshot) => bail!(
-            "{}: is a {} snapshot, not a CUDA memory snapshot; {}",
-            path.display(),
-            snapshot.meta.source.name(),
-            Holds::Allocations.read_by()
-        ),
+        Evidence::Alloc(snapshot) => Err(not_cuda_refusal(path, &snapshot)),
         other => Err(refusal(path, &other)),
     }
 }

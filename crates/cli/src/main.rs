@@ -6,6 +6,7 @@ mod args;
 mod capture;
 mod holding;
 mod load;
+mod mcp;
 mod record;
 mod report;
 mod serve;
@@ -67,6 +68,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Waste(args) => waste::waste(&args)?,
         args::Command::Redact(args) => waste::redact(&args)?,
         args::Command::Serve(args) => serve::serve(&args)?,
+        args::Command::Mcp(args) => mcp::mcp(&args)?,
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(output.as_bytes())?;

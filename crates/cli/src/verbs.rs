@@ -132,7 +132,7 @@ pub(crate) fn top(args: &TopArgs) -> anyhow::Result<String> {
 }
 
 /// What `--by` ranks heap dumps by: retained size unless it says shallow or count.
-fn heap_rank(by: Option<RankByArg>) -> anyhow::Result<RankBy> {
+pub(crate) fn heap_rank(by: Option<RankByArg>) -> anyhow::Result<RankBy> {
     Ok(match by {
         None | Some(RankByArg::Retained) => RankBy::Retained,
         Some(RankByArg::Shallow) => RankBy::Shallow,
@@ -197,46 +197,69 @@ pub(crate) fn resolve_type(
 
 pub(crate) fn who_holds(args: &WhoHoldsArgs) -> anyhow::Result<String> {
     let object_id = args.object.as_deref().map(parse_object_id).transpose()?;
+    if object_id.is_none() && args.type_name.is_none() {
+        bail!("name an object id or give --type");
+    }
     let mut loaded = load_for(&args.common)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
-    let graph = &loaded.graph;
+    let order = match args.order {
+        crate::args::ChainOrderArg::Explain => heapgraph_analyzer::ChainOrder::Explain,
+        crate::args::ChainOrderArg::Shortest => heapgraph_analyzer::ChainOrder::Shortest,
+    };
+    let view = holders(
+        &loaded.graph,
+        &analysis,
+        &args.common.file,
+        (object_id, args.type_name.as_deref()),
+        args.n_paths,
+        order,
+    )?;
+    let info = info(&args.common, &loaded);
+    Ok(match args.common.format {
+        OutputFormat::Text => text::holders(&view, &info),
+        OutputFormat::Json => json::holders(&view, &info),
+    })
+}
+
+/// Who holds an object, named by its id or as the instance of a type that retains the most:
+/// `who-holds`'s view, which `heapgraph mcp` answers with too.
+pub(crate) fn holders(
+    graph: &heapgraph_model::HeapGraph,
+    analysis: &heapgraph_analyzer::Analysis,
+    file: &std::path::Path,
+    (object_id, type_name): (Option<u64>, Option<&str>),
+    n_paths: usize,
+    order: heapgraph_analyzer::ChainOrder,
+) -> anyhow::Result<heapgraph_analyzer::HoldersView> {
     let runtime = graph.meta().runtime;
-    let (target, matches) = match (object_id, &args.type_name) {
+    let (target, matches) = match (object_id, type_name) {
         (Some(id), _) => {
             let Some(node) = graph.find_object(id) else {
                 bail!(
                     "{}: no object has id {}; ids come from `heapgraph top` or DevTools",
-                    args.common.file.display(),
+                    file.display(),
                     runtime.format_object_id(id)
                 );
             };
             (node, None)
         }
         (None, Some(type_name)) => {
-            let type_name = resolve_type(graph, type_name, &args.common.file)?;
+            let type_name = resolve_type(graph, type_name, file)?;
             let Some((node, matches)) =
-                heapgraph_analyzer::find_largest_of_type(graph, &analysis, &type_name)
+                heapgraph_analyzer::find_largest_of_type(graph, analysis, &type_name)
             else {
                 bail!(
                     "{}: no object has type {type_name:?}; `heapgraph summary` lists the types",
-                    args.common.file.display()
+                    file.display()
                 );
             };
             (node, Some(matches))
         }
         (None, None) => bail!("name an object id or give --type"),
     };
-    let order = match args.order {
-        crate::args::ChainOrderArg::Explain => heapgraph_analyzer::ChainOrder::Explain,
-        crate::args::ChainOrderArg::Shortest => heapgraph_analyzer::ChainOrder::Shortest,
-    };
-    let mut view = heapgraph_analyzer::who_holds(graph, &analysis, target, args.n_paths, order);
+    let mut view = heapgraph_analyzer::who_holds(graph, analysis, target, n_paths, order);
     view.matches = matches;
-    let info = info(&args.common, &loaded);
-    Ok(match args.common.format {
-        OutputFormat::Text => text::holders(&view, &info),
-        OutputFormat::Json => json::holders(&view, &info),
-    })
+    Ok(view)
 }
 
 pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {

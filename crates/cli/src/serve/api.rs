@@ -17,8 +17,8 @@ pub(crate) const DEFAULT_LIMIT: usize = 100;
 pub(crate) const MAX_LIMIT: usize = 1000;
 /// Chains `holders` lists when the request does not say (as `who-holds`), and the most it
 /// may ask.
-const DEFAULT_CHAINS: usize = 3;
-const MAX_CHAINS: usize = 50;
+pub(crate) const DEFAULT_CHAINS: usize = 3;
+pub(crate) const MAX_CHAINS: usize = 50;
 
 /// One dump, loaded and analysed, with what the API renders from it.
 pub(crate) struct Dumped {
@@ -62,6 +62,10 @@ pub(crate) fn error(status: StatusCode, message: &str) -> Response {
 pub(crate) struct Refusal(StatusCode, String);
 
 impl Refusal {
+    /// What the refusal says.
+    pub(crate) fn message(&self) -> &str {
+        &self.1
+    }
     fn bad(message: String) -> Refusal {
         Refusal(StatusCode::BAD_REQUEST, message)
     }
@@ -164,7 +168,7 @@ fn page(pairs: &[(String, String)]) -> Result<Page, Refusal> {
 }
 
 /// Refuses an offset past the end of a list of `total`.
-fn within(page: Page, total: u64) -> Result<(), Refusal> {
+pub(crate) fn within(page: Page, total: u64) -> Result<(), Refusal> {
     if page.offset as u64 > total {
         return Err(Refusal::bad(format!(
             "offset={} is past the end of the list ({total} items)",
@@ -176,7 +180,7 @@ fn within(page: Page, total: u64) -> Result<(), Refusal> {
 
 /// The node an id in a path names: `root`, or a runtime object id (`12345`, `@12345`,
 /// `0x3039`).
-fn node(dump: &Dumped, text: &str) -> Result<NodeId, Refusal> {
+pub(crate) fn node(dump: &Dumped, text: &str) -> Result<NodeId, Refusal> {
     if text == "root" {
         return Ok(dump.graph.root());
     }

@@ -106,7 +106,11 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
 
 /// Reads a heap dump and builds everything its pages read.
 fn load(path: &Path, read: &ReadArgs) -> anyhow::Result<Dumped> {
-    let mut loaded = crate::load::load(path, read)?;
+    explore(path, crate::load::load(path, read)?)
+}
+
+/// Analyses a loaded heap dump and indexes it for paging (also `heapgraph mcp`'s dumps).
+pub(crate) fn explore(path: &Path, mut loaded: crate::load::Loaded) -> anyhow::Result<Dumped> {
     let analysis = loaded.analyze(false)?;
     let spinner = crate::load::spinner("indexing for the explorer");
     let explorer = Explorer::new(&loaded.graph, &analysis);
