@@ -204,6 +204,7 @@ pub struct DumpTables<'a> {
     label: String,
     summary: Option<SummaryView>,
     findings: Vec<Finding>,
+    holders: Vec<heapgraph_analyzer::diff::HolderTotal>,
 }
 
 fn signed(value: u64) -> i64 {
@@ -233,27 +234,53 @@ impl<'a> DumpTables<'a> {
     /// `label` (`key=value` pairs separated by commas, or empty). Computes what `summary`
     /// computes (totals, per-type totals, findings); the rest comes when a table is asked for.
     pub fn new(source: Source<'a>, file: &str, label: &str) -> Self {
-        let (info, summary, findings) = match &source {
+        let (info, summary, findings, holders) = match &source {
             Source::Graph { graph, analysis } => {
-                let summary = heapgraph_analyzer::summary(graph, analysis);
-                let suspects = heapgraph_analyzer::suspects(
-                    graph,
-                    analysis,
-                    heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
-                );
-                let findings = heapgraph_analyzer::findings::accumulations(&suspects);
-                (DumpInfo::new(file, graph.meta()), Some(summary), findings)
+                // The holders' breadth-first signatures are a whole-graph pass of their own:
+                // on a second core, beside what `summary` computes.
+                let (summary, findings, holders) = std::thread::scope(|scope| {
+                    let holders = scope.spawn(|| {
+                        heapgraph_analyzer::diff::holder_totals(graph, analysis, HOLDER_CANDIDATES)
+                    });
+                    let summary = heapgraph_analyzer::summary(graph, analysis);
+                    let suspects = heapgraph_analyzer::suspects(
+                        graph,
+                        analysis,
+                        heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+                    );
+                    let findings = heapgraph_analyzer::findings::accumulations(&suspects);
+                    let holders = holders
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (summary, findings, holders)
+                });
+                (
+                    DumpInfo::new(file, graph.meta()),
+                    Some(summary),
+                    findings,
+                    holders,
+                )
             }
             Source::Alloc(snapshot) => {
                 let findings = alloc_findings(snapshot);
-                (DumpInfo::for_alloc(file, &snapshot.meta), None, findings)
+                (
+                    DumpInfo::for_alloc(file, &snapshot.meta),
+                    None,
+                    findings,
+                    Vec::new(),
+                )
             }
             Source::Timeline(timeline) => {
                 let view = heapgraph_analyzer::timeline::timeline(timeline);
                 let findings = heapgraph_analyzer::findings::timeline(&view)
                     .into_iter()
                     .collect();
-                (DumpInfo::for_timeline(file, &timeline.meta), None, findings)
+                (
+                    DumpInfo::for_timeline(file, &timeline.meta),
+                    None,
+                    findings,
+                    Vec::new(),
+                )
             }
         };
         DumpTables {
@@ -262,6 +289,7 @@ impl<'a> DumpTables<'a> {
             label: label.to_owned(),
             summary,
             findings,
+            holders,
         }
     }
 
@@ -305,7 +333,7 @@ impl<'a> DumpTables<'a> {
             }
             (Table::Roots, Source::Graph { graph, .. }) => sink(roots(graph)),
             (Table::Types, Source::Graph { .. }) => sink(self.types()),
-            (Table::Holders, Source::Graph { graph, analysis }) => sink(holders(graph, analysis)),
+            (Table::Holders, Source::Graph { .. }) => sink(holders(&self.holders)),
             (Table::Findings, _) => sink(self.findings()),
             (Table::Sites, Source::Alloc(snapshot)) => sink(sites(snapshot)),
             (Table::GpuBlocks, Source::Alloc(snapshot)) => match gpu_view(snapshot, usize::MAX) {
@@ -536,12 +564,11 @@ fn roots(graph: &HeapGraph) -> RecordBatch {
     )
 }
 
-fn holders(graph: &HeapGraph, analysis: &Analysis) -> RecordBatch {
-    let rows = heapgraph_analyzer::diff::holder_totals(graph, analysis, HOLDER_CANDIDATES);
+fn holders(rows: &[heapgraph_analyzer::diff::HolderTotal]) -> RecordBatch {
     let mut signature = StringBuilder::new();
     let mut objects = Int64Builder::with_capacity(rows.len());
     let mut retained = Int64Builder::with_capacity(rows.len());
-    for row in &rows {
+    for row in rows {
         signature.append_value(&row.signature);
         objects.append_value(signed(row.objects));
         retained.append_value(signed(row.retained_size));

@@ -107,22 +107,39 @@ pub fn write_dump(
             rows: Vec::new(),
         });
     }
-    let mut rows = Vec::new();
-    let order = Table::ALL
-        .into_iter()
-        .filter(|&table| table != Table::Dumps)
-        .chain([Table::Dumps]);
-    for table in order {
-        if options.summary_only && table.is_whole_graph() {
-            continue;
-        }
+    let write = |table: Table| -> Result<(Table, u64), ExportError> {
         let folder = partition(dir, table, dump_id);
         std::fs::create_dir_all(&folder).map_err(|source| ExportError::Io {
             path: folder.clone(),
             source,
         })?;
-        rows.push((table, write_table(&folder, table, tables)?));
-    }
+        Ok((table, write_table(&folder, table, tables)?))
+    };
+    // `objects` and `references` each on a thread of their own (one file's encoding is
+    // sequential), the small tables on this one; `dumps` after all of them.
+    let mut rows = std::thread::scope(|scope| {
+        let whole_graph: Vec<_> = Table::ALL
+            .into_iter()
+            .filter(|table| table.is_whole_graph() && !options.summary_only)
+            .map(|table| scope.spawn(move || write(table)))
+            .collect();
+        let mut rows = Table::ALL
+            .into_iter()
+            .filter(|&table| !table.is_whole_graph() && table != Table::Dumps)
+            .map(write)
+            .collect::<Result<Vec<_>, _>>();
+        for thread in whole_graph {
+            let written = thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            rows = rows.and_then(|mut rows| {
+                rows.push(written?);
+                Ok(rows)
+            });
+        }
+        rows
+    })?;
+    rows.push(write(Table::Dumps)?);
     rows.sort_by_key(|(table, _)| Table::ALL.iter().position(|t| t == table));
     Ok(Written {
         dump_id: dump_id.to_owned(),
