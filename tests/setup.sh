@@ -6,6 +6,7 @@
 #   nodejs, npm          the peers of the V8 tests (memlab 2.0.5 and DevTools' heap snapshot
 #                        worker, pinned in tests/oracle/package-lock.json), Node dumps of `record`
 #   python3, pip         the Python dumps and their oracles objgraph 3.6.2 and guppy3 3.1.7;
+#                        DuckDB 2.0.1, which reads `export`'s Parquet as docs/sql.md says;
 #                        numpy for the examples' CPU stand-ins of GPU work; tracemalloc's own
 #                        answers
 #   gdb                  `capture python --pid` and `record --act` without the dumper
@@ -24,6 +25,7 @@ cd "$(dirname "$0")/.."
 OBJGRAPH_VERSION=3.6.2
 GUPPY3_VERSION=3.1.7
 NUMPY_VERSION=2.4.6
+DUCKDB_VERSION=2.0.1
 
 if [[ $(id -u) == 0 ]]; then
     as_root() { "$@"; }
@@ -64,15 +66,18 @@ if ! command -v python3.11 >/dev/null; then
     exit 1
 fi
 
-# objgraph, guppy3 and numpy, pinned, in every python3 the tests run (python3 and python3.11).
+# objgraph, guppy3, numpy and duckdb, pinned, in every python3 the tests run (python3 and
+# python3.11).
 for python in python3 python3.11; do
-    if ! "$python" -c "import objgraph, numpy, guppy
+    if ! "$python" -c "import objgraph, numpy, guppy, duckdb
 assert objgraph.__version__ == '$OBJGRAPH_VERSION', objgraph.__version__
-assert numpy.__version__ == '$NUMPY_VERSION', numpy.__version__" 2>/dev/null; then
-        echo "== $python: pip install objgraph==$OBJGRAPH_VERSION guppy3==$GUPPY3_VERSION numpy==$NUMPY_VERSION"
+assert numpy.__version__ == '$NUMPY_VERSION', numpy.__version__
+assert duckdb.__version__ == '$DUCKDB_VERSION', duckdb.__version__" 2>/dev/null; then
+        echo "== $python: pip install objgraph==$OBJGRAPH_VERSION guppy3==$GUPPY3_VERSION numpy==$NUMPY_VERSION duckdb==$DUCKDB_VERSION"
         "$python" -m pip --version >/dev/null 2>&1 || as_root apt-get install -y -qq python3-pip
         pip=("$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore
-            "objgraph==$OBJGRAPH_VERSION" "guppy3==$GUPPY3_VERSION" "numpy==$NUMPY_VERSION")
+            "objgraph==$OBJGRAPH_VERSION" "guppy3==$GUPPY3_VERSION" "numpy==$NUMPY_VERSION"
+            "duckdb==$DUCKDB_VERSION")
         # Debian's own python3 is marked externally managed (PEP 668); a pyenv or venv one is
         # not. The tests run the system's python3, so that is where the packages go.
         if "$python" -c 'import os, sys, sysconfig
