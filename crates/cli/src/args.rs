@@ -151,7 +151,7 @@ pub(crate) enum Command {
     /// share it: HPROF stays HPROF, a V8 snapshot stays a snapshot, any other heap dump is
     /// written as .hgd
     Redact(RedactArgs),
-    /// Write dumps as Parquet tables, one partition per dump (DIR/<table>/dump_id=<id>/), that
+    /// Write dumps as Parquet tables, one partition per dump (`DIR/<table>/dump_id=<id>/`), that
     /// Spark, DuckDB and Trino read; the schema is in docs/sql.md
     Export(ExportArgs),
     /// Explore a heap dump in the browser: the dump is analysed once, then served on
