@@ -6,6 +6,7 @@
 #   nodejs, npm          the peers of the V8 tests (memlab 2.0.5 and DevTools' heap snapshot
 #                        worker, pinned in tests/oracle/package-lock.json), Node dumps of `record`
 #   python3, pip         the Python dumps and their oracles objgraph 3.6.2 and guppy3 3.1.7;
+#                        DuckDB 2.0.1, which reads `export`'s Parquet as docs/sql.md says;
 #                        numpy for the examples' CPU stand-ins of GPU work; tracemalloc's own
 #                        answers; the official MCP Python SDK (mcp 2.3.0), the client of the
 #                        `heapgraph mcp` test
@@ -26,6 +27,7 @@ OBJGRAPH_VERSION=3.6.2
 GUPPY3_VERSION=3.1.7
 NUMPY_VERSION=2.4.6
 MCP_VERSION=2.3.0
+DUCKDB_VERSION=2.0.1
 
 if [[ $(id -u) == 0 ]]; then
     as_root() { "$@"; }
@@ -86,14 +88,16 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNAL
     fi
 }
 
-# objgraph, guppy3 and numpy, pinned, in every python3 the tests run (python3 and python3.11).
+# objgraph, guppy3, numpy and duckdb, pinned, in every python3 the tests run (python3 and
+# python3.11).
 for python in python3 python3.11; do
-    if ! "$python" -c "import objgraph, numpy, guppy
+    if ! "$python" -c "import objgraph, numpy, guppy, duckdb
 assert objgraph.__version__ == '$OBJGRAPH_VERSION', objgraph.__version__
-assert numpy.__version__ == '$NUMPY_VERSION', numpy.__version__" 2>/dev/null; then
-        echo "== $python: pip install objgraph==$OBJGRAPH_VERSION guppy3==$GUPPY3_VERSION numpy==$NUMPY_VERSION"
+assert numpy.__version__ == '$NUMPY_VERSION', numpy.__version__
+assert duckdb.__version__ == '$DUCKDB_VERSION', duckdb.__version__" 2>/dev/null; then
+        echo "== $python: pip install objgraph==$OBJGRAPH_VERSION guppy3==$GUPPY3_VERSION numpy==$NUMPY_VERSION duckdb==$DUCKDB_VERSION"
         pip_install "$python" "objgraph==$OBJGRAPH_VERSION" "guppy3==$GUPPY3_VERSION" \
-            "numpy==$NUMPY_VERSION"
+            "numpy==$NUMPY_VERSION" "duckdb==$DUCKDB_VERSION"
     fi
 done
 

@@ -4,6 +4,7 @@
 mod bad_input;
 mod cli;
 mod examples;
+mod export;
 mod golden;
 mod holding;
 mod hprof;

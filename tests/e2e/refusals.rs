@@ -28,6 +28,10 @@ fn invocations(file: &str, out: &str, root: &str) -> Vec<(&'static str, Vec<Stri
         ("graph", args(&["graph", file, "--backrefs", root])),
         ("report", args(&["report", file, "-o", &html])),
         ("convert", args(&["convert", file, "-o", &hgd])),
+        (
+            "export",
+            args(&["export", file, "-o", &format!("{out}.parquet")]),
+        ),
     ]
 }
 

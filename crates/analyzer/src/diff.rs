@@ -276,6 +276,61 @@ pub fn signature_text(steps: &[HolderStep]) -> String {
     text
 }
 
+/// The objects at one retainer-path signature of one dump (what `diff` matches across dumps).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HolderTotal {
+    /// The signature, as [`HolderDelta::signature`] writes it.
+    pub signature: String,
+    /// Real objects with this signature.
+    pub objects: u64,
+    /// Their retained sizes, summed.
+    pub retained_size: u64,
+}
+
+/// One dump's holders, chosen as `diff` chooses them from each dump: the `candidates`
+/// signatures that retain the most, and the `candidates` that stand for more than one object
+/// (a container's entries) that retain the most; the largest first (then by signature). With
+/// [`HOLDER_CANDIDATES`] every holder `diff` lists from this dump is here, with the same
+/// objects and retained size.
+///
+/// Complexity: O(V + E) for the signatures, then O(S log S) over the distinct signatures and
+/// the chosen ones' path lengths.
+pub fn holder_totals(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    candidates: usize,
+) -> Vec<HolderTotal> {
+    let sigs = signatures(graph, analysis);
+    let mut all: Vec<(u64, u64)> = sigs.totals.iter().map(|(&h, t)| (t.1, h)).collect();
+    all.sort_unstable_by(|a, b| b.cmp(a));
+    let mut chosen: Vec<u64> = all.iter().take(candidates).map(|&(_, h)| h).collect();
+    chosen.extend(
+        all.iter()
+            .filter(|(_, h)| sigs.totals[h].0 > 1)
+            .take(candidates)
+            .map(|&(_, h)| h),
+    );
+    chosen.sort_unstable();
+    chosen.dedup();
+    let mut rows: Vec<HolderTotal> = chosen
+        .into_iter()
+        .map(|sig| {
+            let (objects, retained_size, node) = sigs.totals[&sig];
+            HolderTotal {
+                signature: signature_text(&signature_steps(graph, &sigs, node)),
+                objects,
+                retained_size,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        Reverse(a.retained_size)
+            .cmp(&Reverse(b.retained_size))
+            .then_with(|| a.signature.cmp(&b.signature))
+    });
+    rows
+}
+
 /// Holders in either dump: the `candidates` signatures that retain the most in each, matched by
 /// signature, the largest change of retained size first (then by signature).
 fn holder_deltas(

@@ -151,6 +151,9 @@ pub(crate) enum Command {
     /// share it: HPROF stays HPROF, a V8 snapshot stays a snapshot, any other heap dump is
     /// written as .hgd
     Redact(RedactArgs),
+    /// Write dumps as Parquet tables, one partition per dump (`DIR/<table>/dump_id=<id>/`), that
+    /// Spark, DuckDB and Trino read; the schema is in docs/sql.md
+    Export(ExportArgs),
     /// Explore a heap dump in the browser: the dump is analysed once, then served on
     /// 127.0.0.1 behind a random token (the URL printed) until stopped (Ctrl-C)
     Serve(ServeArgs),
@@ -158,6 +161,50 @@ pub(crate) enum Command {
     /// the JSON schemas (summary, top, who_holds, paths, findings, diff, gpu, ...); configure
     /// an MCP client to start `heapgraph mcp`
     Mcp(McpArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ExportArgs {
+    /// The dumps to export
+    #[arg(value_name = "FILE", required = true)]
+    pub(crate) files: Vec<PathBuf>,
+    /// The folder to write (created if missing); a dump already in it is left alone
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub(crate) output: PathBuf,
+    /// Tag the dumps (release, host, service): `--label release=2.4 --label host=a`, written
+    /// to `dumps.label` as `release=2.4,host=a`
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub(crate) labels: Vec<String>,
+    /// Every table but `objects` and `references`: small enough for thousands of dumps
+    #[arg(long)]
+    pub(crate) summary_only: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
+}
+
+/// A `key=value` label: a key of letters, digits, `_`, `-` and `.`, a value without a comma
+/// (labels are joined with commas).
+fn parse_label(text: &str) -> Result<String, String> {
+    let Some((key, value)) = text.split_once('=') else {
+        return Err(format!(
+            "{text:?} is not KEY=VALUE; write it as release=2.4"
+        ));
+    };
+    if key.is_empty()
+        || !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(format!(
+            "{key:?} is not a label key; use letters, digits, '_', '-' and '.'"
+        ));
+    }
+    if value.contains(',') {
+        return Err(format!(
+            "{value:?}: a label's value cannot hold a comma (labels are joined with commas)"
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 #[derive(Args, Debug)]

@@ -143,10 +143,11 @@ impl Holds {
                 "graph",
                 "report",
                 "convert",
+                "export",
             ],
-            Holds::CudaSnapshot => &["summary", "top", "diff", "gpu", "report"],
-            Holds::Allocations => &["summary", "top", "diff", "report"],
-            Holds::Timeline => &["summary", "report"],
+            Holds::CudaSnapshot => &["summary", "top", "diff", "gpu", "report", "export"],
+            Holds::Allocations => &["summary", "top", "diff", "report", "export"],
+            Holds::Timeline => &["summary", "report", "export"],
         }
     }
 

@@ -4,6 +4,7 @@
 mod alloc;
 mod args;
 mod capture;
+mod export;
 mod holding;
 mod load;
 mod mcp;
@@ -69,6 +70,13 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Redact(args) => waste::redact(&args)?,
         args::Command::Serve(args) => serve::serve(&args)?,
         args::Command::Mcp(args) => mcp::mcp(&args)?,
+        args::Command::Export(args) => {
+            let (output, failed) = export::export(&args)?;
+            if failed {
+                code = ExitCode::from(2);
+            }
+            output
+        }
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(output.as_bytes())?;
