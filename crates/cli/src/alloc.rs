@@ -3,7 +3,7 @@
 //! `--exclude`).
 
 use crate::args::{DiffArgs, GpuArgs, OutputFormat, RankByArg, SiteArgs};
-use crate::load::{Holds, load_cuda};
+use crate::load::{Holds, Readers, load_cuda};
 use anyhow::bail;
 use heapgraph_analyzer::gpu::GpuOptions;
 use heapgraph_analyzer::sites::{SiteKey, SiteOptions};
