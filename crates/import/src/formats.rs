@@ -11,7 +11,7 @@ use std::io::BufRead;
 ///
 /// Most are told by their first bytes ([`sniff`]). A pickle is not: only parsing it tells a
 /// tracemalloc dump from a CUDA memory snapshot, so [`sniff`] says [`Format::Pickle`] and the
-/// two it may hold are rows of their own, [`Recognised::Inside`] the pickle.
+/// two it may hold are formats of their own, found inside the pickle ([`Format::inside`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Format {
@@ -70,7 +70,7 @@ impl Holds {
         }
     }
 
-    /// The files that hold this, for help, from [`FORMATS`]: `a heap dump (V8 .heapsnapshot,
+    /// The files that hold this, for help, from the table of formats: `a heap dump (V8 .heapsnapshot,
     /// Java .hprof, …; each plain or gzipped)`.
     pub fn files(self) -> String {
         let labels: Vec<&str> = FORMATS
