@@ -187,7 +187,7 @@ pub(crate) const FORMATS: [Row; 9] = [
     Row {
         format: Format::Phd,
         name: "phd",
-        label: Some("IBM .phd"),
+        label: Some("IBM portable heap dump (.phd)"),
         holds: Some(Holds::HeapGraph),
         recognised: Recognised::Sniffed(
             phd::sniff,
@@ -346,8 +346,8 @@ mod tests {
     fn help_lists_every_format_that_holds_each_kind() {
         assert_eq!(
             Holds::HeapGraph.files(),
-            "a heap dump (V8 .heapsnapshot, Java .hprof, IBM .phd, or a .hgd of a Python \
-             process or of `convert`; each plain or gzipped)"
+            "a heap dump (V8 .heapsnapshot, Java .hprof, IBM portable heap dump (.phd), or a .hgd \
+             of a Python process or of `convert`; each plain or gzipped)"
         );
         assert_eq!(
             Holds::Allocations.files(),
