@@ -172,5 +172,5 @@ fn the_binary_reads_a_phd_and_says_how_it_rooted_it() {
     assert!(holders.contains("com.example.SessionCache"), "{holders}");
     assert!(holders.contains("java.util.HashMap"), "{holders}");
     let help = heapgraph_ok(&["--help"]);
-    assert!(help.contains("IBM portable heap dumps"), "{help}");
+    assert!(help.contains("IBM portable heap dump (.phd)"), "{help}");
 }

@@ -63,10 +63,14 @@ fn refusals_name_every_verb_that_reads_the_file() {
         (
             "torch-cuda/load_fp32.pickle.gz",
             "@0",
-            "a PyTorch CUDA memory snapshot",
+            "a CUDA memory snapshot (",
         ),
-        ("tracemalloc/before.tracemalloc", "@0", "a tracemalloc dump"),
-        ("timeline/worker.hgt", "@0", "a recording (.hgt"),
+        (
+            "tracemalloc/before.tracemalloc",
+            "@0",
+            "an allocation snapshot (",
+        ),
+        ("timeline/worker.hgt", "@0", "a recording ("),
     ] {
         let path = fixture(name);
         let out = dir.join(name.replace('/', "_"));

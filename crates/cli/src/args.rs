@@ -28,7 +28,7 @@ const QUANTITIES: &str = quantities!();
 pub(crate) const DEFAULT_ROWS: usize = 20;
 
 /// The positional arguments that name an input file; their help lists what the verb reads,
-/// from `load::Holds::readers` (see [`parse`]).
+/// from `load::Readers` (see [`parse`]).
 const INPUT_ARGS: [&str; 7] = ["file", "files", "old", "new", "baseline", "target", "final"];
 
 /// Parses the command line.
@@ -38,15 +38,29 @@ pub(crate) fn parse() -> Cli {
 }
 
 /// The command line, with each verb's input help saying which kinds of file that verb reads,
-/// from the one table that also makes its refusals (`load::Holds::readers`).
+/// from the one table that also makes its refusals (`load::Readers`), and the files of each
+/// kind from the import crate's table of formats.
 fn command() -> clap::Command {
     let mut command = Cli::command();
+    // What the binary reads, from the import crate's table of formats, before the rest.
+    let kinds: Vec<String> = heapgraph_import::Holds::ALL
+        .into_iter()
+        .map(heapgraph_import::Holds::files)
+        .collect();
+    let after = command
+        .get_after_help()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    command = command.after_help(format!(
+        "Reads {}; each verb's --help says which it reads.\n\n{after}",
+        crate::load::or_list(&kinds)
+    ));
     let verbs: Vec<String> = command
         .get_subcommands()
         .map(|sub| sub.get_name().to_owned())
         .collect();
     for verb in verbs {
-        let Some(inputs) = crate::load::Holds::inputs_of(&verb) else {
+        let Some(inputs) = crate::load::inputs_of(&verb) else {
             continue;
         };
         // `mut_args` keeps the arguments in place (`mut_arg` would move one last, and with it
@@ -68,11 +82,6 @@ fn command() -> clap::Command {
 #[derive(Parser, Debug)]
 #[command(name = "heapgraph", version, about, long_about = None)]
 #[command(after_help = concat!(
-    "Reads V8 .heapsnapshot files, Java HPROF dumps (.hprof, plain or .gz), IBM portable heap dumps \
-(.phd from OpenJ9 and IBM Java, plain or .gz), tracemalloc dumps \
-(Snapshot.dump), PyTorch CUDA memory snapshots (.pickle, plain or .gz), heapgraph's own .hgd \
-(which the Python dumper writes: heapgraph capture python) and .hgt timelines (heapgraph record); \
-each verb's --help says which it reads.\n\n",
     quantities!(),
     "\n\n-n N lists N rows of each table (20 by default) on every verb.\n\n\
 Exit codes: 0 success, 1 a diff --fail-if gate failed, 2 bad usage or unreadable input; \

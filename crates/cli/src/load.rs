@@ -4,7 +4,7 @@
 use crate::args::{Common, ReadArgs};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options};
-use heapgraph_import::{Contents, Format, hgd};
+use heapgraph_import::{Contents, hgd};
 use heapgraph_model::{AllocSnapshot, HeapGraph, StoredAnalysis, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
@@ -61,72 +61,22 @@ pub(crate) enum Evidence {
     Timeline(Box<Timeline>),
 }
 
-/// What a file holds, as far as which verbs read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Holds {
-    /// Objects and references: a heap dump.
-    HeapGraph,
-    /// Allocations by stack with a CUDA allocator's state.
-    CudaSnapshot,
-    /// Allocations by stack alone (tracemalloc, the Rust recorder).
-    Allocations,
-    /// Memory over time (`heapgraph record`).
-    Timeline,
-}
+pub(crate) use heapgraph_import::Holds;
 
-impl Holds {
-    /// Every kind, in the order help lists them.
-    pub(crate) const ALL: [Holds; 4] = [
-        Holds::HeapGraph,
-        Holds::CudaSnapshot,
-        Holds::Allocations,
-        Holds::Timeline,
-    ];
-
-    /// The files of this kind, for help.
-    pub(crate) fn files(self) -> &'static str {
-        match self {
-            Holds::HeapGraph => {
-                "a heap dump (V8 .heapsnapshot, Java .hprof, IBM .phd, or a .hgd of a Python \
-                 process or of `convert`; each plain or gzipped)"
-            }
-            Holds::CudaSnapshot => "a PyTorch CUDA memory snapshot (.pickle, plain or gzipped)",
-            Holds::Allocations => {
-                "a tracemalloc dump (Snapshot.dump) or a Rust allocation recorder's .hgd"
-            }
-            Holds::Timeline => "a recording (.hgt, from `heapgraph record`)",
-        }
-    }
-
-    /// The files `verb` reads, for its help (`None` for a verb that reads none): from the same
-    /// table as [`Holds::readers`], so that its help and its refusals agree.
-    pub(crate) fn inputs_of(verb: &str) -> Option<String> {
-        let kinds: Vec<&str> = Holds::ALL
-            .into_iter()
-            .filter(|holds| holds.readers().contains(&verb))
-            .map(Holds::files)
-            .collect();
-        match kinds.as_slice() {
-            [] => None,
-            [one] => Some((*one).to_owned()),
-            [rest @ .., last] => Some(format!("{}, or {last}", rest.join(", "))),
-        }
-    }
-
-    /// What `evidence` holds.
-    pub(crate) fn of(evidence: &Evidence) -> Holds {
-        match evidence {
-            Evidence::Graph(_) => Holds::HeapGraph,
-            Evidence::Alloc(snapshot) if snapshot.cuda.is_some() => Holds::CudaSnapshot,
-            Evidence::Alloc(_) => Holds::Allocations,
-            Evidence::Timeline(_) => Holds::Timeline,
-        }
-    }
-
-    /// The verbs that read such a file: the one list every refusal names. The e2e test
+/// Which verbs read what a file holds: the one list every refusal names and each verb's
+/// `--help` draws its files from (which files hold what is the import crate's table).
+pub(crate) trait Readers {
+    /// The verbs that read such a file. The e2e test
     /// `refusals_name_every_verb_that_reads_the_file` runs each verb on each kind of file and
     /// checks that exactly these succeed.
-    pub(crate) fn readers(self) -> &'static [&'static str] {
+    fn readers(self) -> &'static [&'static str];
+
+    /// `` `heapgraph summary`, `top` and `report` read it ``.
+    fn read_by(self) -> String;
+}
+
+impl Readers for Holds {
+    fn readers(self) -> &'static [&'static str] {
         match self {
             Holds::HeapGraph => &[
                 "summary",
@@ -151,8 +101,7 @@ impl Holds {
         }
     }
 
-    /// `` `heapgraph summary`, `top` and `report` read it ``.
-    pub(crate) fn read_by(self) -> String {
+    fn read_by(self) -> String {
         let verbs = self.readers();
         let mut text = String::new();
         for (index, verb) in verbs.iter().enumerate() {
@@ -173,8 +122,41 @@ impl Holds {
     }
 }
 
+/// The files `verb` reads, for its help (`None` for a verb that reads none): from the same
+/// table as [`Readers::readers`], so that its help and its refusals agree, and each kind's
+/// formats from the import crate's table of formats.
+pub(crate) fn inputs_of(verb: &str) -> Option<String> {
+    let kinds: Vec<String> = Holds::ALL
+        .into_iter()
+        .filter(|holds| holds.readers().contains(&verb))
+        .map(Holds::files)
+        .collect();
+    (!kinds.is_empty()).then(|| or_list(&kinds))
+}
+
+/// `a, b, or c`; `a or b`; `a`.
+pub(crate) fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, second] => format!("{first} or {second}"),
+        [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
+    }
+}
+
+/// What `evidence` holds.
+fn holds_of(evidence: &Evidence) -> Holds {
+    match evidence {
+        Evidence::Graph(_) => Holds::HeapGraph,
+        Evidence::Alloc(snapshot) if snapshot.cuda.is_some() => Holds::CudaSnapshot,
+        Evidence::Alloc(_) => Holds::Allocations,
+        Evidence::Timeline(_) => Holds::Timeline,
+    }
+}
+
 /// The error for a verb that does not read what `path` holds.
 pub(crate) fn refusal(path: &Path, evidence: &Evidence) -> anyhow::Error {
+    let holds = holds_of(evidence);
     let what = match evidence {
         Evidence::Graph(_) => return heap_dump_refusal(path),
         Evidence::Alloc(snapshot) => format!(
@@ -185,11 +167,7 @@ pub(crate) fn refusal(path: &Path, evidence: &Evidence) -> anyhow::Error {
             "is a recording of memory over time (heapgraph record), not a dump".to_owned()
         }
     };
-    anyhow::anyhow!(
-        "{}: {what}; {}",
-        path.display(),
-        Holds::of(evidence).read_by()
-    )
+    anyhow::anyhow!("{}: {what}; {}", path.display(), holds.read_by())
 }
 
 /// The error for a verb that reads allocation snapshots only, given a heap dump.
@@ -286,12 +264,12 @@ fn evidence(
     })
 }
 
-/// Whether the file is an uncompressed `.hgd`, judged by content.
+/// Whether the file is an uncompressed `.hgd` (of any kind), judged by content.
 fn is_hgd(path: &Path) -> anyhow::Result<bool> {
     let file = std::fs::File::open(path)?;
     let mut reader = BufReader::with_capacity(64, file);
     let prefix = reader.fill_buf()?;
-    Ok(heapgraph_import::sniff(prefix) == Some(Format::Hgd))
+    Ok(hgd::sniff(prefix) == Some(true))
 }
 
 impl Loaded {

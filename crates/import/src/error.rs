@@ -1,5 +1,6 @@
 //! The one error type of every importer: what was being read, where, and what was wrong.
 
+use crate::Format;
 use std::fmt;
 
 /// Why a dump could not be read.
@@ -25,8 +26,8 @@ pub enum ImportError {
     /// The content is not what the format requires at `offset`.
     #[error("{format}: at byte {offset}: {message}")]
     Malformed {
-        /// The format being read (`v8 heap snapshot`, …).
-        format: &'static str,
+        /// The format being read (shown as `v8 heap snapshot`, …).
+        format: Format,
         /// Byte offset in the (decompressed) stream.
         offset: u64,
         /// What was expected and what was found.
@@ -36,7 +37,7 @@ pub enum ImportError {
     #[error("{format}: the file ends at byte {offset} while reading {expected}; it was cut short")]
     Truncated {
         /// The format being read.
-        format: &'static str,
+        format: Format,
         /// Where the input ended.
         offset: u64,
         /// What was being read.
@@ -48,7 +49,7 @@ pub enum ImportError {
     )]
     NoSuchDump {
         /// The format being read.
-        format: &'static str,
+        format: Format,
         /// The dump asked for, 1-based.
         asked: usize,
         /// How many the file holds.
@@ -58,10 +59,47 @@ pub enum ImportError {
     #[error("{format}: {message}")]
     Inconsistent {
         /// The format being read.
-        format: &'static str,
+        format: Format,
         /// What disagrees with what.
         message: String,
     },
+}
+
+impl ImportError {
+    /// [`ImportError::Malformed`]: what `format` requires is not what is at `offset`.
+    pub fn malformed(format: Format, offset: u64, message: impl Into<String>) -> ImportError {
+        ImportError::Malformed {
+            format,
+            offset,
+            message: message.into(),
+        }
+    }
+
+    /// [`ImportError::Truncated`]: the input ended at `offset` while reading `expected`.
+    pub fn truncated(format: Format, offset: u64, expected: impl Into<String>) -> ImportError {
+        ImportError::Truncated {
+            format,
+            offset,
+            expected: expected.into(),
+        }
+    }
+
+    /// [`ImportError::Inconsistent`]: well-formed parts that disagree.
+    pub fn inconsistent(format: Format, message: impl Into<String>) -> ImportError {
+        ImportError::Inconsistent {
+            format,
+            message: message.into(),
+        }
+    }
+
+    /// [`ImportError::NoSuchDump`]: dump `asked` (1-based) of a file that holds `held`.
+    pub fn no_such_dump(format: Format, asked: usize, held: usize) -> ImportError {
+        ImportError::NoSuchDump {
+            format,
+            asked,
+            held,
+        }
+    }
 }
 
 /// Prints at most `limit` leading bytes as text where printable, else as hex.

@@ -27,21 +27,67 @@ pub use read::{
 };
 pub use write::write_heap_graph;
 
-use crate::ImportError;
+use crate::{Format, ImportError};
 use heapgraph_format as format;
 use std::io;
 
 /// The format name in errors.
-const FORMAT: &str = "heapgraph .hgd";
+const FORMAT: Format = Format::Hgd;
 
 /// The `totals` keys of the header.
 const TOTAL_NODES: &str = "nodes";
 const TOTAL_EDGES: &str = "edges";
 const TOTAL_STRINGS: &str = "strings";
 
-/// Whether `prefix` starts an `.hgd` header (see [`heapgraph_format::sniff`]).
+/// Whether `prefix` starts an `.hgd` header (see [`heapgraph_format::sniff`]), of any kind.
 pub fn sniff(prefix: &[u8]) -> Option<bool> {
     format::sniff(prefix)
+}
+
+/// The kind its header names, when `prefix` starts an `.hgd` and holds its whole header
+/// (a few hundred bytes); `Err` when it does not hold it, or holds a header that is not well
+/// formed.
+fn sniffed_kind(prefix: &[u8]) -> Option<Result<String, ()>> {
+    match format::sniff(prefix)? {
+        false => None,
+        true => Some(
+            format::Reader::new(prefix)
+                .map(|reader| reader.header().kind.clone())
+                .map_err(|_| ()),
+        ),
+    }
+}
+
+/// Whether `prefix` starts an `.hgd` heap graph. A header that the prefix does not hold whole,
+/// or that is not well formed, counts as one: the reader reads the header again and says
+/// what is wrong with it.
+pub(crate) fn sniff_heap_graph(prefix: &[u8]) -> Option<bool> {
+    match sniffed_kind(prefix) {
+        None => format::sniff(prefix),
+        Some(Ok(kind)) => {
+            Some(kind != format::KIND_ALLOC_SNAPSHOT && kind != format::KIND_TIMELINE)
+        }
+        Some(Err(())) => Some(true),
+    }
+}
+
+/// Whether `prefix` starts an `.hgd` allocation snapshot.
+pub(crate) fn sniff_alloc_snapshot(prefix: &[u8]) -> Option<bool> {
+    sniff_kind(prefix, format::KIND_ALLOC_SNAPSHOT)
+}
+
+/// Whether `prefix` starts a timeline (`.hgt`).
+pub(crate) fn sniff_timeline(prefix: &[u8]) -> Option<bool> {
+    sniff_kind(prefix, format::KIND_TIMELINE)
+}
+
+/// Whether `prefix` starts an `.hgd` whose header names `kind`.
+fn sniff_kind(prefix: &[u8], kind: &str) -> Option<bool> {
+    match sniffed_kind(prefix) {
+        None => format::sniff(prefix),
+        Some(Ok(found)) => Some(found == kind),
+        Some(Err(())) => Some(false),
+    }
 }
 
 /// Settings of the `.hgd` importer (none yet).
@@ -51,30 +97,21 @@ pub struct Options {}
 
 /// A complete record that breaks the format, at `offset`.
 fn malformed(offset: u64, message: String) -> ImportError {
-    ImportError::Malformed {
-        format: FORMAT,
-        offset,
-        message,
-    }
+    ImportError::malformed(FORMAT, offset, message)
 }
 
 /// Columns that do not make a consistent graph.
 fn inconsistent(message: String) -> ImportError {
-    ImportError::Inconsistent {
-        format: FORMAT,
-        message,
-    }
+    ImportError::inconsistent(FORMAT, message)
 }
 
 /// The importer's error for a reader's error.
 fn import_error(err: format::Error) -> ImportError {
     match err {
         format::Error::Io { source, .. } => ImportError::Io(source),
-        format::Error::TruncatedHeader { offset } => ImportError::Truncated {
-            format: FORMAT,
-            offset,
-            expected: "the header".to_owned(),
-        },
+        format::Error::TruncatedHeader { offset } => {
+            ImportError::truncated(FORMAT, offset, "the header")
+        }
         format::Error::Malformed {
             record,
             offset,

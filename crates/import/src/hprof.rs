@@ -20,13 +20,13 @@ mod jvm;
 pub(crate) mod redact;
 mod scan;
 
-use crate::ImportError;
+use crate::{Format, ImportError};
 use heapgraph_model::HeapGraph;
 use std::io::Read;
 use std::num::NonZeroUsize;
 
 /// The format name in errors.
-const FORMAT: &str = "hprof";
+const FORMAT: Format = Format::Hprof;
 
 /// Whether `prefix` starts an HPROF dump (`JAVA PROFILE 1.0.`); `None` when it is too short to
 /// tell.

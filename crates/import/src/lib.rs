@@ -2,7 +2,9 @@
 //! face: `sniff` (does this prefix look like my format?), `Options`, and `import`.
 //!
 //! [`import_path`] opens a file, undoes gzip, recognises the format by content and calls the
-//! right importer.
+//! right importer, all from one table of formats (`formats.rs`; [`Format`] names each): how
+//! each is recognised, whether its reader wants the whole input in memory or a stream, and
+//! what its files hold.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), heapgraph_import::ImportError> {
@@ -16,20 +18,21 @@
 #![deny(missing_docs)]
 
 mod error;
+mod formats;
 pub mod hgd;
 pub mod hprof;
 mod mapped;
 pub mod phd;
 mod pickle;
 pub mod redact;
-mod sniff;
 pub mod torch_cuda;
 pub mod tracemalloc;
 pub mod v8;
 
 pub use error::ImportError;
-pub use sniff::{Format, sniff};
+pub use formats::{Format, Holds, sniff};
 
+use formats::{Bytes, Input, Recognised};
 use heapgraph_model::{AllocSnapshot, HeapGraph, Timeline};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -92,32 +95,22 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Contents, Impor
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, counted);
     let prefix = reader.fill_buf()?;
-    // Sniffed once: the formats read from a map are mapped, the others streamed; a gzipped
+    // Sniffed once: the formats read from memory are mapped, the others streamed; a gzipped
     // file is sniffed again inside.
-    let format = sniff(prefix);
-    if matches!(format, Some(Format::Hprof | Format::Phd | Format::Pickle)) {
-        // Read from memory (HPROF in two passes): mapped, not streamed.
-        drop(reader);
-        let file = std::fs::File::open(path)?;
-        // SAFETY: the map is only read, and dropped before this returns. Another process could
-        // change the file meanwhile, as with any memory-mapped input; every byte read is checked
-        // as if it were hostile.
-        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-        if let Some(progress) = options.progress {
-            progress.advance(map.len() as u64);
+    match sniffed(prefix) {
+        Some(Input::InMemory(import)) => {
+            drop(reader);
+            let file = std::fs::File::open(path)?;
+            // SAFETY: the map is only read, and dropped before this returns. Another process
+            // could change the file meanwhile, as with any memory-mapped input; every byte read
+            // is checked as if it were hostile.
+            let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
+            if let Some(progress) = options.progress {
+                progress.advance(map.len() as u64);
+            }
+            import(Bytes::Mapped(&map), options)
         }
-        return match format {
-            Some(Format::Hprof) => {
-                hprof::import_mapped(&map, &options.hprof).map(Contents::HeapGraph)
-            }
-            Some(Format::Phd) => {
-                phd::import_slice(&map, &phd::Options::default()).map(Contents::HeapGraph)
-            }
-            _ => import_pickle(&map),
-        };
-    }
-    match format {
-        Some(format) => import_sniffed(reader, format, options),
+        Some(Input::Streamed(import)) => import(&mut reader, options),
         None if prefix.starts_with(&GZIP_MAGIC) => {
             let decoder = flate2::bufread::MultiGzDecoder::new(reader);
             let reader = BufReader::with_capacity(READ_BUFFER_BYTES, decoder);
@@ -136,30 +129,23 @@ pub fn import_reader<R: BufRead>(
     options: &Options<'_>,
 ) -> Result<Contents, ImportError> {
     let prefix = reader.fill_buf()?;
-    match sniff(prefix) {
-        Some(format) => import_sniffed(reader, format, options),
+    match sniffed(prefix) {
+        Some(Input::InMemory(import)) => {
+            let mut bytes = Vec::new();
+            reader.read_to_end(&mut bytes)?;
+            import(Bytes::Read(&bytes), options)
+        }
+        Some(Input::Streamed(import)) => import(&mut reader, options),
         None => Err(unknown_format(prefix)),
     }
 }
 
-/// Imports a stream whose format [`sniff`] recognised.
-fn import_sniffed<R: BufRead>(
-    mut reader: R,
-    format: Format,
-    options: &Options<'_>,
-) -> Result<Contents, ImportError> {
-    match format {
-        Format::V8HeapSnapshot => {
-            v8::import(reader, &v8::Options::default()).map(Contents::HeapGraph)
-        }
-        Format::Hgd => hgd::import(reader, &hgd::Options::default()),
-        Format::Hprof => hprof::import(reader, &options.hprof).map(Contents::HeapGraph),
-        Format::Phd => phd::import(reader, &phd::Options::default()).map(Contents::HeapGraph),
-        Format::Pickle => {
-            let mut bytes = Vec::new();
-            reader.read_to_end(&mut bytes)?;
-            import_pickle(&bytes)
-        }
+/// How the reader of the format that `prefix` starts takes its input.
+fn sniffed(prefix: &[u8]) -> Option<Input> {
+    match sniff(prefix)?.row().recognised {
+        Recognised::Sniffed(_, input) => Some(input),
+        // `sniff` answers only with formats that it recognises by their first bytes.
+        Recognised::Inside(_) => None,
     }
 }
 

@@ -11,12 +11,12 @@
 mod graph;
 mod parse;
 
-use crate::ImportError;
+use crate::{Format, ImportError};
 use heapgraph_model::HeapGraph;
 use std::io::Read;
 
 /// The format name in errors.
-const FORMAT: &str = "phd";
+const FORMAT: Format = Format::Phd;
 
 /// The identifier every PHD starts with, as a Java modified-UTF string (2-byte length first).
 const MAGIC: &[u8] = b"\x00\x12portable heap dump";

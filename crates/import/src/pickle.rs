@@ -10,10 +10,10 @@
 //! Every count and length is checked against the bytes that remain, so a hostile file ends in
 //! an error at its offset, never in an allocation larger than the input.
 
-use crate::ImportError;
+use crate::{Format, ImportError};
 use rustc_hash::FxHashMap;
 
-const FORMAT: &str = "pickle";
+const FORMAT: Format = Format::Pickle;
 
 /// Where the stack machine's values stop: deeper `MARK`s than this are refused.
 const MAX_MARKS: usize = 1 << 16;
@@ -205,19 +205,11 @@ pub(crate) fn parse<F: Fold>(
 
 impl<F: Fold> Machine<'_, F> {
     fn malformed(&self, message: impl Into<String>) -> ImportError {
-        ImportError::Malformed {
-            format: FORMAT,
-            offset: self.at as u64,
-            message: message.into(),
-        }
+        ImportError::malformed(FORMAT, self.at as u64, message)
     }
 
     fn truncated(&self, expected: &str) -> ImportError {
-        ImportError::Truncated {
-            format: FORMAT,
-            offset: self.input.len() as u64,
-            expected: expected.to_owned(),
-        }
+        ImportError::truncated(FORMAT, self.input.len() as u64, expected)
     }
 
     fn take(&mut self, n: usize, what: &str) -> Result<&[u8], ImportError> {
@@ -353,10 +345,8 @@ impl<F: Fold> Machine<'_, F> {
         let start = self.pos;
         let bytes = self.take(n, "a string")?;
         let text = std::str::from_utf8(bytes)
-            .map_err(|_| ImportError::Malformed {
-                format: FORMAT,
-                offset: start as u64,
-                message: "a string is not valid UTF-8".to_owned(),
+            .map_err(|_| {
+                ImportError::malformed(FORMAT, start as u64, "a string is not valid UTF-8")
             })?
             .into();
         let value = self.push_obj(Obj::Str(text));

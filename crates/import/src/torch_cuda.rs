@@ -6,24 +6,21 @@
 //! identity and then stored once by content (the large fixture has 143,809 frame lists but 30
 //! distinct stacks).
 
-use crate::ImportError;
 use crate::pickle::{self, Arena, KeepAll, Obj, Pickle, Value};
+use crate::{Format, ImportError};
 use heapgraph_model::{
     AllocMeta, AllocSnapshot, AllocSource, Block, BlockState, CudaState, Frame, FrameId, LiveSite,
     Segment, StackId, Stacks, StringId, StringTable, TraceAction, TraceEvent,
 };
 use rustc_hash::FxHashMap;
 
-const FORMAT: &str = "CUDA memory snapshot";
+const FORMAT: Format = Format::TorchCuda;
 
 /// Nesting shown when settings are printed; deeper values print as `…`.
 const SETTINGS_DEPTH: usize = 3;
 
 fn inconsistent(message: impl Into<String>) -> ImportError {
-    ImportError::Inconsistent {
-        format: FORMAT,
-        message: message.into(),
-    }
+    ImportError::inconsistent(FORMAT, message)
 }
 
 /// Whether the pickle's top value looks like a CUDA snapshot: a dict with `segments`.

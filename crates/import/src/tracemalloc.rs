@@ -7,14 +7,14 @@
 //! so ten million traces never exist as objects. Tracebacks that the interpreter shared arrive
 //! as memo hits and are resolved once each.
 
-use crate::ImportError;
 use crate::pickle::{self, Arena, Fold, Obj, Pickle, Value};
+use crate::{Format, ImportError};
 use heapgraph_model::{
     AllocMeta, AllocSnapshot, AllocSource, Frame, LiveSite, StackId, Stacks, StringTable,
 };
 use rustc_hash::FxHashMap;
 
-const FORMAT: &str = "tracemalloc snapshot";
+const FORMAT: Format = Format::Tracemalloc;
 
 /// The globals a tracemalloc dump may name.
 pub(crate) fn is_tracemalloc_global(module: &str, name: &str) -> bool {
@@ -85,10 +85,7 @@ impl TraceFold {
 }
 
 fn inconsistent(message: impl Into<String>) -> ImportError {
-    ImportError::Inconsistent {
-        format: FORMAT,
-        message: message.into(),
-    }
+    ImportError::inconsistent(FORMAT, message)
 }
 
 /// Whether the pickle's top value is a `tracemalloc.Snapshot`.

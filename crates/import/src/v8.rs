@@ -27,7 +27,7 @@ mod strings;
 #[cfg(test)]
 mod tests;
 
-use crate::ImportError;
+use crate::{Format, ImportError};
 use columns::{EdgeColumns, NodeColumns};
 use cursor::{BlockSource, Cursor, ReadPlan};
 use header::Layout;
@@ -36,7 +36,7 @@ use std::io::BufRead;
 use strings::StringColumn;
 
 /// The format name in errors.
-const FORMAT: &str = "v8 heap snapshot";
+const FORMAT: Format = Format::V8HeapSnapshot;
 
 /// The UTF-8 byte-order mark, which some tools put before the JSON.
 const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
@@ -381,26 +381,15 @@ fn expected_strings(sections: &Sections, offset: u64) -> usize {
 
 /// A [`ImportError::Malformed`] of this format.
 fn malformed(offset: u64, message: impl Into<String>) -> ImportError {
-    ImportError::Malformed {
-        format: FORMAT,
-        offset,
-        message: message.into(),
-    }
+    ImportError::malformed(FORMAT, offset, message)
 }
 
 /// A [`ImportError::Truncated`] of this format.
 fn truncated(offset: u64, expected: impl Into<String>) -> ImportError {
-    ImportError::Truncated {
-        format: FORMAT,
-        offset,
-        expected: expected.into(),
-    }
+    ImportError::truncated(FORMAT, offset, expected)
 }
 
 /// An [`ImportError::Inconsistent`] of this format.
 fn inconsistent(message: impl Into<String>) -> ImportError {
-    ImportError::Inconsistent {
-        format: FORMAT,
-        message: message.into(),
-    }
+    ImportError::inconsistent(FORMAT, message)
 }

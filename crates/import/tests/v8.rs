@@ -554,7 +554,8 @@ fn expect_malformed(text: &[u8], fragment: &str) -> u64 {
             offset,
             message,
         }) => {
-            assert_eq!(format, "v8 heap snapshot");
+            assert_eq!(format, heapgraph_import::Format::V8HeapSnapshot);
+            assert_eq!(format.to_string(), "v8 heap snapshot");
             assert!(
                 message.contains(fragment),
                 "{message:?} does not mention {fragment:?}"

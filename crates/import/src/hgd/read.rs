@@ -603,18 +603,18 @@ impl Columns {
             (Some(root), None) => root,
             (Some(root), Some(_)) if (root as usize) < n_nodes => root,
             (Some(root), Some(_)) => {
-                return Err(ImportError::Truncated {
-                    format: FORMAT,
-                    offset: cut_offset,
-                    expected: format!("node {root}, the root; only {n_nodes} nodes arrived"),
-                });
+                return Err(ImportError::truncated(
+                    FORMAT,
+                    cut_offset,
+                    format!("node {root}, the root; only {n_nodes} nodes arrived"),
+                ));
             }
             (None, Some(_)) => {
-                return Err(ImportError::Truncated {
-                    format: FORMAT,
-                    offset: cut_offset,
-                    expected: "the root record".to_owned(),
-                });
+                return Err(ImportError::truncated(
+                    FORMAT,
+                    cut_offset,
+                    "the root record",
+                ));
             }
             (None, None) => return Err(inconsistent("the file has no root record".to_owned())),
         };

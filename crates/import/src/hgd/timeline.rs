@@ -257,11 +257,11 @@ impl Builder {
 
     fn finish(mut self, end: u64) -> Result<Timeline, ImportError> {
         if !self.info_seen && self.timeline.samples.is_empty() {
-            return Err(ImportError::Truncated {
-                format: super::FORMAT,
-                offset: end,
-                expected: "the timeline's first chunk (timeline_info)".to_owned(),
-            });
+            return Err(ImportError::truncated(
+                super::FORMAT,
+                end,
+                "the timeline's first chunk (timeline_info)",
+            ));
         }
         if self.events_out_of_order {
             self.timeline.events.sort_by_key(|event| event.t_ms);

@@ -220,11 +220,11 @@ fn build_with(
         None => top.dumps.len().saturating_sub(1),
         Some(n) if n.get() <= top.dumps.len() => n.get() - 1,
         Some(n) => {
-            return Err(ImportError::NoSuchDump {
-                format: super::FORMAT,
-                asked: n.get(),
-                held: top.dumps.len(),
-            });
+            return Err(ImportError::no_such_dump(
+                super::FORMAT,
+                n.get(),
+                top.dumps.len(),
+            ));
         }
     };
     let empty = scan::HeapDump::default();
@@ -470,9 +470,8 @@ fn build_with(
             "{broken_chains} class(es) have a superclass with no class dump, or a cycle of superclasses; their inherited fields are unknown"
         ));
     }
-    let inconsistent = |err: heapgraph_model::InvalidGraph| ImportError::Inconsistent {
-        format: super::FORMAT,
-        message: err.to_string(),
+    let inconsistent = |err: heapgraph_model::InvalidGraph| {
+        ImportError::inconsistent(super::FORMAT, err.to_string())
     };
     let mut graph = HeapGraph::from_parts(meta, strings, graph_parts).map_err(inconsistent)?;
     graph

@@ -59,10 +59,8 @@ impl<B: AsRef<[u8]>> At<B> {
 
     fn need(&self, n: usize, what: &str) -> Result<usize, ImportError> {
         let end = self.pos.checked_add(n).filter(|&end| end <= self.len());
-        end.ok_or_else(|| ImportError::Truncated {
-            format: super::FORMAT,
-            offset: (self.base + self.len()) as u64,
-            expected: what.to_owned(),
+        end.ok_or_else(|| {
+            ImportError::truncated(super::FORMAT, (self.base + self.len()) as u64, what)
         })
     }
 
@@ -97,10 +95,12 @@ impl<B: AsRef<[u8]>> At<B> {
     }
 
     fn value_size(&self, code: u8) -> Result<usize, ImportError> {
-        scan::value_size(code, self.id_size).ok_or_else(|| ImportError::Malformed {
-            format: super::FORMAT,
-            offset: (self.base + self.pos) as u64,
-            message: format!("unknown basic type {code}"),
+        scan::value_size(code, self.id_size).ok_or_else(|| {
+            ImportError::malformed(
+                super::FORMAT,
+                (self.base + self.pos) as u64,
+                format!("unknown basic type {code}"),
+            )
         })
     }
 }
@@ -437,13 +437,13 @@ fn zero_values(
                 let length = body.u4("an array length")? as usize;
                 let element = body.u1("an element type")?;
                 let size = body.value_size(element)?;
-                let n_bytes = length
-                    .checked_mul(size)
-                    .ok_or_else(|| ImportError::Malformed {
-                        format: super::FORMAT,
-                        offset: (body.base + body.pos) as u64,
-                        message: format!("an array of {length} elements is too long"),
-                    })?;
+                let n_bytes = length.checked_mul(size).ok_or_else(|| {
+                    ImportError::malformed(
+                        super::FORMAT,
+                        (body.base + body.pos) as u64,
+                        format!("an array of {length} elements is too long"),
+                    )
+                })?;
                 let start = body.skip(n_bytes, "an array's elements")?;
                 let data = &body.bytes[start..start + n_bytes];
                 let kept = keep.is_some_and(|keep| {
@@ -575,11 +575,11 @@ fn skip_sub_record<B: AsRef<[u8]>>(body: &mut At<B>, sub_tag: u8) -> Result<(), 
             }
         }
         other => {
-            return Err(ImportError::Malformed {
-                format: super::FORMAT,
-                offset: (body.base + body.pos) as u64 - 1,
-                message: format!("unknown heap sub-record tag {other:#04x}"),
-            });
+            return Err(ImportError::malformed(
+                super::FORMAT,
+                (body.base + body.pos) as u64 - 1,
+                format!("unknown heap sub-record tag {other:#04x}"),
+            ));
         }
     };
     body.skip(n, "a heap sub-record")?;

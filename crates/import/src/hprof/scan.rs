@@ -769,18 +769,10 @@ pub(super) fn class_dump(cursor: &mut Cursor<'_>) -> Result<ClassDump, SubError>
 
 /// A [`ImportError::Malformed`] of this format.
 pub(super) fn malformed(offset: impl TryInto<u64>, message: impl Into<String>) -> ImportError {
-    ImportError::Malformed {
-        format: FORMAT,
-        offset: offset.try_into().unwrap_or(u64::MAX),
-        message: message.into(),
-    }
+    ImportError::malformed(FORMAT, offset.try_into().unwrap_or(u64::MAX), message)
 }
 
 /// A [`ImportError::Truncated`] of this format.
 pub(super) fn truncated(offset: usize, expected: &str) -> ImportError {
-    ImportError::Truncated {
-        format: FORMAT,
-        offset: offset as u64,
-        expected: expected.to_owned(),
-    }
+    ImportError::truncated(FORMAT, offset as u64, expected)
 }

@@ -124,13 +124,11 @@ pub(super) fn build(parsed: Parsed, file_len: usize) -> Result<HeapGraph, Import
     let objects = &parsed.objects;
     let n_objects = objects.len();
     if n_objects >= (u32::MAX / 2) as usize {
-        return Err(ImportError::Malformed {
-            format: FORMAT,
-            offset: 0,
-            message: format!(
-                "the dump holds {n_objects} objects; heapgraph handles fewer than 2^31"
-            ),
-        });
+        return Err(ImportError::malformed(
+            FORMAT,
+            0,
+            format!("the dump holds {n_objects} objects; heapgraph handles fewer than 2^31"),
+        ));
     }
 
     // Address → node, sorted once: the records come mostly in address order, so this is cheap,
@@ -362,10 +360,8 @@ pub(super) fn build(parsed: Parsed, file_len: usize) -> Result<HeapGraph, Import
         node_kinds: node_kinds(),
         root: (n_nodes - 1) as u32,
     };
-    HeapGraph::from_parts(meta, strings, parts).map_err(|err| ImportError::Inconsistent {
-        format: FORMAT,
-        message: err.to_string(),
-    })
+    HeapGraph::from_parts(meta, strings, parts)
+        .map_err(|err| ImportError::inconsistent(FORMAT, err.to_string()))
 }
 
 /// How many roots of each kind the super-root got.

@@ -191,11 +191,7 @@ impl<'a> Cursor<'a> {
 }
 
 fn malformed(offset: usize, message: String) -> ImportError {
-    ImportError::Malformed {
-        format: FORMAT,
-        offset: offset as u64,
-        message,
-    }
+    ImportError::malformed(FORMAT, offset as u64, message)
 }
 
 /// Reads the header and every record of `bytes`.
@@ -204,11 +200,11 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Parsed, ImportError> {
     let mut reader = match header(&mut cursor) {
         Ok(reader) => reader,
         Err(Stop::Short) => {
-            return Err(ImportError::Truncated {
-                format: FORMAT,
-                offset: bytes.len() as u64,
-                expected: "the header".to_owned(),
-            });
+            return Err(ImportError::truncated(
+                FORMAT,
+                bytes.len() as u64,
+                "the header",
+            ));
         }
         Err(Stop::Corrupt { offset, message }) => return Err(malformed(offset, message)),
     };

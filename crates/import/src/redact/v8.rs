@@ -15,7 +15,7 @@ use crate::ImportError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-const FORMAT: &str = "v8 heap snapshot";
+const FORMAT: crate::Format = crate::Format::V8HeapSnapshot;
 
 /// Node types whose `name` is the object's value.
 const VALUE_NODE_TYPES: [&str; 6] = [
@@ -208,22 +208,11 @@ fn json_error(bytes: &[u8], error: &serde_json::Error) -> ImportError {
     };
     let offset = (line_start + error.column().saturating_sub(1)).min(bytes.len());
     if error.is_eof() {
-        return ImportError::Truncated {
-            format: FORMAT,
-            offset: offset as u64,
-            expected: "the rest of the snapshot".to_owned(),
-        };
+        return ImportError::truncated(FORMAT, offset as u64, "the rest of the snapshot");
     }
-    ImportError::Malformed {
-        format: FORMAT,
-        offset: offset as u64,
-        message: error.to_string(),
-    }
+    ImportError::malformed(FORMAT, offset as u64, error.to_string())
 }
 
 fn inconsistent(message: String) -> ImportError {
-    ImportError::Inconsistent {
-        format: FORMAT,
-        message,
-    }
+    ImportError::inconsistent(FORMAT, message)
 }
