@@ -107,22 +107,49 @@ pub fn sentence(finding: &Finding) -> Sentence {
             instances,
             type_name,
             retained,
+            retained_by,
             share,
             mostly,
+            also_holds,
         } => {
             out.text("What holds the memory: ");
             match rule {
                 SuspectRule::SingleObject => {
                     holder_phrase(holder, &mut out);
-                    out.text(format!(
-                        ", which retains {} ({:.0}% of the heap)",
+                    let figure = format!(
+                        "{} ({:.0}% of the heap)",
                         human_bytes(*retained),
                         share * 100.0
-                    ));
+                    );
+                    // A figure is the holder's only where the holder retains the bytes; else
+                    // the sentence names the object they are that object's.
+                    match retained_by.and_then(|at| Some((at, holder.path.get(at)?))) {
+                        Some((at, step)) if at != holder.named => {
+                            let name = owner_name(step)
+                                .unwrap_or_else(|| type_text(&step.type_name).to_owned());
+                            out.text(", which does not retain it alone: the ")
+                                .code(name)
+                                .text(if at < holder.named {
+                                    " above it retains "
+                                } else {
+                                    " in it retains "
+                                })
+                                .text(figure);
+                        }
+                        _ => {
+                            out.text(format!(", which retains {figure}"));
+                        }
+                    }
                     if let Some(mostly) = mostly {
                         out.text(format!(", mostly {} ", mostly.count))
                             .code(type_text(&mostly.type_name))
                             .text(format!(" objects ({})", human_bytes(mostly.retained_size)));
+                    }
+                    if *also_holds > 0 {
+                        out.text(format!(
+                            "; it also holds {} that something else holds too",
+                            human_bytes(*also_holds)
+                        ));
                     }
                 }
                 SuspectRule::ManyInstances => {
