@@ -2,7 +2,7 @@
 //! HTML print the same sentence; only its markup differs (names are `code` in HTML and between
 //! backticks in text).
 
-use crate::{duration_text, human_bytes, short, signed_bytes, signed_count, type_text};
+use crate::{duration_text, human_bytes, signed_bytes, signed_count, type_text};
 use heapgraph_analyzer::SuspectRule;
 use heapgraph_analyzer::findings::{Finding, Holder, HolderStep, OomCause};
 use heapgraph_analyzer::sites::SiteFrame;
@@ -376,28 +376,7 @@ fn owner_name(step: &HolderStep) -> Option<String> {
 /// A holder path as one line: `(root).module m → module.__dict__ → dict.cache → list`, its
 /// middle giving way by whole steps when it is long.
 pub fn path_text(path: &[HolderStep], keep: Option<usize>) -> String {
-    let mut steps = Vec::with_capacity(path.len());
-    for (i, step) in path.iter().enumerate() {
-        let mut text = type_text(&step.type_name).to_owned();
-        if let Some(label) = &step.label
-            && *label != step.type_name
-            && step.edge.is_some()
-        {
-            text.push_str(&format!(" {:?}", short(label, 60)));
-        }
-        if let Some(next) = path.get(i + 1) {
-            match next.edge.as_deref() {
-                Some(edge) if edge.starts_with('[') => text.push_str(edge),
-                Some(edge) if !edge.is_empty() => {
-                    text.push('.');
-                    text.push_str(edge);
-                }
-                _ => text.push_str("[]"),
-            }
-        }
-        steps.push(text);
-    }
-    crate::fit_path(&steps, crate::PATH_WIDTH, keep)
+    crate::fit_path(&crate::holder_steps(path), crate::PATH_WIDTH, keep)
 }
 
 /// A stack as one line, most recent call first: `a.py:3 (f) ← b.py:9 (main)`.
