@@ -441,6 +441,31 @@ mod tests {
         assert_eq!(phrase(&global(None)), labelled);
     }
 
+    #[test]
+    fn the_root_shortcut_to_global_reads_alike_in_every_chain() {
+        // As `diff` matches V8 holders: the shortcut's slot-like name is written `[]`.
+        let mut path = vec![
+            step("(synthetic)", None, None),
+            step("global", None, Some("[]")),
+            step("LeakyCache", None, Some("requestCache")),
+        ];
+        path[1].edge_kind = Some("shortcut");
+        assert_eq!(
+            path_text(&path, None),
+            "(synthetic) (shortcut) → global.requestCache → LeakyCache"
+        );
+        // `who-holds` names the edge as the snapshot does (`2`): the same text.
+        path[1].edge = Some("2".to_owned());
+        assert_eq!(
+            path_text(&path, None),
+            "(synthetic) (shortcut) → global.requestCache → LeakyCache"
+        );
+        assert_eq!(
+            crate::edge_text(path[1].edge.as_deref(), path[1].edge_kind).as_deref(),
+            Some("(shortcut)")
+        );
+    }
+
     fn recording(failed_dump: Option<(f64, String)>, act_crossings: Option<usize>) -> String {
         detail(&timeline(None, failed_dump, act_crossings))
             .expect("a detail")
