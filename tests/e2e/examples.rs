@@ -153,6 +153,71 @@ fn headline_of(files: &[&Path], out: &Path) -> String {
     html[start..end].to_owned()
 }
 
+/// The accumulation findings of one dump: each names its holder once (a holder that two
+/// suspects name, a cache whose entry in use is held by a running frame too, is one finding);
+/// and a figure said to be the holder's is no more than the holder's own retained size, as
+/// `who-holds --type` finds the instance of its type that retains the most.
+fn check_findings_of_one_dump(program: &str, dump: &Path) {
+    let summary = json(&["summary", path_str(dump), "--format", "json"]);
+    let mut named = std::collections::BTreeSet::new();
+    for finding in summary["findings"].as_array().unwrap() {
+        if finding["kind"] != "accumulation" || finding["rule"] != "single-object" {
+            continue;
+        }
+        let holder = &finding["holder"];
+        assert!(
+            named.insert((holder["owner"].to_string(), holder["name"].to_string())),
+            "{program}: {} is named by two findings: {summary:#}",
+            holder["name"]
+        );
+        if finding["retained_by_step"] == holder["named_step"] {
+            // `who-holds --type` picks the instance of the type that retains the most.
+            let largest = json(&[
+                "who-holds",
+                path_str(dump),
+                "--type",
+                holder["type"].as_str().unwrap(),
+                "--paths",
+                "1",
+                "--format",
+                "json",
+            ]);
+            let largest = largest["target"]["retained_size"].as_u64().unwrap();
+            assert!(
+                finding["retained_size"].as_u64().unwrap() <= largest,
+                "{program}: {finding:#} retains more than any {}",
+                holder["type"]
+            );
+        }
+    }
+}
+
+/// The end dump of a leaking run: its findings as [`check_findings_of_one_dump`] has them; the
+/// set of pending tasks, which the semaphore's waiters hold too, is not said to retain them.
+fn check_end_findings(case: &Case, end: &Path) {
+    check_findings_of_one_dump(case.program, end);
+    if case.container == "background" {
+        let summary = json(&["summary", path_str(end), "--format", "json"]);
+        let finding = &summary["findings"][0];
+        assert_eq!(finding["holder"]["name"], "background", "{finding:#}");
+        let by = finding["retained_by_step"].as_u64().expect("whose figure");
+        assert_ne!(
+            Some(by),
+            finding["holder"]["named_step"].as_u64(),
+            "{finding:#}"
+        );
+        assert_eq!(
+            finding["holder"]["path"][by as usize]["type"], "__main__.Service",
+            "{finding:#}"
+        );
+        let sentence = finding["summary"].as_str().unwrap();
+        assert!(
+            !sentence.contains("(a `set`), which retains"),
+            "the set is said to retain its tasks: {sentence}"
+        );
+    }
+}
+
 /// The gate a CI job would set on any of these services: the heap may not grow by a fifth
 /// over a run. The leaking version fails it, the fixed one passes; and a release comparison,
 /// the fixed version's end against the leaking one's, fails it too.
@@ -190,6 +255,7 @@ fn check_gate_and_first_screen(program: &str) {
     if let Some(entries) = case.entries {
         assert_eq!(growth["entries"]["type"], entries, "{program}: {growth:#}");
     }
+    check_end_findings(case, &end);
     // The holder that grew is ranked first among the holders whose count grew (the entries
     // of the container), by retained growth.
     let diff = json(&[
@@ -323,6 +389,7 @@ fn check_dumped_before_out_of_memory(program: &str) {
         accumulation["holder"]["name"], case.container,
         "{program}: {accumulation:#}"
     );
+    check_findings_of_one_dump(program, &dump);
     // The timeline and the dump on one page: the first screen is the dump's culprit.
     first_finding(
         &["summary", path_str(&dump)],

@@ -253,6 +253,69 @@ fn install_dumps_on_sigusr2() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A dump that does not fit the process's memory budget (`RLIMIT_AS`, as the examples'
+/// `--budget-mib` sets it) fails with a MemoryError that the handler reports, leaves no file,
+/// and the program goes on.
+#[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
+fn a_dump_past_the_memory_budget_fails_clearly_and_the_program_goes_on() {
+    let dir = temp_dir("python-over-budget");
+    let out = dir.join("over-budget.hgd");
+    let script = "import os, resource, signal, sys, heapgraph_dump\n\
+                  keep = [(str(i), (i, i + 1)) for i in range(300000)]\n\
+                  heapgraph_dump.install(path=sys.argv[1])\n\
+                  vm = [int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize:')][0]\n\
+                  resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 20), vm + (1 << 20)))\n\
+                  os.kill(os.getpid(), signal.SIGUSR2)\n\
+                  print('went on', os.path.exists(sys.argv[1]), len(keep))\n";
+    let output = tool("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(path_str(&out))
+        .env("PYTHONPATH", repo_root().join("crates/capture/python"))
+        .output()
+        .expect("python3 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "went on False 300000"
+    );
+    assert!(
+        stderr.contains(&format!("could not write {}: MemoryError", path_str(&out))),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A signal that comes while `tuple(<generator>)` runs the generator finds a tuple the
+/// collector tracks with empty slots: the dumper iterated it and CPython died of SIGSEGV (one
+/// `heapgraph record --act` run of `examples/growing_cache` in four, whose tokenizer builds
+/// such tuples). The dump is written with the filled slots, says so, and the program goes on.
+#[test]
+#[cfg_attr(not(feature = "peers"), ignore = "peers tier: needs python3")]
+fn a_dump_while_a_tuple_is_being_filled_writes_its_filled_slots() {
+    let dir = temp_dir("python-half-filled");
+    let out = dir.join("half-filled.hgd");
+    let script = "import os, signal, sys, heapgraph_dump\n\
+                  class Marker: pass\n\
+                  heapgraph_dump.install(path=sys.argv[1])\n\
+                  def markers():\n\
+                  \x20   yield Marker()\n\
+                  \x20   os.kill(os.getpid(), signal.SIGUSR2)\n\
+                  \x20   yield Marker()\n\
+                  print(len(tuple(markers())), os.path.getsize(sys.argv[1]) > 0)\n";
+    assert_eq!(run_python(script, &[path_str(&out)]).trim(), "2 True");
+    // One marker was in the tuple when the signal came; the second was made after the dump.
+    assert_eq!(tracked_count(&out, "__main__.Marker"), 1);
+    let summary = heapgraph_ok(&["summary", path_str(&out)]);
+    assert!(
+        summary.contains("1 list(s) or tuple(s) were being filled when the dump was taken"),
+        "{summary}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "peers"),

@@ -13,8 +13,8 @@ use crate::diff::{GraphDiffView, growth_culprit};
 use crate::gpu::GpuView;
 use crate::sites::{SiteFrame, SitesView};
 use crate::timeline::TimelineView;
-use crate::view::{AccumulatedType, PathStep, SuspectRule, SuspectsView};
-use heapgraph_model::Runtime;
+use crate::view::{AccumulatedType, PathStep, Suspect, SuspectRule, SuspectsView};
+use heapgraph_model::{NodeId, Runtime};
 
 /// One step of a path from the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,12 +134,21 @@ pub enum Finding {
         instances: u64,
         /// Their type.
         type_name: String,
-        /// Bytes retained there.
+        /// Bytes retained: one object's retained size (`retained_by` says whose), or the
+        /// instances' together.
         retained: u64,
+        /// The step of `holder.path` whose object retains `retained`: the named step when the
+        /// holder retains the bytes; a step above it (a service over its set of tasks) or below
+        /// it (an entry that a running frame also holds) when the holder only holds them; `None`
+        /// for many instances, or when no chain reaches the object.
+        retained_by: Option<usize>,
         /// As a share of the reachable heap.
         share: f64,
         /// What makes up most of it, by type.
         mostly: Option<AccumulatedType>,
+        /// Bytes the holder holds besides, which it does not retain: what other suspects that
+        /// name the same holder retain (an entry of a cache that a running frame holds too).
+        also_holds: u64,
     },
     /// A CUDA snapshot that recorded an out-of-memory failure.
     GpuOom {
@@ -262,77 +271,119 @@ pub fn growth(view: &GraphDiffView) -> Option<Finding> {
     })
 }
 
-/// Where one dump's bytes accumulate: a finding per leak suspect, those of one object (which
-/// name a container) before those of many instances of one of the program's types.
+/// Where one dump's bytes accumulate: a finding per holder of the leak suspects, those of one
+/// object (which name a container) before those of many instances of one of the program's
+/// types.
+///
+/// A figure is always one object's retained size, and the finding says whose
+/// (`retained_by`): the holder's own where it retains the bytes, else the object that does
+/// (the service above a set of tasks that its semaphore's waiters also hold; a checkpoint in a
+/// cache that a running frame also holds). Suspects that the same holder names (a cache whose
+/// entries are one suspect and whose entry in use elsewhere is another) are one finding: the
+/// first figure, and what the others retain as bytes it holds besides (`also_holds`).
 pub fn accumulations(view: &SuspectsView) -> Vec<Finding> {
-    let mut findings: Vec<(bool, Finding)> = view
-        .suspects
-        .iter()
+    let mut findings: Vec<(bool, Option<NodeId>, Finding)> = Vec::new();
+    for suspect in view.suspects.iter().filter(|suspect| {
         // Many instances of the runtime's own types (V8's compiled code, Java's class objects)
         // are no leak the program can fix, and name no holder.
-        .filter(|suspect| {
-            suspect.rule == SuspectRule::SingleObject
-                || is_programs_type(&suspect.type_name, view.runtime)
-        })
-        .map(|suspect| {
-            // The chain to the entries names the container they are in, when the object where
-            // the bytes accumulate holds them through another (a service, its set of tasks).
-            let chain = match suspect.rule {
-                SuspectRule::SingleObject if !suspect.entry_path.is_empty() => &suspect.entry_path,
-                _ => &suspect.path,
-            };
-            let holder = Holder::new(
-                chain.iter().map(HolderStep::from_path_step).collect(),
-                view.runtime,
-            );
-            let retained = match suspect.rule {
-                SuspectRule::SingleObject => {
-                    let point = suspect
-                        .accumulation_point
-                        .as_ref()
-                        .or(suspect.object.as_ref());
-                    let at_point = point
-                        .and_then(|object| object.retained_size)
-                        .unwrap_or(suspect.retained_size);
-                    // Where no child keeps most of the point's bytes (a class and its static
-                    // fields), the chain to the largest entry names one holder below the
-                    // point, which retains its own part only.
-                    let below_point = point.is_some_and(|point| {
-                        chain
-                            .iter()
-                            .take(holder.named)
-                            .any(|step| step.object.node == point.node)
-                    });
-                    // (A holder that holds the entries without retaining them, a set of tasks
-                    // that a semaphore's waiters also hold, keeps the point's figure.)
-                    let entries = mostly(&suspect.accumulated, view.runtime)
-                        .map_or(0, |entries| entries.retained_size);
-                    match chain
-                        .get(holder.named)
-                        .and_then(|step| step.object.retained_size)
-                    {
-                        Some(own) if below_point && own >= entries => own.min(at_point),
-                        _ => at_point,
-                    }
-                }
-                SuspectRule::ManyInstances => suspect.retained_size,
-            };
-            let finding = Finding::Accumulation {
-                holder,
-                rule: suspect.rule,
-                instances: suspect.count,
-                type_name: suspect.type_name.clone(),
-                retained,
-                share: retained as f64 / view.total_retained.max(1) as f64,
-                // What the point holds by type is more than one holder below it may hold.
-                mostly: mostly(&suspect.accumulated, view.runtime)
-                    .filter(|mostly| mostly.retained_size <= retained),
-            };
-            (suspect.rule == SuspectRule::SingleObject, finding)
-        })
-        .collect();
-    findings.sort_by_key(|(single, _)| !single);
-    findings.into_iter().map(|(_, finding)| finding).collect()
+        suspect.rule == SuspectRule::SingleObject
+            || is_programs_type(&suspect.type_name, view.runtime)
+    }) {
+        // The chain to the entries names the container they are in, when the object where
+        // the bytes accumulate holds them through another (a service, its set of tasks).
+        let chain = match suspect.rule {
+            SuspectRule::SingleObject if !suspect.entry_path.is_empty() => &suspect.entry_path,
+            _ => &suspect.path,
+        };
+        let holder = Holder::new(
+            chain.iter().map(HolderStep::from_path_step).collect(),
+            view.runtime,
+        );
+        let named = chain.get(holder.named).map(|step| step.object.node);
+        let (retained, retained_by) = match suspect.rule {
+            SuspectRule::SingleObject => single_object_figure(suspect, chain, holder.named, view),
+            SuspectRule::ManyInstances => (suspect.retained_size, None),
+        };
+        let single = suspect.rule == SuspectRule::SingleObject;
+        // One holder, one finding: a later suspect it names adds the bytes it holds besides.
+        if single
+            && named.is_some()
+            && let Some((_, _, Finding::Accumulation { also_holds, .. })) = findings
+                .iter_mut()
+                .find(|(one, node, _)| *one && *node == named)
+        {
+            *also_holds += retained;
+            continue;
+        }
+        let finding = Finding::Accumulation {
+            holder,
+            rule: suspect.rule,
+            instances: suspect.count,
+            type_name: suspect.type_name.clone(),
+            retained,
+            retained_by,
+            share: retained as f64 / view.total_retained.max(1) as f64,
+            // What the point holds by type is more than one holder below it may hold.
+            mostly: mostly(&suspect.accumulated, view.runtime)
+                .filter(|mostly| mostly.retained_size <= retained),
+            also_holds: 0,
+        };
+        findings.push((single, named, finding));
+    }
+    findings.sort_by_key(|(single, _, _)| !single);
+    findings
+        .into_iter()
+        .map(|(_, _, finding)| finding)
+        .collect()
+}
+
+/// A single-object suspect's figure and whose it is (the index of its step in `chain`): the
+/// named holder's retained size where the holder retains the bytes, else the accumulation
+/// point's, which the holder only holds.
+fn single_object_figure(
+    suspect: &Suspect,
+    chain: &[PathStep],
+    named: usize,
+    view: &SuspectsView,
+) -> (u64, Option<usize>) {
+    let point = suspect
+        .accumulation_point
+        .as_ref()
+        .or(suspect.object.as_ref());
+    let at_point = point
+        .and_then(|object| object.retained_size)
+        .unwrap_or(suspect.retained_size);
+    let Some(point) = point else {
+        return (at_point, None);
+    };
+    let at = chain.iter().position(|step| step.object.node == point.node);
+    let Some(holder) = chain.get(named) else {
+        return (at_point, at);
+    };
+    let own = holder.object.retained_size;
+    // Every chain to an entry passes through the point, which dominates it: a point above
+    // the holder dominates the holder too.
+    let above = at.is_some_and(|at| at < named);
+    let dominates_point = suspect.point_dominators.contains(&holder.object.node);
+    match (at, own) {
+        (Some(at), _) if at == named => (at_point, Some(named)),
+        // The holder retains the point (a map above its table): its own figure.
+        (_, Some(own)) if dominates_point => (own, Some(named)),
+        // A holder below the point that retains its own entries (one static field of a class
+        // that keeps several) retains its own part only.
+        (_, Some(own)) if above => {
+            let entries = mostly(&suspect.accumulated, view.runtime)
+                .map_or(0, |entries| entries.retained_size);
+            if own >= entries && own <= at_point {
+                (own, Some(named))
+            } else {
+                (at_point, at)
+            }
+        }
+        // The holder holds the point but something else does too (a running frame): the
+        // bytes are the point's.
+        _ => (at_point, at),
+    }
 }
 
 /// What the bytes are mostly, as the program knows them: the largest of the accumulated types

@@ -14,6 +14,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 pub struct LeakCluster {
     /// The path from the root, as [`crate::diff::HolderDelta::signature`].
     pub signature: String,
+    /// The same path as steps, the root first.
+    pub path: Vec<crate::findings::HolderStep>,
     /// Leaked objects with this signature.
     pub count: u64,
     /// Their retained sizes in the final snapshot, summed.
@@ -134,11 +136,15 @@ pub fn leaks(
     }
     let mut clusters: Vec<LeakCluster> = clusters
         .into_values()
-        .map(|(count, retained_size, node)| LeakCluster {
-            signature: signature_text(&signature_steps(final_, &signatures, node.to_raw())),
-            count,
-            retained_size,
-            representative: object_view(final_, analysis, node),
+        .map(|(count, retained_size, node)| {
+            let path = signature_steps(final_, &signatures, node.to_raw());
+            LeakCluster {
+                signature: signature_text(&path),
+                path,
+                count,
+                retained_size,
+                representative: object_view(final_, analysis, node),
+            }
         })
         .collect();
     clusters.sort_by(|a, b| {

@@ -88,6 +88,7 @@ pub fn suspects_with_drop(
             entry_path: representative
                 .map(|entry| chain_to(graph, analysis, entry))
                 .unwrap_or_default(),
+            point_dominators: dominators_of(graph, tree, point),
         });
     }
     // Rule 2: types whose top-level instances (held by no real object alone, so their
@@ -142,6 +143,7 @@ pub fn suspects_with_drop(
             accumulated: Vec::new(),
             path: chain_to(graph, analysis, largest),
             entry_path: Vec::new(),
+            point_dominators: Vec::new(),
         });
     }
     found.sort_by_key(|suspect| (Reverse(suspect.retained_size), suspect.rule));
@@ -159,6 +161,28 @@ fn share(part: u64, total: u64) -> f64 {
     } else {
         part as f64 / total as f64
     }
+}
+
+/// The objects above `point` in the dominator tree, its immediate dominator first, the root
+/// left out: those whose release would free it.
+///
+/// Complexity: O(depth of `point` in the dominator tree).
+fn dominators_of(graph: &HeapGraph, tree: &crate::DominatorTree, point: NodeId) -> Vec<NodeId> {
+    let root = graph.root().index();
+    let mut out = Vec::new();
+    let mut at = point.index();
+    // The depth bounds the walk; the length check guards a malformed tree against a cycle.
+    while out.len() < tree.idom.len() {
+        let Some(&up) = tree.idom.get(at) else { break };
+        let up = up as usize;
+        if up == at || up == root {
+            break;
+        }
+        let Some(node) = graph.node(up) else { break };
+        out.push(node);
+        at = up;
+    }
+    out
 }
 
 /// Down the dominator tree from `start` while the largest child keeps `keep_share` or more of

@@ -233,6 +233,10 @@ pub struct Suspect {
     /// Single object: the shortest chain to the largest of the first accumulated type's
     /// objects, which names the container the entries are held in; empty otherwise.
     pub entry_path: Vec<PathStep>,
+    /// Single object: the objects whose release would free the accumulation point (its
+    /// dominators, the nearest first, the root left out), so that a holder on a chain can be
+    /// told to retain the point's bytes or only to hold them; empty otherwise.
+    pub point_dominators: Vec<NodeId>,
 }
 
 /// Leak suspects, largest first.

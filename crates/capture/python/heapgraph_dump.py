@@ -421,6 +421,8 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     pending = []
     pending_append = pending.append
     dropped = [0]
+    # Containers met half-filled (their empty slots left out).
+    unfilled = [0]
 
     strings_get = strings.get
 
@@ -522,13 +524,26 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
                     edge_kind_append(INTERNAL)
                     edge_name_append(0)
         elif cls is list or cls is tuple:
-            for value in obj:
+            count = len(obj)
+            items = obj
+            # A container that C code is still filling while it runs Python code (the
+            # signal came while `tuple(<generator>)` ran the generator) is tracked with empty
+            # (NULL) slots: iterating it here would crash the interpreter, but the collector's
+            # traversal skips them, so its referents are the filled slots. Their count tells.
+            referents = get_referents(obj)
+            if len(referents) != count:
+                # The traversal visits the slots from the last; such a tuple fills from the
+                # first, so the filled slots are 0, 1, ….
+                referents.reverse()
+                items = referents
+                count = len(referents)
+                unfilled[0] += 1
+            for value in items:
                 if not is_tracked(value):
                     value_id = id(value)
                     if value_id not in untracked_seen:
                         first_seen(value, value_id)
-            count = len(obj)
-            edge_to.extend(map(id, obj))
+            edge_to.extend(map(id, items))
             edge_kind_frombytes(element_kind * count)
             edge_name_extend(range(count))
         elif cls is function_type:
@@ -688,6 +703,11 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     if dropped[0]:
         notes.append("%d references to untracked objects past the bound of %d were left out"
                      % (dropped[0], max_untracked))
+    if unfilled[0]:
+        notes.append("%d list(s) or tuple(s) were being filled when the dump was taken (the "
+                     "signal came while C code building them ran Python code, as "
+                     "tuple(<generator>) does); only their filled slots are in the dump"
+                     % unfilled[0])
     return notes
 
 

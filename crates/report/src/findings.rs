@@ -2,7 +2,7 @@
 //! HTML print the same sentence; only its markup differs (names are `code` in HTML and between
 //! backticks in text).
 
-use crate::{duration_text, human_bytes, short, signed_bytes, signed_count, type_text};
+use crate::{duration_text, human_bytes, signed_bytes, signed_count, type_text};
 use heapgraph_analyzer::SuspectRule;
 use heapgraph_analyzer::findings::{Finding, Holder, HolderStep, OomCause};
 use heapgraph_analyzer::sites::SiteFrame;
@@ -107,22 +107,49 @@ pub fn sentence(finding: &Finding) -> Sentence {
             instances,
             type_name,
             retained,
+            retained_by,
             share,
             mostly,
+            also_holds,
         } => {
             out.text("What holds the memory: ");
             match rule {
                 SuspectRule::SingleObject => {
                     holder_phrase(holder, &mut out);
-                    out.text(format!(
-                        ", which retains {} ({:.0}% of the heap)",
+                    let figure = format!(
+                        "{} ({:.0}% of the heap)",
                         human_bytes(*retained),
                         share * 100.0
-                    ));
+                    );
+                    // A figure is the holder's only where the holder retains the bytes; else
+                    // the sentence names the object they are that object's.
+                    match retained_by.and_then(|at| Some((at, holder.path.get(at)?))) {
+                        Some((at, step)) if at != holder.named => {
+                            let name = owner_name(step)
+                                .unwrap_or_else(|| type_text(&step.type_name).to_owned());
+                            out.text(", which does not retain it alone: the ")
+                                .code(name)
+                                .text(if at < holder.named {
+                                    " above it retains "
+                                } else {
+                                    " in it retains "
+                                })
+                                .text(figure);
+                        }
+                        _ => {
+                            out.text(format!(", which retains {figure}"));
+                        }
+                    }
                     if let Some(mostly) = mostly {
                         out.text(format!(", mostly {} ", mostly.count))
                             .code(type_text(&mostly.type_name))
                             .text(format!(" objects ({})", human_bytes(mostly.retained_size)));
+                    }
+                    if *also_holds > 0 {
+                        out.text(format!(
+                            "; it also holds {} that something else holds too",
+                            human_bytes(*also_holds)
+                        ));
                     }
                 }
                 SuspectRule::ManyInstances => {
@@ -349,28 +376,7 @@ fn owner_name(step: &HolderStep) -> Option<String> {
 /// A holder path as one line: `(root).module m → module.__dict__ → dict.cache → list`, its
 /// middle giving way by whole steps when it is long.
 pub fn path_text(path: &[HolderStep], keep: Option<usize>) -> String {
-    let mut steps = Vec::with_capacity(path.len());
-    for (i, step) in path.iter().enumerate() {
-        let mut text = type_text(&step.type_name).to_owned();
-        if let Some(label) = &step.label
-            && *label != step.type_name
-            && step.edge.is_some()
-        {
-            text.push_str(&format!(" {:?}", short(label, 60)));
-        }
-        if let Some(next) = path.get(i + 1) {
-            match next.edge.as_deref() {
-                Some(edge) if edge.starts_with('[') => text.push_str(edge),
-                Some(edge) if !edge.is_empty() => {
-                    text.push('.');
-                    text.push_str(edge);
-                }
-                _ => text.push_str("[]"),
-            }
-        }
-        steps.push(text);
-    }
-    crate::fit_path(&steps, crate::PATH_WIDTH, keep)
+    crate::fit_path(&crate::holder_steps(path), crate::PATH_WIDTH, keep)
 }
 
 /// A stack as one line, most recent call first: `a.py:3 (f) ← b.py:9 (main)`.
@@ -433,6 +439,31 @@ mod tests {
         let labelled = phrase(&global(Some("__main__")));
         assert_eq!(labelled, "`_TOKEN_CACHE` of `__main__` (a `list`)");
         assert_eq!(phrase(&global(None)), labelled);
+    }
+
+    #[test]
+    fn the_root_shortcut_to_global_reads_alike_in_every_chain() {
+        // As `diff` matches V8 holders: the shortcut's slot-like name is written `[]`.
+        let mut path = vec![
+            step("(synthetic)", None, None),
+            step("global", None, Some("[]")),
+            step("LeakyCache", None, Some("requestCache")),
+        ];
+        path[1].edge_kind = Some("shortcut");
+        assert_eq!(
+            path_text(&path, None),
+            "(synthetic) (shortcut) → global.requestCache → LeakyCache"
+        );
+        // `who-holds` names the edge as the snapshot does (`2`): the same text.
+        path[1].edge = Some("2".to_owned());
+        assert_eq!(
+            path_text(&path, None),
+            "(synthetic) (shortcut) → global.requestCache → LeakyCache"
+        );
+        assert_eq!(
+            crate::edge_text(path[1].edge.as_deref(), path[1].edge_kind).as_deref(),
+            Some("(shortcut)")
+        );
     }
 
     fn recording(failed_dump: Option<(f64, String)>, act_crossings: Option<usize>) -> String {

@@ -2,7 +2,7 @@
 //! (`heapgraph.paths/1`) and immediate dominators grouped (`heapgraph.immediate_dominators/1`);
 //! and the big drops `suspects` adds.
 
-use crate::{DumpInfo, edge_suffix, human_bytes, short, type_text};
+use crate::{DumpInfo, edge_text, human_bytes, short, type_text};
 use heapgraph_analyzer::BigDropsView;
 use heapgraph_analyzer::immediate_dominators::ImmediateDominatorsView;
 use heapgraph_analyzer::merged_paths::{MAX_NODES, MergedPathNode, MergedPathsView};
@@ -56,12 +56,9 @@ fn object_text(object: &ObjectView) -> String {
 }
 
 fn node_line(node: &MergedPathNode) -> String {
-    let edge = match (node.edge.as_deref(), node.edge_kind) {
-        (None, _) => String::new(),
-        // V8's root reaches `global` by a shortcut numbered like a slot: not a property.
-        (Some(_), Some("shortcut")) => "(shortcut) ".to_owned(),
-        (Some(edge), _) => format!("{} ", edge_suffix(edge)),
-    };
+    let edge = edge_text(node.edge.as_deref(), node.edge_kind)
+        .map(|edge| format!("{edge} "))
+        .unwrap_or_default();
     let mark = if node.is_target { "  ◆" } else { "" };
     format!("{edge}{}{mark}", object_text(&node.object))
 }

@@ -470,12 +470,9 @@ fn merged_paths(view: &MergedPathsView, selection: &Selection, out: &mut String)
             let text = format!("… {} steps of one child each", node.skipped_steps);
             out.push_str(&row(None, node.indent, &text));
         }
-        let edge = match (node.edge.as_deref(), node.edge_kind) {
-            (Some(edge), kind) if kind != Some("shortcut") => {
-                format!("{} ", escape(&crate::edge_suffix(edge)))
-            }
-            _ => String::new(),
-        };
+        let edge = crate::edge_text(node.edge.as_deref(), node.edge_kind)
+            .map(|edge| format!("{} ", escape(&edge)))
+            .unwrap_or_default();
         let mark = if node.is_target { " ◆" } else { "" };
         let html = format!("{edge}{}{mark}", object_text(&node.object));
         out.push_str(&row(
@@ -759,7 +756,7 @@ fn series_section(series: &SeriesSection<'_>, out: &mut String) {
             (
                 format!(
                     "<span class=\"chain\">{}</span>",
-                    short(&holder.signature, 300)
+                    short(&crate::findings::path_text(&holder.path, None), 300)
                 ),
                 None,
             ),

@@ -1111,8 +1111,10 @@ enum FindingEntry<'a> {
         #[serde(rename = "type")]
         type_name: &'a str,
         retained_size: u64,
+        retained_by_step: Option<usize>,
         share: f64,
         mostly: Option<MostlyEntry<'a>>,
+        also_holds: u64,
     },
     GpuOom {
         summary: String,
@@ -1252,8 +1254,10 @@ fn findings(findings: &[Finding]) -> Vec<FindingEntry<'_>> {
                     instances,
                     type_name,
                     retained,
+                    retained_by,
                     share,
                     mostly,
+                    also_holds,
                 } => FindingEntry::Accumulation {
                     summary,
                     holder: holder_entry(holder),
@@ -1261,12 +1265,14 @@ fn findings(findings: &[Finding]) -> Vec<FindingEntry<'_>> {
                     instances: *instances,
                     type_name,
                     retained_size: *retained,
+                    retained_by_step: *retained_by,
                     share: *share,
                     mostly: mostly.as_ref().map(|mostly| MostlyEntry {
                         type_name: &mostly.type_name,
                         count: mostly.count,
                         retained_size: mostly.retained_size,
                     }),
+                    also_holds: *also_holds,
                 },
                 Finding::GpuOom {
                     requested,

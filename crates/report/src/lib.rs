@@ -199,12 +199,8 @@ pub(crate) fn chain_steps(path: &[PathStep]) -> Vec<String> {
             // A name is data (a string's text, a thread's name): it may be long, and is cut.
             let _ = write!(label, " {:?}", short(name, 60));
         }
-        // V8's root reaches `global` by a shortcut numbered like a slot: not a property.
-        if let Some(next) = path.get(i + 1)
-            && let Some(edge) = &next.edge
-            && next.edge_kind != Some("shortcut")
-        {
-            label.push_str(&edge_suffix(edge));
+        if let Some(next) = path.get(i + 1) {
+            push_edge(&mut label, next.edge.as_deref(), next.edge_kind);
             if let Some(kind) = next.reference_kind {
                 let _ = write!(label, " ({})", kind.name());
             }
@@ -212,6 +208,55 @@ pub(crate) fn chain_steps(path: &[PathStep]) -> Vec<String> {
         parts.push(label);
     }
     parts
+}
+
+/// How every chain writes the reference into a step (`who-holds`, `paths`, `diff`, `leaks`,
+/// the findings, text and HTML alike): `.field`, `[3]`, `[]` for a member without a name of
+/// its own, and `(shortcut)` for V8's root's shortcut to `global`, which the snapshot numbers
+/// like a slot but which is no property and no element; `None` at the root.
+pub(crate) fn edge_text(edge: Option<&str>, kind: Option<&str>) -> Option<String> {
+    let edge = edge?;
+    Some(if kind == Some("shortcut") {
+        "(shortcut)".to_owned()
+    } else {
+        edge_suffix(edge)
+    })
+}
+
+/// Appends [`edge_text`] to the object a one-line chain shows before it: `.field` and `[3]`
+/// directly, `(shortcut)` after a space.
+pub(crate) fn push_edge(text: &mut String, edge: Option<&str>, kind: Option<&str>) {
+    if let Some(edge) = edge_text(edge, kind) {
+        if edge.starts_with('(') {
+            text.push(' ');
+        }
+        text.push_str(&edge);
+    }
+}
+
+/// A path of [`HolderStep`](heapgraph_analyzer::findings::HolderStep)s as the steps of a one-line chain, each `Type.edge` (the diff's
+/// holders and the leaks' clusters, matched across dumps, carry no names).
+pub(crate) fn holder_steps(path: &[heapgraph_analyzer::findings::HolderStep]) -> Vec<String> {
+    let mut steps = Vec::with_capacity(path.len());
+    for (i, step) in path.iter().enumerate() {
+        let mut text = type_text(&step.type_name).to_owned();
+        if let Some(label) = &step.label
+            && *label != step.type_name
+            && step.edge.is_some()
+        {
+            text.push_str(&format!(" {:?}", short(label, 60)));
+        }
+        if let Some(next) = path.get(i + 1) {
+            // A step into a member without a name of its own still shows as one.
+            push_edge(
+                &mut text,
+                Some(next.edge.as_deref().unwrap_or("")),
+                next.edge_kind,
+            );
+        }
+        steps.push(text);
+    }
+    steps
 }
 
 /// How many characters a path printed on a line of its own may take before its middle steps
@@ -329,11 +374,6 @@ pub(crate) fn fit_distinct_paths(paths: &[Vec<String>], max: usize) -> Vec<Strin
         }
     }
     fitted
-}
-
-/// The steps of a signature as `diff` and `leaks` write them (`a.edge → b.edge → c`).
-pub(crate) fn signature_steps(signature: &str) -> Vec<String> {
-    signature.split(" → ").map(str::to_owned).collect()
 }
 
 /// Shortens a label to `max` characters on one line.

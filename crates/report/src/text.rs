@@ -3,7 +3,7 @@
 use crate::findings::frame_text;
 use crate::{
     DumpInfo, chain_line, duration_text, fit_distinct_paths, human_bytes, rank_name, short,
-    signature_steps, signed_bytes, signed_count, type_text,
+    signed_bytes, signed_count, type_text,
 };
 use heapgraph_analyzer::backrefs::LeakingView;
 use heapgraph_analyzer::diff::GraphDiffView;
@@ -736,7 +736,7 @@ pub fn graph_diff(
         ]);
         let paths: Vec<Vec<String>> = holders
             .iter()
-            .map(|holder| signature_steps(&holder.signature))
+            .map(|holder| crate::holder_steps(&holder.path))
             .collect();
         let fitted = fit_distinct_paths(&paths, TABLE_PATH_WIDTH);
         for (holder, path) in holders.iter().zip(fitted) {
@@ -827,7 +827,7 @@ pub fn leaks(view: &LeaksView, info: &DumpInfo) -> String {
     let paths: Vec<Vec<String>> = view
         .clusters
         .iter()
-        .map(|cluster| signature_steps(&cluster.signature))
+        .map(|cluster| crate::holder_steps(&cluster.path))
         .collect();
     let fitted = fit_distinct_paths(&paths, TABLE_PATH_WIDTH);
     for (cluster, path) in view.clusters.iter().zip(fitted) {

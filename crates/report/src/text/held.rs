@@ -1,7 +1,7 @@
 //! Text for what holds the objects the strong references do not reach: the summary's split of
 //! the unreachable objects by reference kind and the garbage, and `who-holds` on such an object.
 
-use crate::{edge_suffix, human_bytes, short, type_text};
+use crate::{human_bytes, short, type_text};
 use heapgraph_analyzer::{HeldBy, HoldersView, PathStep, SummaryView, WeaklyHeld};
 use std::fmt::Write;
 
@@ -103,11 +103,8 @@ pub(super) fn not_strongly_held(view: &HoldersView, out: &mut String) -> bool {
 /// The edge column of a chain step: `.field`, `[3]`, `(root)` or V8's `(shortcut)`, and the reference kind of a
 /// weak reference (`.referent (soft)`).
 pub(super) fn step_edge(step: &PathStep) -> String {
-    let mut edge = match (step.edge.as_deref(), step.edge_kind) {
-        (None, _) => "(root)".to_owned(),
-        (Some(_), Some("shortcut")) => "(shortcut)".to_owned(),
-        (Some(edge), _) => edge_suffix(edge),
-    };
+    let mut edge = crate::edge_text(step.edge.as_deref(), step.edge_kind)
+        .unwrap_or_else(|| "(root)".to_owned());
     if let Some(kind) = step.reference_kind {
         let _ = write!(edge, " ({})", kind.name());
     }
