@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 
@@ -51,21 +52,35 @@ class Driver:
                 if time.time() > deadline:
                     raise
                 time.sleep(0.1)
+        # --disable-dev-shm-usage: a container or chroot may have no /dev/shm, or a small one;
+        # Chromium then keeps its shared memory in /tmp instead of failing to start.
         capabilities = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                                            "--disable-dev-shm-usage",
                                             "--window-size=%d,1000" % WIDTH, "--hide-scrollbars"]},
             "goog:loggingPrefs": {"browser": "ALL", "performance": "ALL"},
         }}}
-        self.session = self.call("POST", "/session", capabilities)["sessionId"]
+        try:
+            self.session = self.call("POST", "/session", capabilities)["sessionId"]
+        except BaseException:
+            # No session, so close() will never run: stop chromedriver here.
+            self.process.terminate()
+            raise
 
     def call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             "http://127.0.0.1:%d%s" % (self.port, path), data=data, method=method,
             headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read())["value"]
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read())["value"]
+        except urllib.error.HTTPError as error:
+            # WebDriver says why in the body ({"value": {"error", "message"}}): a bare
+            # "HTTP Error 500" would hide that Chromium could not start, and why.
+            raise RuntimeError("chromedriver: %s %s: HTTP %d: %s" % (
+                method, path, error.code, error.read().decode(errors="replace"))) from None
 
     def session_call(self, method, path, body=None):
         return self.call(method, "/session/%s%s" % (self.session, path), body)
