@@ -53,13 +53,20 @@ want strace strace
 want objcopy binutils
 want debootstrap debootstrap
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
-# A C compiler and linker: the nested cargo builds of the recorder's demos.
+# A C compiler and linker: cargo's own builds (a clean Debian has none).
 want cc build-essential
 if ((${#packages[@]})); then
     echo "== apt-get install ${packages[*]}"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         $(printf '%s\n' "${packages[@]}" | sort -u)
+fi
+
+# chromedriver reaches the browser it starts at "localhost", which a root made by debootstrap
+# (no /etc/hosts) cannot resolve: its session then fails with "unable to connect to renderer".
+if ! getent hosts localhost >/dev/null; then
+    echo "== localhost does not resolve: adding it to /etc/hosts"
+    echo "127.0.0.1 localhost" | as_root tee -a /etc/hosts >/dev/null
 fi
 
 # The Python version tier compares against the machine's own CPython 3.11 (bookworm's python3).
