@@ -1,58 +1,42 @@
 //! The Rust allocation recorder end to end: programs that account for what they allocate
-//! (`crates/capture/examples/alloc_demo.rs`, `alloc_sampled_demo.rs`) are built with frame
-//! pointers, run, and their snapshots read with `heapgraph top` and `diff`, which must give
-//! each accounted line exactly the bytes and allocations the program says (within a computed
-//! statistical bound when sampling), and agree with sums a test makes itself from other
-//! groupings.
+//! (`crates/capture/examples/alloc_demo.rs`, `alloc_sampled_demo.rs`, built with frame
+//! pointers as examples of the same `cargo test --workspace`) are run, and their snapshots read
+//! with `heapgraph top` and `diff`, which must give each accounted line exactly the bytes and
+//! allocations the program says (within a computed statistical bound when sampling), and agree
+//! with sums a test makes itself from other groupings.
 
-use crate::support::{heapgraph, json, path_str, repo_root, temp_dir};
+use crate::support::{heapgraph, json, path_str, temp_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// Where the demos are built: a target directory of their own, since RUSTFLAGS differ from the
-/// workspace's (CI builds it once).
-fn demo_target_dir() -> PathBuf {
-    repo_root().join("target").join("frame-pointers")
-}
-
-/// Builds both demo programs once per test run, with frame pointers, and returns the folder of
-/// the binaries.
+/// The demo programs: the examples of heapgraph-capture that the same `cargo test --workspace`
+/// built beside this test (`target/<profile>/examples`), with the frame pointers that
+/// `.cargo/config.toml` asks of every build here.
 fn demos() -> &'static Path {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .current_dir(repo_root())
-            .args([
-                "build",
-                "--release",
-                "--locked",
-                "-p",
-                "heapgraph-capture",
-                "--example",
-                "alloc_demo",
-                "--example",
-                "alloc_sampled_demo",
-                "--target-dir",
-            ])
-            .arg(demo_target_dir())
-            .env("RUSTFLAGS", "-C force-frame-pointers=yes")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_BUILD_RUSTFLAGS")
-            .env_remove("CARGO_TARGET_DIR")
-            .output()
-            .map_err(|err| format!("cargo does not run: {err}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "building the demos failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let exe = std::env::current_exe().map_err(|err| format!("no path to this test: {err}"))?;
+        // target/<profile>/deps/e2e-… → target/<profile>/examples
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .map(|profile| profile.join("examples"))
+            .ok_or_else(|| format!("{} is not in a cargo target folder", exe.display()))?;
+        for demo in ["alloc_demo", "alloc_sampled_demo"] {
+            if !dir.join(demo).is_file() {
+                return Err(format!(
+                    "{} is missing: the demos are heapgraph-capture's examples, which \
+                     `cargo test --workspace` builds (alone: `cargo build --release -p \
+                     heapgraph-capture --examples`)",
+                    dir.join(demo).display()
+                ));
+            }
         }
-        Ok(demo_target_dir().join("release").join("examples"))
+        Ok(dir)
     });
-    match built {
+    match found {
         Ok(dir) => dir,
         Err(message) => panic!("{message}"),
     }
@@ -129,10 +113,6 @@ fn top_json(file: &str, extra: &[&str]) -> Value {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "peers"),
-    ignore = "peers tier: needs a nested cargo build of the demos"
-)]
 fn every_accounted_line_holds_exactly_what_the_program_says() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -169,10 +149,6 @@ fn every_accounted_line_holds_exactly_what_the_program_says() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "peers"),
-    ignore = "peers tier: needs a nested cargo build of the demos"
-)]
 fn diff_gives_each_lines_change_exactly() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -234,10 +210,6 @@ fn own_fold(traceback: &Value, file: &str) -> Vec<(u64, i64, i64)> {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "peers"),
-    ignore = "peers tier: needs a nested cargo build of the demos"
-)]
 fn groupings_agree_with_the_tests_own_sums() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -312,10 +284,6 @@ fn groupings_agree_with_the_tests_own_sums() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "peers"),
-    ignore = "peers tier: needs a nested cargo build of the demos"
-)]
 fn text_output_names_the_users_line_and_gates_fire_on_growth() {
     let (_, account) = every_allocation();
     let file = account["file"].as_str().expect("file");
@@ -362,10 +330,6 @@ fn text_output_names_the_users_line_and_gates_fire_on_growth() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "peers"),
-    ignore = "peers tier: needs a nested cargo build of the demos"
-)]
 fn sampled_estimates_are_within_six_sigma_of_the_truth() {
     let dir = temp_dir("rust-alloc-sampled");
     let account = run_demo("alloc_sampled_demo", &dir);
@@ -418,10 +382,6 @@ fn sampled_estimates_are_within_six_sigma_of_the_truth() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "peers"),
-    ignore = "peers tier: needs a nested cargo build of the demos"
-)]
 fn a_cut_short_snapshot_reads_as_far_as_it_goes() {
     let dir = temp_dir("rust-alloc-cut");
     let whole = std::fs::read(snapshot_path("before.hgd")).expect("the snapshot");
