@@ -1,8 +1,10 @@
 //! Java retained sizes against a peer that shares no code with heapgraph: hprof-analyzer 0.3.2
 //! (crates.io), its own HPROF parser, dominator tree (semi-NCA) and retained sizes, which its
 //! authors check against Eclipse MAT. The small program in `tests/oracle/hprof-peer/` calls its
-//! library and prints every object's address, shallow and retained size; the test builds it once
-//! per run, into `target/hprof-peer`, and reads all five Java dumps with it.
+//! library and prints every object's address, shallow and retained size for each of the five
+//! Java dumps; `tests/oracle/hprof-peer/record.py` builds it (350 CPU seconds, too many for
+//! every CI run) and records what it prints, with each fixture's SHA-256, and the test reads
+//! the recordings (a fixture that changed fails it until its answer is recorded again).
 //!
 //! The two tools size objects differently, so retained bytes are compared through the peer's
 //! own sizes: for an object, the peer's retained size must equal the sum of the peer's shallow
@@ -30,48 +32,8 @@ use crate::support::{fixture, repo_root};
 use heapgraph_analyzer::{DominatorTree, NO_NODE};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId};
 use rustc_hash::FxHashMap as HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-
-/// The peer's program, built once per test run (its own lock file, `--locked`).
-fn peer() -> &'static Path {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let target = repo_root().join("target").join("hprof-peer");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .current_dir(repo_root())
-            .args([
-                "build",
-                "--release",
-                "--locked",
-                "--quiet",
-                "--manifest-path",
-            ])
-            .arg(repo_root().join("tests/oracle/hprof-peer/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_BUILD_RUSTFLAGS")
-            .output()
-            .map_err(|err| format!("cargo does not run: {err}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "building the peer (tests/oracle/hprof-peer, hprof-analyzer 0.3.2 from \
-                 crates.io) failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        Ok(target.join("release").join("hprof-peer"))
-    });
-    match built {
-        Ok(binary) => binary,
-        Err(message) => panic!("{message}"),
-    }
-}
+use sha2::{Digest, Sha256};
+use std::io::Read;
 
 /// One object as the peer sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -80,23 +42,30 @@ struct PeerObject {
     retained: u64,
 }
 
-/// The peer's objects of one fixture, by address.
-fn peer_objects(variant: &str) -> HashMap<u64, PeerObject> {
-    let dump = fixture(&format!("java/{variant}.hprof.gz"));
-    let output = Command::new(peer())
-        .arg(&dump)
-        .output()
-        .expect("the peer runs");
-    assert!(
-        output.status.success(),
-        "the peer failed on {}: {}",
-        dump.display(),
-        String::from_utf8_lossy(&output.stderr)
+/// The peer's objects of one fixture, by address: its answer as `record.py` recorded it, after
+/// checking that it was computed from the fixture as committed.
+fn peer_objects(dump: &str) -> HashMap<u64, PeerObject> {
+    let path = repo_root().join(format!("tests/oracle/hprof-peer/answers/{dump}.json.gz"));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("a recorded answer"))
+        .read_to_string(&mut text)
+        .expect("gzip");
+    let answer: serde_json::Value = serde_json::from_str(&text).expect("the answer is JSON");
+    let fixture_path = repo_root().join(answer["fixture"].as_str().expect("its fixture"));
+    let bytes = std::fs::read(&fixture_path).expect("the fixture");
+    let digest: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(
+        answer["fixture_sha256"].as_str(),
+        Some(digest.as_str()),
+        "{} changed since the peer's answer was recorded: run \
+         tests/oracle/hprof-peer/record.py",
+        fixture_path.display()
     );
-    let result: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("the peer prints JSON");
-    let rows = result["rows"].as_array().expect("rows");
-    assert_eq!(result["objects"].as_u64(), Some(rows.len() as u64));
+    let rows = answer["rows"].as_array().expect("rows");
+    assert_eq!(answer["objects"].as_u64(), Some(rows.len() as u64));
     let number = |value: &serde_json::Value| value.as_u64().expect("a number");
     rows.iter()
         .map(|row| {
@@ -232,10 +201,6 @@ fn peer_view(graph: &HeapGraph) -> HeapGraph {
 const DUMPS: [&str; 5] = ["default", "nocoops", "nocompressed", "references", "javac"];
 
 #[test]
-#[cfg_attr(
-    not(feature = "peers"),
-    ignore = "peers tier: needs cargo to build hprof-analyzer 0.3.2 (tests/oracle/hprof-peer)"
-)]
 fn retained_sizes_equal_hprof_analyzers_on_every_object() {
     for dump in DUMPS {
         let graph = load(dump);
