@@ -1,5 +1,5 @@
 //! The peak RSS of reopening a `.hgd` step by step, without the rest of the binary: import,
-//! adopting the stored analysis, the summary view; each step prints the process's resident set
+//! adopting the stored analysis, the summary view, the suspects (what `summary` adds to the view); each step prints the process's resident set
 //! and its high-water mark (`/proc/self/status`, Linux). For docs/performance.md (issue 20).
 //!
 //! ```sh
@@ -40,9 +40,16 @@ fn main() {
     let summary = heapgraph_analyzer::summary(&graph, &analysis);
     std::hint::black_box(&summary);
     eprintln!(
-        "summary {:.1?}: {} nodes, {}",
+        "summary view {:.1?}: {} nodes, {}",
         t.elapsed(),
         graph.node_count(),
         status()
     );
+    let suspects = heapgraph_analyzer::suspects(
+        &graph,
+        &analysis,
+        heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+    );
+    std::hint::black_box(&suspects);
+    eprintln!("suspects {:.1?}: {}", t.elapsed(), status());
 }
