@@ -2,6 +2,7 @@
 //! so that a converted dump reopens without recomputing: the one type that the importer reads
 //! and writes and the analyzer produces and adopts, neither seeing the other.
 
+use crate::columns::U64Column;
 use crate::strings::StringId;
 
 /// Analysis results, one entry per node in node order.
@@ -12,8 +13,10 @@ use crate::strings::StringId;
 pub struct StoredAnalysis {
     /// Immediate dominator's node index, per node.
     pub idom: Vec<u32>,
-    /// Retained size in bytes, per node.
-    pub retained_size: Vec<u64>,
+    /// Retained size in bytes, per node, in the analyzer's own compact form (4 bytes a node
+    /// below 4 GiB), so that neither reopening a file nor storing an analysis holds a second,
+    /// wide copy.
+    pub retained_size: U64Column,
     /// Nodes in each node's dominator subtree, itself included; empty when not stored, and
     /// then rebuilt from `idom`.
     pub retained_count: Vec<u32>,

@@ -87,7 +87,8 @@ fn sample_analysis() -> StoredAnalysis {
             48,
             64,
             1 << 32,
-        ],
+        ]
+        .into(),
         distance: vec![0, 1, 1, 2, 2, StoredAnalysis::NONE],
         retained_count: vec![6, 4, 1, 1, 1, 1],
         type_totals: Some(TypeTotals {

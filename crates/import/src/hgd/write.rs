@@ -39,11 +39,12 @@ pub(super) fn write_in_chunks<W: Write>(
             analysis.retained_size.len(),
             analysis.distance.len(),
         ];
-        if lengths.iter().any(|&len| len != n_nodes) {
+        let counts = analysis.retained_count.len();
+        if lengths.iter().any(|&len| len != n_nodes) || (counts != 0 && counts != n_nodes) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "the stored analysis has {lengths:?} entries (dominator, retained size, distance) for {n_nodes} nodes"
+                    "the stored analysis has {lengths:?} entries (dominator, retained size, distance) and {counts} retained counts for {n_nodes} nodes"
                 ),
             ));
         }
@@ -145,14 +146,28 @@ pub(super) fn write_in_chunks<W: Write>(
     }
 
     if let Some(analysis) = analysis {
-        writer
-            .write_analysis(&AnalysisColumns {
-                dominator: &analysis.idom,
-                retained_size: &analysis.retained_size,
-                distance: &analysis.distance,
-                retained_count: &analysis.retained_count,
-            })
-            .map_err(write_error)?;
+        // Retained sizes are kept compact: each chunk's are made plain only as it is written.
+        let n_rows = analysis.idom.len();
+        let mut retained_size: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_rows));
+        let mut sizes = analysis.retained_size.iter();
+        for start in (0..n_rows).step_by(chunk_rows) {
+            let rows = start..(start + chunk_rows).min(n_rows);
+            retained_size.clear();
+            retained_size.extend(sizes.by_ref().take(rows.len()));
+            let retained_count = if analysis.retained_count.is_empty() {
+                &[][..]
+            } else {
+                &analysis.retained_count[rows.clone()]
+            };
+            writer
+                .write_analysis(&AnalysisColumns {
+                    dominator: &analysis.idom[rows.clone()],
+                    retained_size: &retained_size,
+                    distance: &analysis.distance[rows],
+                    retained_count,
+                })
+                .map_err(write_error)?;
+        }
         if let Some(totals) = &analysis.type_totals {
             // Strings are written in id order, so an id is its string's index in the file.
             let type_name: Vec<u32> = totals.types.iter().map(|id| id.to_raw()).collect();

@@ -1,12 +1,12 @@
 //! The in-memory reader's bulk columns (nodes, edges, analysis): each decoded by its own rayon
-//! task straight into a vector of its final size, the earliest error reported as a streamed read
-//! would.
+//! task straight into its final form (a vector of its final size, or the model's compact
+//! column, without a wide copy between), the earliest error reported as a streamed read would.
 
 use super::{Columns, FileStrings, Release};
 use crate::ImportError;
 use crate::hgd::malformed;
-use heapgraph_format::{self as format, Chunk, decode_column};
-use heapgraph_model::EdgeKind;
+use heapgraph_format::{self as format, Chunk, column_len, decode_column};
+use heapgraph_model::{EdgeKind, EdgeNames, EdgeOffsets, PackedU64, U64Column};
 
 /// Where an error was found, to report the earliest of several; unplaced errors sort last.
 pub(super) fn error_offset(err: &ImportError) -> u64 {
@@ -57,19 +57,19 @@ pub(super) fn file_strings_of(
 /// The bulk columns of a file (nodes, edges, analysis), decoded one column per task.
 #[derive(Default)]
 pub(super) struct BulkColumns {
-    object_id: Vec<u64>,
+    object_id: PackedU64,
     node_kind: Vec<u8>,
     node_type: Vec<u32>,
     node_name: Vec<u32>,
-    shallow_size: Vec<u64>,
+    shallow_size: PackedU64,
     refcount: Vec<u32>,
-    first_edge: Vec<u64>,
+    first_edge: EdgeOffsets,
     edge_to: Vec<u32>,
     edge_to_object: Vec<u64>,
     edge_kind: Vec<EdgeKind>,
-    edge_name: Vec<u32>,
+    edge_name: EdgeNames,
     dominator: Vec<u32>,
-    retained_size: Vec<u64>,
+    retained_size: U64Column,
     distance: Vec<u32>,
     retained_count: Vec<u32>,
     retained_count_missing: bool,
@@ -133,17 +133,41 @@ impl BulkColumns {
                     });
                 }};
             }
-            spawn_column!(nodes, object_id, object_id);
+            macro_rules! spawn_compact {
+                ($chunks:expr, $out:expr, $field:ident, $width:ty, $new:expr) => {{
+                    let chunks = &$chunks;
+                    let out = $out;
+                    scope.spawn(move |_| {
+                        report(compact_column::<_, $width, _>(
+                            chunks,
+                            out,
+                            |chunk| chunk.$field,
+                            $new,
+                            release,
+                        ))
+                    });
+                }};
+            }
+            // Object ids are packed in steps of the alignment they all share, which a first
+            // look at the mapped bytes finds.
+            spawn_compact!(nodes, object_id, object_id, u64, |chunks| {
+                PackedU64::with_shift(
+                    0,
+                    PackedU64::alignment(chunks.iter().flat_map(|blob| le_values::<u64>(blob))),
+                )
+            });
             spawn_column!(nodes, node_kind, kind);
             spawn_column!(nodes, node_type, type_name);
             spawn_column!(nodes, node_name, name);
-            spawn_column!(nodes, shallow_size, shallow_size);
+            spawn_compact!(nodes, shallow_size, shallow_size, u64, |_| PackedU64::new());
             spawn_column!(nodes, refcount, refcount);
             spawn_column!(edges, edge_to, to);
             spawn_column!(edges, edge_to_object, to_object);
-            spawn_column!(edges, edge_name, name);
+            spawn_compact!(edges, edge_name, name, u32, |_| EdgeNames::new());
             spawn_column!(analysis, dominator, dominator);
-            spawn_column!(analysis, retained_size, retained_size);
+            spawn_compact!(analysis, retained_size, retained_size, u64, |_| {
+                U64Column::new()
+            });
             spawn_column!(analysis, distance, distance);
             spawn_column!(analysis, retained_count, retained_count);
             *retained_count_missing = analysis
@@ -163,7 +187,8 @@ impl BulkColumns {
             .map_or(Ok(out), Err)
     }
 
-    /// Moves the columns into `columns`, which holds none of them yet.
+    /// Moves the graph's columns (nodes and edges) into `columns`, which holds none of them
+    /// yet.
     pub(super) fn move_into(self, columns: &mut Columns) {
         columns.object_id = self.object_id;
         columns.node_kind = self.node_kind;
@@ -171,11 +196,15 @@ impl BulkColumns {
         columns.node_name = self.node_name;
         columns.shallow_size = self.shallow_size;
         columns.refcount = self.refcount;
-        columns.first_edge = self.first_edge;
+        columns.first_edges = self.first_edge;
         columns.edge_to = self.edge_to;
         columns.edge_to_object = self.edge_to_object;
         columns.edge_kind = self.edge_kind;
-        columns.edge_name = self.edge_name;
+        columns.edge_names = self.edge_name;
+    }
+
+    /// Moves the analysis's columns into `columns`, which holds none of them yet.
+    pub(super) fn move_analysis_into(self, columns: &mut Columns) {
         columns.dominator = self.dominator;
         columns.retained_size = self.retained_size;
         columns.distance = self.distance;
@@ -220,26 +249,111 @@ fn concat_column<'a, C: 'a, T: format::LeInt>(
     Ok(())
 }
 
+/// A column that can be built by pushing values one at a time (the model's compact columns).
+trait Compact<T> {
+    fn reserve_exact(&mut self, additional: usize);
+    fn push(&mut self, value: T);
+}
+
+macro_rules! compact {
+    ($($column:ty: $value:ty),*) => {$(
+        impl Compact<$value> for $column {
+            fn reserve_exact(&mut self, additional: usize) {
+                <$column>::reserve_exact(self, additional);
+            }
+            fn push(&mut self, value: $value) {
+                <$column>::push(self, value);
+            }
+        }
+    )*};
+}
+
+compact!(PackedU64: u64, EdgeNames: u32, U64Column: u64);
+
+/// A little-endian integer of a column blob.
+trait Le: format::LeInt {
+    fn from_le(bytes: &[u8]) -> Self;
+}
+
+impl Le for u64 {
+    fn from_le(bytes: &[u8]) -> Self {
+        u64::from_le_bytes(bytes.try_into().unwrap_or_default())
+    }
+}
+
+impl Le for u32 {
+    fn from_le(bytes: &[u8]) -> Self {
+        u32::from_le_bytes(bytes.try_into().unwrap_or_default())
+    }
+}
+
+/// The values of a column blob (a ragged end, refused beforehand, ignored).
+fn le_values<T: Le>(blob: &[u8]) -> impl Iterator<Item = T> {
+    blob.chunks_exact(T::WIDTH).map(T::from_le)
+}
+
+/// Pushes the column that `blob` picks from each chunk into a compact column that `new` makes
+/// (it may look at all the blobs first), with no wide copy between.
+fn compact_column<'a, C: 'a, T: Le, Out: Compact<T>>(
+    chunks: &[Located<&C>],
+    out: &mut Out,
+    blob: impl Fn(&C) -> &'a [u8],
+    new: impl FnOnce(&[&'a [u8]]) -> Out,
+    release: Release<'_>,
+) -> Result<(), ImportError> {
+    for located in chunks {
+        column_len::<T>(blob(located.chunk)).map_err(|err| located.error(err))?;
+    }
+    let blobs: Vec<&'a [u8]> = chunks.iter().map(|located| blob(located.chunk)).collect();
+    *out = new(&blobs);
+    out.reserve_exact(blobs.iter().map(|blob| blob.len() / T::WIDTH).sum());
+    for blob in blobs {
+        le_values::<T>(blob).for_each(|value| out.push(value));
+        release(blob);
+    }
+    Ok(())
+}
+
+/// Checks that every column blob of the analysis chunks holds whole values, as decoding them
+/// would, so that their errors are reported in file order beside the graph's before the
+/// analysis is decoded (after the graph is built).
+pub(super) fn check_columns(chunks: &[Located<Chunk<'_>>]) -> Result<(), ImportError> {
+    for located in chunks {
+        if let Chunk::Analysis(chunk) = &located.chunk {
+            let checks = [
+                column_len::<u32>(chunk.dominator).map(|_| ()),
+                column_len::<u64>(chunk.retained_size).map(|_| ()),
+                column_len::<u32>(chunk.distance).map(|_| ()),
+                column_len::<u32>(chunk.retained_count).map(|_| ()),
+            ];
+            for check in checks {
+                check.map_err(|err| located.error(err))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The CSR offsets from the nodes chunks' edge counts (`out` is empty): 0, then the running
 /// sums.
 fn prefix_sums_of_edge_counts(
     chunks: &[Located<&format::NodesChunk<'_>>],
-    out: &mut Vec<u64>,
+    out: &mut EdgeOffsets,
     release: Release<'_>,
 ) -> Result<(), ImportError> {
     let total: usize = chunks
         .iter()
         .map(|located| located.chunk.edge_count.len() / 4)
         .sum();
-    out.reserve_exact(total + 1);
+    *out = EdgeOffsets::with_capacity(total + 1);
     out.push(0);
     let mut running = 0u64;
     for located in chunks {
         let (edge_counts, _) = located.chunk.edge_count.as_chunks::<4>();
-        out.extend(edge_counts.iter().map(|count| {
+        for count in edge_counts {
             running += u64::from(u32::from_le_bytes(*count));
-            running
-        }));
+            out.push(running);
+        }
         release(located.chunk.edge_count);
     }
     Ok(())

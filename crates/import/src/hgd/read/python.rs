@@ -75,7 +75,7 @@ impl Columns {
         let mut index: rustc_hash::FxHashMap<u64, u32> = rustc_hash::FxHashMap::default();
         index.reserve(self.object_id.len());
         let mut repeated = 0u64;
-        for (node, &object_id) in self.object_id.iter().enumerate() {
+        for (node, object_id) in self.object_id.iter().enumerate() {
             // An object listed twice (a collection untracked it between the listing and the
             // walk): edges go to its first node.
             if let std::collections::hash_map::Entry::Vacant(slot) = index.entry(object_id) {
