@@ -7,8 +7,8 @@
 //! are one, with a count. This is objgraph's `find_backref_chain(obj, is_proper_module)`
 //! generalised: when a module reaches the object, its chain is among the answer.
 
-use crate::{Analysis, NO_DISTANCE};
 use crate::paths::{Chain, distances_entering, shortest_chains, shortest_chains_entering_with};
+use crate::{Analysis, NO_DISTANCE};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId, Runtime};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -182,7 +182,9 @@ pub(crate) fn ranked_chains_with(
             target,
             k,
             &|edge| is_named_root_edge(graph, edge) == named,
-            lookup.as_ref().map(|lookup| lookup as &dyn Fn(usize) -> u32),
+            lookup
+                .as_ref()
+                .map(|lookup| lookup as &dyn Fn(usize) -> u32),
         )
     };
     if k == 1 {

@@ -10,9 +10,9 @@
 //! first page of a million-long list costs one pass over it and no list-sized buffer.
 
 use crate::histogram::DominatorChildren;
-use crate::{Analysis, ChainOrder, HoldersView};
 use crate::queries::{edge_text, object_view};
 use crate::view::{DominatorTreeNode, ObjectView};
+use crate::{Analysis, ChainOrder, HoldersView};
 use heapgraph_model::{HeapGraph, NodeId};
 use rayon::slice::ParallelSliceMut;
 use std::cmp::Reverse;
@@ -598,7 +598,9 @@ mod tests {
                         notation.push_str(&format!("; root -> {root}"));
                     }
                     for (from, to) in entries {
-                        let from = ROOTS.get(from).map_or_else(|| name(from - ROOTS.len()), |r| (*r).to_owned());
+                        let from = ROOTS
+                            .get(from)
+                            .map_or_else(|| name(from - ROOTS.len()), |r| (*r).to_owned());
                         notation.push_str(&format!("; {from} -> {}: {}", name(to), to + 1));
                     }
                     for (from, to, kind) in pairs {

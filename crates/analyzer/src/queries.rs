@@ -254,7 +254,14 @@ pub fn who_holds(
     n_paths: usize,
     order: ChainOrder,
 ) -> HoldersView {
-    who_holds_with(graph, analysis, target, n_paths, order, analysis.chains.get())
+    who_holds_with(
+        graph,
+        analysis,
+        target,
+        n_paths,
+        order,
+        analysis.chains.get(),
+    )
 }
 
 /// [`who_holds`] with the analysis's [`ChainIndex`] for the strong chains, built on the first
