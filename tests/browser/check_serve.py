@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Walks heapgraph serve's explorer in headless Chromium through chromedriver (WebDriver,
 standard library only), as a user would: the printed URL, Types, a type's instances, an object,
-its chains from the roots, three levels of the dominator tree opened with the keyboard, then
-back through the history.
+its chains from the roots and the merged paths of its type, three levels of the dominator tree
+opened with the keyboard, back through the history, the duplicate strings, and the types printed
+(print media: no navigation, every row laid out; then Chromium's print to PDF).
 
 Usage: python3 tests/browser/check_serve.py SCREENSHOT_DIR URL TYPE
 
@@ -110,6 +111,9 @@ def main():
         fields = driver.run("return Array.from(document.querySelectorAll('main table')[0].querySelectorAll('tbody tr')).map(r => r.textContent)")
         assert any("next" in f for f in fields), "no field `next`: %s" % fields
         facts["object"] = driver.run("return location.hash")
+        # The merged paths of its type arrive after the page: a tree ending at the instances.
+        wait(driver, "return document.querySelector('.merged-row.target')", "the merged paths of the type", timeout=60)
+        facts["merged_rows"] = driver.run("return document.querySelectorAll('.merged-row').length")
         facts["shots"].append(shot(driver, shots, "serve-4-object-chains"))
         no_console_errors(driver, "object")
 
@@ -136,6 +140,41 @@ def main():
         wait(driver, "return location.hash.startsWith('#/type/') && document.querySelector('main tbody tr')", "back to the instances")
         facts["shots"].append(shot(driver, shots, "serve-6-back"))
         no_console_errors(driver, "back")
+
+        # Duplicate strings.
+        driver.run("location.hash = '#/strings'")
+        wait(driver, "return document.querySelector('main h1') && "
+             "document.querySelector('main h1').textContent === 'Duplicate strings' && "
+             "document.querySelector('main tbody tr')", "the duplicate strings")
+        facts["string_rows"] = driver.run("return document.querySelectorAll('main tbody tr').length")
+        facts["shots"].append(shot(driver, shots, "serve-7-strings"))
+        no_console_errors(driver, "strings")
+
+        # Printed: the types table in print media has no navigation, and every row is there
+        # and laid out (none clipped to nothing); then Chromium's own print to PDF.
+        driver.run("location.hash = '#/types'")
+        wait(driver, "return document.querySelectorAll('main tbody tr').length > 10", "the types")
+        on_screen = driver.run("return document.querySelectorAll('main tbody tr').length")
+        driver.session_call("POST", "/goog/cdp/execute", {
+            "cmd": "Emulation.setEmulatedMedia", "params": {"media": "print"}})
+        assert driver.run("return matchMedia('print').matches"), "print media not emulated"
+        hidden = driver.run("return ['nav', '.controls', 'input[type=search]'].map(s => document.querySelector(s))"
+                            ".filter(e => e).every(e => getComputedStyle(e).display === 'none')")
+        assert hidden, "the navigation shows in print"
+        laid_out = driver.run("return Array.from(document.querySelectorAll('main tbody tr'))"
+                              ".filter(r => r.getBoundingClientRect().height > 0).length")
+        assert laid_out == on_screen, "print shows %d of %d rows" % (laid_out, on_screen)
+        clipped = driver.run("return Array.from(document.querySelectorAll('main table, main td'))"
+                             ".filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow !== 'visible').length")
+        assert clipped == 0, "%d table cells clipped in print" % clipped
+        facts["print_rows"] = laid_out
+        facts["shots"].append(shot(driver, shots, "serve-8-print-media"))
+        driver.session_call("POST", "/goog/cdp/execute", {
+            "cmd": "Emulation.setEmulatedMedia", "params": {"media": ""}})
+        pdf = base64.b64decode(driver.session_call("POST", "/print", {"background": False}))
+        assert pdf.startswith(b"%PDF") and len(pdf) > 1000, "no PDF printed"
+        with open(os.path.join(shots, "serve-types.pdf"), "wb") as out:
+            out.write(pdf)
 
         # A pasted link opens its view in a fresh tab of the same session.
         driver.session_call("POST", "/url", {"url": origin + "/" + facts["object"]})

@@ -19,9 +19,15 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(args: &[&str]) -> Server {
+        Server::start_with(args, &[])
+    }
+
+    /// `start`, with these variables in the server's environment.
+    pub(crate) fn start_with(args: &[&str], env: &[(&str, std::ffi::OsString)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_heapgraph"))
             .arg("serve")
             .args(args)
+            .envs(env.iter().map(|(name, value)| (name, value)))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -431,6 +437,66 @@ fn serve_explores_the_planted_sessions_as_the_jvm_counted_them() {
     }
 }
 
+/// The merged paths of a type and the duplicate strings, against what the fixture's program
+/// planted and the JVM counted: every Session hangs from SessionCache.INSTANCE's `sessions`,
+/// and the planted duplicate strings (expected.json) lead the list with their copies.
+#[test]
+fn serve_merges_a_types_paths_and_lists_duplicate_strings() {
+    let server = Server::start(&[&java()]);
+    let (sessions, _) = histogram("com.example.Session");
+    let paths = server.json("/api/v1/paths?type=com.example.Session");
+    assert_eq!(paths["schema"], "heapgraph.paths/1");
+    assert_eq!(paths["targets"].as_u64(), Some(sessions));
+    assert_eq!(paths["reached"].as_u64(), Some(sessions));
+    let nodes = paths["nodes"].as_array().expect("nodes");
+    let holder = nodes
+        .iter()
+        .find(|node| node["edge"] == "sessions")
+        .unwrap_or_else(|| panic!("no `sessions` on the merged tree: {paths}"));
+    assert_eq!(holder["targets"].as_u64(), Some(sessions), "{holder}");
+    assert!(nodes.iter().any(|node| node["is_target"] == true));
+    let by_id = server.json("/api/v1/instances?type=com.example.Session&limit=2");
+    let ids: Vec<String> = by_id["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|object| object["id"].to_string())
+        .collect();
+    let two = server.json(&format!("/api/v1/paths?ids={}", ids.join(",")));
+    assert_eq!(two["targets"].as_u64(), Some(2));
+    for bad in [
+        "/api/v1/paths",
+        "/api/v1/paths?type=NoSuchType",
+        "/api/v1/paths?ids=x",
+    ] {
+        let reply = server.get(bad);
+        assert!(
+            (400..500).contains(&reply.status),
+            "{bad}: {}",
+            reply.status
+        );
+        assert!(
+            reply.body.contains("heapgraph.error/1"),
+            "{bad}: {}",
+            reply.body
+        );
+    }
+
+    let text = std::fs::read_to_string(fixture("java/expected.json")).expect("expected.json");
+    let expected: Value = serde_json::from_str(&text).expect("JSON");
+    let planted = &expected["planted"]["duplicate_strings"];
+    let strings = server.json("/api/v1/strings?duplicates=1");
+    assert_eq!(strings["schema"], "heapgraph.strings/1");
+    let values = strings["values"].as_array().expect("values");
+    for (row, coder) in values.iter().zip(["latin1", "utf16"]) {
+        assert_eq!(row["value"], planted[coder]["content"]);
+        assert_eq!(row["count"], planted[coder]["count"]);
+    }
+    assert!(values.iter().all(|row| row["count"].as_u64() > Some(1)));
+    assert_eq!(server.get("/api/v1/strings?duplicates=maybe").status, 400);
+    assert_eq!(server.get("/api/v1/strings?limit=0").status, 400);
+}
+
 /// 50 clients at once for `seconds`, each asking for a mix of views and checking every answer
 /// against the one the server gave alone; `benches/serve_load.sh` runs it for 30 s.
 pub(crate) fn load_test(server: &Server, seconds: u64) -> u64 {
@@ -539,6 +605,41 @@ fn serve_refuses_what_is_not_a_heap_dump() {
         output.stdout.is_empty(),
         "no URL for a file it cannot serve"
     );
+}
+
+/// `--open` hands the printed URL, token and all, to the desktop's opener: a fake `xdg-open`
+/// first on PATH records the argument it was given.
+#[test]
+#[cfg(target_os = "linux")]
+fn serve_open_hands_the_url_with_its_token_to_the_browser() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = crate::support::temp_dir("serve-open");
+    let record = dir.join("opened");
+    let fake = dir.join("xdg-open");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{0}.part' && mv '{0}.part' '{0}'\n",
+            record.display()
+        ),
+    )
+    .expect("write the fake opener");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut path = std::ffi::OsString::from(&dir);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let server = Server::start_with(&[&java(), "--open"], &[("PATH", path)]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !record.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let opened = std::fs::read_to_string(&record).expect("--open ran the opener");
+    assert_eq!(
+        opened,
+        format!("http://127.0.0.1:{}/?token={}", server.port, server.token)
+    );
+    // The URL it was given opens the explorer.
+    assert_eq!(server.get("/").status, 200);
 }
 
 /// The explorer in Chromium, as a user walks it (tests/browser/check_serve.py): the printed

@@ -7,8 +7,8 @@
 //! are one, with a count. This is objgraph's `find_backref_chain(obj, is_proper_module)`
 //! generalised: when a module reaches the object, its chain is among the answer.
 
-use crate::Analysis;
-use crate::paths::{Chain, shortest_chains, shortest_chains_entering};
+use crate::paths::{Chain, distances_entering, shortest_chains, shortest_chains_entering_with};
+use crate::{Analysis, NO_DISTANCE};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId, Runtime};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -67,13 +67,97 @@ pub(crate) fn is_named_root_edge(graph: &HeapGraph, edge: usize) -> bool {
 /// Candidate chains looked through for each kind of root, per chain asked for.
 const CANDIDATES_PER_CHAIN: usize = 4;
 
-/// At most `k` chains from the root to `target`, in `order`.
+/// The breadth-first distances the chains of [`ChainOrder::Explain`] are searched by, from the
+/// named roots and from the others, computed once: each `who-holds` search then costs the
+/// chains it walks instead of two passes over the whole graph (the explorer asks for the
+/// holders of one object after another).
+pub struct ChainIndex {
+    named: CompactDistances,
+    anonymous: CompactDistances,
+}
+
+impl ChainIndex {
+    /// Both distance columns, one after the other (so that one full-width column and one
+    /// search's queue are held at a time beside the compact ones).
+    ///
+    /// Complexity: two breadth-first searches, O(V + E) time each; about 4 bytes per node kept.
+    pub fn new(graph: &HeapGraph, analysis: &Analysis) -> ChainIndex {
+        let rule = &analysis.edge_rule;
+        let named = CompactDistances::new(distances_entering(graph, rule, &|edge| {
+            is_named_root_edge(graph, edge)
+        }));
+        let anonymous = CompactDistances::new(distances_entering(graph, rule, &|edge| {
+            !is_named_root_edge(graph, edge)
+        }));
+        ChainIndex { named, anonymous }
+    }
+}
+
+/// Breadth-first distances in 2 bytes each: heap chains are short, and the few distances
+/// past [`FAR`] (a long linked list's tail) are kept in a map.
+struct CompactDistances {
+    near: Vec<u16>,
+    far: FxHashMap<u32, u32>,
+}
+
+/// In [`CompactDistances::near`]: the search did not reach the node.
+const UNREACHED: u16 = u16::MAX;
+/// In [`CompactDistances::near`]: the distance is in the map.
+const FAR: u16 = u16::MAX - 1;
+
+impl CompactDistances {
+    fn new(distances: Vec<u32>) -> CompactDistances {
+        let mut far = FxHashMap::default();
+        let near = distances
+            .iter()
+            .enumerate()
+            .map(|(node, &distance)| {
+                if distance == NO_DISTANCE {
+                    UNREACHED
+                } else if let Ok(near) = u16::try_from(distance)
+                    && near < FAR
+                {
+                    near
+                } else {
+                    far.insert(node as u32, distance);
+                    FAR
+                }
+            })
+            .collect();
+        CompactDistances { near, far }
+    }
+
+    #[inline]
+    fn get(&self, node: usize) -> u32 {
+        match self.near[node] {
+            UNREACHED => NO_DISTANCE,
+            FAR => self.far.get(&(node as u32)).copied().unwrap_or(NO_DISTANCE),
+            near => u32::from(near),
+        }
+    }
+}
+
+/// At most `k` chains from the root to `target`, in `order`; searched by the analysis's
+/// [`ChainIndex`] when it was built ([`Analysis::chain_index`]), else by distances computed
+/// for this search alone (the same chains).
 pub(crate) fn ranked_chains(
     graph: &HeapGraph,
     analysis: &Analysis,
     target: NodeId,
     k: usize,
     order: ChainOrder,
+) -> Vec<RankedChain> {
+    ranked_chains_with(graph, analysis, target, k, order, analysis.chains.get())
+}
+
+/// [`ranked_chains`], with the distances of `index` when given.
+pub(crate) fn ranked_chains_with(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    target: NodeId,
+    k: usize,
+    order: ChainOrder,
+    index: Option<&ChainIndex>,
 ) -> Vec<RankedChain> {
     let rule = &analysis.edge_rule;
     if order == ChainOrder::Shortest {
@@ -82,16 +166,33 @@ pub(crate) fn ranked_chains(
             .map(|chain| RankedChain { chain, count: 1 })
             .collect();
     }
+    // Up to `k` shortest chains entering through the named roots, or through the others.
+    let search = |k: usize, named: bool| {
+        let column = index.map(|index| {
+            if named {
+                &index.named
+            } else {
+                &index.anonymous
+            }
+        });
+        let lookup = column.map(|column| move |node: usize| column.get(node));
+        shortest_chains_entering_with(
+            graph,
+            rule,
+            target,
+            k,
+            &|edge| is_named_root_edge(graph, edge) == named,
+            lookup
+                .as_ref()
+                .map(|lookup| lookup as &dyn Fn(usize) -> u32),
+        )
+    };
     if k == 1 {
         // The first chain is the shortest from a named root, or else from any: one search
         // each, not the candidates' enumeration (suspects and findings ask for one per object).
-        let named = shortest_chains_entering(graph, rule, target, 1, &|edge| {
-            is_named_root_edge(graph, edge)
-        });
+        let named = search(1, true);
         let chains = if named.is_empty() {
-            shortest_chains_entering(graph, rule, target, 1, &|edge| {
-                !is_named_root_edge(graph, edge)
-            })
+            search(1, false)
         } else {
             named
         };
@@ -101,12 +202,8 @@ pub(crate) fn ranked_chains(
             .collect();
     }
     let candidates = (k * CANDIDATES_PER_CHAIN).max(16);
-    let named = shortest_chains_entering(graph, rule, target, candidates, &|edge| {
-        is_named_root_edge(graph, edge)
-    });
-    let anonymous = shortest_chains_entering(graph, rule, target, candidates, &|edge| {
-        !is_named_root_edge(graph, edge)
-    });
+    let named = search(candidates, true);
+    let anonymous = search(candidates, false);
     let mut roots: FxHashSet<Option<NodeId>> = FxHashSet::default();
     let mut by_text: FxHashMap<String, usize> = FxHashMap::default();
     let mut ranked: Vec<RankedChain> = Vec::new();
@@ -154,6 +251,16 @@ mod tests {
     use super::*;
     use crate::{EdgeRule, Options, analyze};
     use heapgraph_test_support::graph;
+
+    #[test]
+    fn compact_distances_give_back_every_distance() {
+        let distances = vec![0, 5, 65_533, 65_534, 65_535, 1_000_000, NO_DISTANCE];
+        let compact = CompactDistances::new(distances.clone());
+        for (node, &distance) in distances.iter().enumerate() {
+            assert_eq!(compact.get(node), distance, "node {node}");
+        }
+        assert_eq!(compact.far.len(), 3, "the three past 2 bytes' range");
+    }
 
     #[test]
     fn a_chain_from_a_named_root_comes_before_a_shorter_anonymous_one() {

@@ -2,19 +2,22 @@
 //! references out and in, the instances of a type biggest first, and the dominator tree one
 //! level at a time, each page cut from lists of any length.
 //!
-//! An [`Explorer`] holds the indexes that make each step cheap, built once per dump: the
-//! dominator tree's child lists and, unless the dump's object ids already rise with the node
-//! index, the nodes in id order. Every page is chosen with a bounded heap, so that the first
-//! page of a million-long list costs one pass over it and no list-sized buffer.
+//! An [`Explorer`] holds the indexes that make each step cheap, each built once per dump on
+//! first use: the dominator tree's child lists; the nodes in id order, unless the dump's object
+//! ids already rise with the node index; the objects in order of type and size, so that a page
+//! of instances is a slice; and the distances the holder chains are searched by
+//! ([`crate::ChainIndex`]). A page of a node's children is chosen with a bounded heap, so that the
+//! first page of a million-long list costs one pass over it and no list-sized buffer.
 
-use crate::Analysis;
 use crate::histogram::DominatorChildren;
 use crate::queries::{edge_text, object_view};
 use crate::view::{DominatorTreeNode, ObjectView};
+use crate::{Analysis, ChainOrder, HoldersView};
 use heapgraph_model::{HeapGraph, NodeId};
 use rayon::slice::ParallelSliceMut;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::OnceLock;
 
 /// Which part of a list to show: `limit` items from position `offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,46 +92,75 @@ enum IdIndex {
     Sorted(Vec<u32>),
 }
 
-/// The indexes behind the paged views of one graph and its analysis.
+/// The indexes behind the paged views of one graph and its analysis, each built on first use
+/// (or all at once by [`Explorer::warm`], on a thread of its own while the first pages are
+/// already answered): a view waits only for the index it reads.
+#[derive(Default)]
 pub struct Explorer {
-    children: DominatorChildren,
-    ids: IdIndex,
+    children: OnceLock<DominatorChildren>,
+    ids: OnceLock<IdIndex>,
+    /// The real objects in order of (type, retained size largest first, shallow size largest
+    /// first, node index): a type's instances are one run of it, already in page order.
+    by_type: OnceLock<Vec<u32>>,
 }
 
 impl Explorer {
-    /// Builds the indexes, and everything the views read that is otherwise computed on first
+    /// An explorer with no index built yet.
+    pub fn new() -> Explorer {
+        Explorer::default()
+    }
+
+    /// Builds every index, and everything the views read that is otherwise computed on first
     /// use (the reverse edges, the distances, the per-type totals), so that no page is slow
     /// because it came first.
     ///
-    /// Complexity: O(V log V) time when the ids are not in node order (a sort), else O(V + E);
-    /// auxiliary space about a byte per reachable node for the child lists, plus 4 bytes per
-    /// node for the id order when it is needed.
-    pub fn new(graph: &HeapGraph, analysis: &Analysis) -> Explorer {
-        let (children, ids) = rayon::join(
-            || DominatorChildren::build(graph, &analysis.dominators),
-            || id_index(graph),
-        );
+    /// Complexity: O(V log V + E) time (the sorts by id and by type, the searches of
+    /// [`crate::ChainIndex`]); auxiliary space about a byte per reachable node for the child lists,
+    /// 4 bytes per object for the type order, 8 per node for the chain distances, plus 4 bytes
+    /// per node for the id order when it is needed.
+    pub fn warm(&self, graph: &HeapGraph, analysis: &Analysis) {
         rayon::join(
             || {
-                graph.reverse();
+                rayon::join(
+                    || self.tree_children(graph, analysis),
+                    || self.id_index(graph),
+                );
+                rayon::join(|| self.type_order(graph, analysis), || graph.reverse());
             },
             || {
                 rayon::join(
-                    || analysis.distances(graph).len(),
-                    || analysis.type_totals(graph).types.len(),
+                    || analysis.chain_index(graph),
+                    || {
+                        rayon::join(
+                            || analysis.distances(graph).len(),
+                            || analysis.type_totals(graph).types.len(),
+                        )
+                    },
                 )
             },
         );
-        Explorer { children, ids }
+    }
+
+    fn tree_children(&self, graph: &HeapGraph, analysis: &Analysis) -> &DominatorChildren {
+        self.children
+            .get_or_init(|| DominatorChildren::build(graph, &analysis.dominators))
+    }
+
+    fn id_index(&self, graph: &HeapGraph) -> &IdIndex {
+        self.ids.get_or_init(|| id_index(graph))
+    }
+
+    fn type_order(&self, graph: &HeapGraph, analysis: &Analysis) -> &[u32] {
+        self.by_type.get_or_init(|| type_order(graph, analysis))
     }
 
     /// The first node (in node order) whose runtime object id is `object_id`.
     ///
-    /// Complexity: O(log V).
+    /// Complexity: O(log V) once the id index is built.
     pub fn find(&self, graph: &HeapGraph, object_id: u64) -> Option<NodeId> {
         let ids = &graph.parts().node_object_id;
         let n_nodes = graph.node_count();
-        let position = match &self.ids {
+        let position = match self.id_index(graph) {
             IdIndex::Ascending => {
                 let at = partition(n_nodes, |i| ids.get(i) < object_id);
                 (at < n_nodes && ids.get(at) == object_id).then_some(at)
@@ -145,7 +177,7 @@ impl Explorer {
     /// The instances of `type_name` (real objects), largest retained size first, then largest
     /// shallow size, then node order; `None` when no string of the dump is that name.
     ///
-    /// Complexity: O(V log(offset + limit)) time, O(offset + limit) space.
+    /// Complexity: O(log V + limit) once the type order is built.
     pub fn instances(
         &self,
         graph: &HeapGraph,
@@ -154,34 +186,36 @@ impl Explorer {
         page: Page,
     ) -> Option<InstancesView> {
         let type_id = graph.strings().find(type_name)?;
-        let parts = graph.parts();
-        let tree = &analysis.dominators;
-        let mut total = 0u64;
-        let keys = graph
-            .nodes()
-            .filter(|&node| parts.node_type.get(node.index()) == type_id)
-            .filter(|&node| !graph.is_synthetic(node))
-            .map(|node| {
-                total += 1;
-                let index = node.index();
-                let retained = if tree.reachable[index] {
-                    tree.retained_size.get(index)
-                } else {
-                    0
-                };
-                let shallow = parts.node_shallow_size.get(index);
-                ((Reverse(retained), Reverse(shallow), node.to_raw()), node)
-            });
-        let chosen = smallest(keys, page);
+        let types = &graph.parts().node_type;
+        let order = self.type_order(graph, analysis);
+        let start = partition(order.len(), |i| types.get(order[i] as usize) < type_id);
+        let end = partition(order.len(), |i| types.get(order[i] as usize) <= type_id);
+        let run = &order[start..end];
         Some(InstancesView {
             type_name: type_name.to_owned(),
-            total,
+            total: run.len() as u64,
             offset: page.offset,
-            objects: chosen
-                .into_iter()
+            objects: run
+                .iter()
+                .skip(page.offset)
+                .take(page.limit)
+                .filter_map(|&node| graph.node(node as usize))
                 .map(|node| object_view(graph, analysis, node))
                 .collect(),
         })
+    }
+
+    /// [`crate::who_holds`] of `target`, from the analysis's chain index (built on first use):
+    /// the same answer, in the time of the chains it walks.
+    pub fn holders(
+        &self,
+        graph: &HeapGraph,
+        analysis: &Analysis,
+        target: NodeId,
+        n_paths: usize,
+        order: ChainOrder,
+    ) -> HoldersView {
+        crate::who_holds_indexed(graph, analysis, target, n_paths, order)
     }
 
     /// The references out of `node`, in the dump's order.
@@ -270,7 +304,7 @@ impl Explorer {
             up = parent;
         }
         let mut total = 0u64;
-        let keys = self.kids(node).map(|kid| {
+        let keys = self.kids(graph, analysis, node).map(|kid| {
             total += 1;
             let key = (Reverse(tree.retained_size.get(kid as usize)), kid);
             (key, kid)
@@ -283,7 +317,7 @@ impl Explorer {
                 object: object_view(graph, analysis, kid),
                 depth: depth + 1,
                 share: share_of(kid.index()),
-                hidden_children: self.kids(kid).count() as u64,
+                hidden_children: self.kids(graph, analysis, kid).count() as u64,
             })
             .collect();
         ChildrenView {
@@ -297,8 +331,13 @@ impl Explorer {
     }
 
     /// The dominator-tree children of `node` by index, in index order.
-    fn kids(&self, node: NodeId) -> impl Iterator<Item = u32> + '_ {
-        self.children.of(node.index())
+    fn kids<'a>(
+        &'a self,
+        graph: &HeapGraph,
+        analysis: &Analysis,
+        node: NodeId,
+    ) -> impl Iterator<Item = u32> + 'a {
+        self.tree_children(graph, analysis).of(node.index())
     }
 }
 
@@ -319,6 +358,33 @@ fn id_index(graph: &HeapGraph) -> IdIndex {
     // The index breaks ties, so the first node of an id sorts first (as `find_object` finds).
     order.par_sort_unstable_by_key(|&node| (ids.get(node as usize), node));
     IdIndex::Sorted(order)
+}
+
+/// The real objects in order of (type, retained size largest first, shallow size largest
+/// first, node index); an unreachable object's retained size counts as 0.
+fn type_order(graph: &HeapGraph, analysis: &Analysis) -> Vec<u32> {
+    let parts = graph.parts();
+    let tree = &analysis.dominators;
+    let mut order: Vec<u32> = graph
+        .nodes()
+        .filter(|&node| !graph.is_synthetic(node))
+        .map(NodeId::to_raw)
+        .collect();
+    order.par_sort_unstable_by_key(|&node| {
+        let index = node as usize;
+        let retained = if tree.reachable[index] {
+            tree.retained_size.get(index)
+        } else {
+            0
+        };
+        (
+            parts.node_type.get(index),
+            Reverse(retained),
+            Reverse(parts.node_shallow_size.get(index)),
+            node,
+        )
+    });
+    order
 }
 
 /// The first position in `0..n` where `before` is false (`before` is true, then false).
@@ -402,7 +468,7 @@ mod tests {
              cache -> Item#3: 40; root -> other: 1",
         );
         let analysis = analysed(&graph);
-        let explorer = Explorer::new(&graph, &analysis);
+        let explorer = Explorer::new();
         let names = |offset, limit| {
             let view = explorer
                 .instances(&graph, &analysis, "Item", Page { offset, limit })
@@ -435,7 +501,7 @@ mod tests {
     fn references_and_referrers_are_the_two_ends_of_each_edge() {
         let graph = graph("root -> a: 1; root -> b: 1; a -> c: 1; b -> c; a -w> b");
         let analysis = analysed(&graph);
-        let explorer = Explorer::new(&graph, &analysis);
+        let explorer = Explorer::new();
         let c = explorer.find(&graph, 4).expect("c has id 4");
         assert_eq!(graph.name(c), "c");
         let page = Page {
@@ -475,8 +541,8 @@ mod tests {
     fn find_reads_ids_in_any_order() {
         // The notation numbers ids in node order; reversed ids take the sorted index.
         let mut forward = graph("root -> a; a -> b; b -> c");
-        let explorer = Explorer::new(&forward, &analysed(&forward));
-        assert!(matches!(explorer.ids, IdIndex::Ascending));
+        let explorer = Explorer::new();
+        assert!(matches!(explorer.id_index(&forward), IdIndex::Ascending));
         assert_eq!(explorer.find(&forward, 3).map(NodeId::index), Some(2));
         assert_eq!(explorer.find(&forward, 99), None);
         let parts = forward.parts().clone();
@@ -485,8 +551,8 @@ mod tests {
         parts.node_object_id = reversed.into_iter().collect();
         forward = HeapGraph::from_parts(forward.meta().clone(), forward.strings().clone(), parts)
             .expect("same graph, other ids");
-        let explorer = Explorer::new(&forward, &analysed(&forward));
-        assert!(matches!(explorer.ids, IdIndex::Sorted(_)));
+        let explorer = Explorer::new();
+        assert!(matches!(explorer.id_index(&forward), IdIndex::Sorted(_)));
         for node in forward.nodes() {
             let id = forward.object_id(node);
             assert_eq!(explorer.find(&forward, id), Some(node));
@@ -510,6 +576,64 @@ mod tests {
         })
     }
 
+    /// Random Java-shaped graphs of up to 30 objects held from named roots (a class's static,
+    /// a JNI global) and anonymous ones (a busy monitor, a native stack), with weak references
+    /// among them: the shapes whose chains `who-holds` ranks and merges.
+    fn rooted_graphs() -> impl Strategy<Value = HeapGraph> {
+        const ROOTS: [&str; 4] = [
+            "<busy monitor>",
+            "<native stack>",
+            "<system class>",
+            "<JNI global>",
+        ];
+        (1usize..30).prop_flat_map(|n| {
+            (
+                proptest::collection::vec((0..ROOTS.len() + n, 0..n), 1..n + 4),
+                proptest::collection::vec((0..n, 0..n, 0u8..6), 0..n * 3),
+            )
+                .prop_map(move |(entries, pairs)| {
+                    let name = |i: usize| format!("T{}#{i}", i % 3);
+                    let mut notation = String::from("root -> T0#0");
+                    for root in ROOTS {
+                        notation.push_str(&format!("; root -> {root}"));
+                    }
+                    for (from, to) in entries {
+                        let from = ROOTS
+                            .get(from)
+                            .map_or_else(|| name(from - ROOTS.len()), |r| (*r).to_owned());
+                        notation.push_str(&format!("; {from} -> {}: {}", name(to), to + 1));
+                    }
+                    for (from, to, kind) in pairs {
+                        let arrow = if kind == 0 { "-w>" } else { "->" };
+                        notation.push_str(&format!("; {} {arrow} {}", name(from), name(to)));
+                    }
+                    graph(&notation)
+                })
+        })
+    }
+
+    proptest! {
+        /// The holders from the chain index must be `who_holds`' own answer (the oracle: the
+        /// same search, whose distances are computed afresh for each object) for every object,
+        /// in both orders, for one chain and for several.
+        #[test]
+        fn holders_from_the_chain_index_are_who_holds(graph in rooted_graphs()) {
+            let analysis = analysed(&graph);
+            // The oracle's analysis never builds the index: its chains search afresh.
+            let oracle = analysed(&graph);
+            let explorer = Explorer::new();
+            for node in graph.nodes() {
+                for k in [1, 2, 5] {
+                    for order in [ChainOrder::Explain, ChainOrder::Shortest] {
+                        let expected = crate::who_holds(&graph, &oracle, node, k, order);
+                        let indexed = explorer.holders(&graph, &analysis, node, k, order);
+                        prop_assert_eq!(indexed, expected);
+                    }
+                }
+            }
+        }
+    }
+
     proptest! {
         /// The oracle for the lazy tree is the whole tree that `dominator_tree` prints (its
         /// own explicit-stack walk over the same children): expanding every node level by
@@ -519,7 +643,7 @@ mod tests {
         #[test]
         fn the_tree_paged_level_by_level_is_the_whole_tree(graph in graphs(), limit in 1usize..4) {
             let analysis = analysed(&graph);
-            let explorer = Explorer::new(&graph, &analysis);
+            let explorer = Explorer::new();
             let whole = dominator_tree(&graph, &analysis, u32::MAX, 0.0);
             let mut walked = Vec::new();
             let root = object_view(&graph, &analysis, graph.root());
@@ -566,7 +690,7 @@ mod tests {
         #[test]
         fn instances_paged_are_the_sorted_instances(graph in graphs(), limit in 1usize..5) {
             let analysis = analysed(&graph);
-            let explorer = Explorer::new(&graph, &analysis);
+            let explorer = Explorer::new();
             let tree = &analysis.dominators;
             let mut expected: Vec<_> = graph
                 .nodes()

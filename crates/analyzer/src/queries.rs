@@ -1,7 +1,7 @@
 //! The questions users ask, answered as view structs: summary, top, who holds, dominator tree.
 
 use crate::Analysis;
-use crate::chains::{ChainOrder, RankedChain, ranked_chains};
+use crate::chains::{ChainIndex, ChainOrder, RankedChain, ranked_chains_with};
 use crate::distances::edges_from_root;
 use crate::histogram::DominatorChildren;
 use crate::paths::{Chain, shortest_weak_chains};
@@ -245,13 +245,48 @@ pub fn find_largest_of_type(
 }
 
 /// Who holds `target`: its dominator chain and up to `n_paths` retainer chains in `order`
-/// (by default the chains that explain: see [`ChainOrder`]).
+/// (by default the chains that explain: see [`ChainOrder`]), searched by the analysis's
+/// [`ChainIndex`] if it was built, else by distances computed for this object alone.
 pub fn who_holds(
     graph: &HeapGraph,
     analysis: &Analysis,
     target: NodeId,
     n_paths: usize,
     order: ChainOrder,
+) -> HoldersView {
+    who_holds_with(
+        graph,
+        analysis,
+        target,
+        n_paths,
+        order,
+        analysis.chains.get(),
+    )
+}
+
+/// [`who_holds`] with the analysis's [`ChainIndex`] for the strong chains, built on the first
+/// call: the same answer, without the two whole-graph searches per object that the strong
+/// chains otherwise start with (the chains of weakly held objects are still searched in full).
+/// For a program that asks for the holders of one object after another.
+pub fn who_holds_indexed(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    target: NodeId,
+    n_paths: usize,
+    order: ChainOrder,
+) -> HoldersView {
+    let index = analysis.chain_index(graph);
+    who_holds_with(graph, analysis, target, n_paths, order, Some(index))
+}
+
+/// [`who_holds`], the strong chains searched by `index` when given.
+fn who_holds_with(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    target: NodeId,
+    n_paths: usize,
+    order: ChainOrder,
+    index: Option<&ChainIndex>,
 ) -> HoldersView {
     let tree = &analysis.dominators;
     let mut dominator_chain = Vec::new();
@@ -265,7 +300,7 @@ pub fn who_holds(
     }
     let held_by = analysis.held_by(graph, target);
     let ranked = match held_by {
-        HeldBy::Strong => ranked_chains(graph, analysis, target, n_paths, order),
+        HeldBy::Strong => ranked_chains_with(graph, analysis, target, n_paths, order, index),
         HeldBy::Only(kind) => {
             // As for strong chains: in the explaining order, at most one per root object.
             let mut roots = Vec::new();

@@ -28,18 +28,40 @@ pub(crate) struct Dumped {
     pub(crate) info: DumpInfo,
 }
 
-/// What the handlers share: the dump (and its baseline), read-only, and the answers rendered
-/// at start.
+/// What the handlers share: the dump, read-only, and the answers rendered once.
 pub(crate) struct Served {
     pub(crate) dump: Dumped,
     /// Queries that run at once, one per core: a query's scratch memory (a chain search's is
     /// O(V)) is then held by that many at most, however many clients ask.
     pub(crate) running: tokio::sync::Semaphore,
+    /// Whether `--baseline` was given.
+    pub(crate) has_baseline: bool,
+    /// The baseline, until the comparison is rendered (then dropped: nothing else reads it).
+    pub(crate) baseline: std::sync::Mutex<Option<Dumped>>,
+    pub(crate) rendered: std::sync::OnceLock<Rendered>,
+}
+
+/// The answers that do not depend on the request, rendered once (`super::render`).
+pub(crate) struct Rendered {
     pub(crate) summary: String,
     pub(crate) types: String,
     pub(crate) findings: String,
     /// `heapgraph.diff/1` against `--baseline`, when one was given.
     pub(crate) diff: Option<String>,
+}
+
+impl Served {
+    /// The answers rendered once, rendered now if no thread has yet.
+    pub(crate) fn rendered(&self) -> &Rendered {
+        self.rendered.get_or_init(|| {
+            let baseline = self
+                .baseline
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            super::render(&self.dump, baseline.as_ref())
+        })
+    }
 }
 
 /// An answer: a JSON body with its status.
@@ -194,26 +216,54 @@ pub(crate) fn node(dump: &Dumped, text: &str) -> Result<NodeId, Refusal> {
     })
 }
 
+/// One of the answers rendered once; waits (off the async workers, without a query slot:
+/// rendering takes none) while they are being rendered.
+async fn rendered(
+    served: Arc<Served>,
+    pick: impl FnOnce(&Rendered) -> Response + Send + 'static,
+) -> Response {
+    if let Some(rendered) = served.rendered.get() {
+        return pick(rendered);
+    }
+    match tokio::task::spawn_blocking(move || pick(served.rendered())).await {
+        Ok(response) => response,
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the request failed inside heapgraph; please report it",
+        ),
+    }
+}
+
 pub(crate) async fn summary(State(served): State<Arc<Served>>) -> Response {
-    json_response(StatusCode::OK, served.summary.clone())
+    rendered(served, |r| json_response(StatusCode::OK, r.summary.clone())).await
 }
 
 pub(crate) async fn types(State(served): State<Arc<Served>>) -> Response {
-    json_response(StatusCode::OK, served.types.clone())
+    rendered(served, |r| json_response(StatusCode::OK, r.types.clone())).await
 }
 
 pub(crate) async fn findings(State(served): State<Arc<Served>>) -> Response {
-    json_response(StatusCode::OK, served.findings.clone())
+    rendered(served, |r| {
+        json_response(StatusCode::OK, r.findings.clone())
+    })
+    .await
 }
 
 pub(crate) async fn diff(State(served): State<Arc<Served>>) -> Response {
-    match &served.diff {
+    if !served.has_baseline {
+        return error(
+            StatusCode::NOT_FOUND,
+            "no baseline: start heapgraph serve with --baseline OLD_DUMP to compare",
+        );
+    }
+    rendered(served, |r| match &r.diff {
         Some(diff) => json_response(StatusCode::OK, diff.clone()),
         None => error(
             StatusCode::NOT_FOUND,
             "no baseline: start heapgraph serve with --baseline OLD_DUMP to compare",
         ),
-    }
+    })
+    .await
 }
 
 pub(crate) async fn instances(
@@ -307,7 +357,7 @@ pub(crate) async fn holders(
         let n_paths = count(&pairs, "paths", DEFAULT_CHAINS, (1, MAX_CHAINS))?;
         let dump = &served.dump;
         let node = node(dump, &id)?;
-        let view = heapgraph_analyzer::who_holds(
+        let view = dump.explorer.holders(
             &dump.graph,
             &dump.analysis,
             node,
@@ -315,6 +365,89 @@ pub(crate) async fn holders(
             ChainOrder::Explain,
         );
         Ok(json::holders(&view, &dump.info))
+    })
+    .await
+}
+
+/// Children listed per node of a merged tree when the request does not say (as `paths`), and
+/// the most it may ask.
+pub(crate) const DEFAULT_BRANCHES: usize = crate::args::DEFAULT_ROWS;
+pub(crate) const MAX_BRANCHES: usize = 200;
+
+/// The merged paths from the roots to a set of objects (`heapgraph.paths/1`, as `paths`):
+/// the instances of `type`, or the objects of `ids` (commas between them), or both.
+pub(crate) async fn paths(
+    State(served): State<Arc<Served>>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    answer(served, move |served| {
+        let pairs = parameters(query.as_deref())?;
+        let branches = count(&pairs, "branches", DEFAULT_BRANCHES, (1, MAX_BRANCHES))?;
+        let type_name = parameter(&pairs, "type").map(str::to_owned);
+        let ids: Vec<String> = parameter(&pairs, "ids")
+            .map(|ids| {
+                ids.split(',')
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if type_name.is_none() && ids.is_empty() {
+            return Err(Refusal::bad(
+                "say which objects: paths?type=NAME or paths?ids=ID,ID".into(),
+            ));
+        }
+        let dump = &served.dump;
+        let chosen = crate::args::TargetArgs {
+            type_name,
+            ids,
+            baseline: None,
+            new: false,
+        };
+        let (targets, selection) = crate::holding::targets(
+            &dump.graph,
+            None,
+            &chosen,
+            std::path::Path::new(&dump.info.file),
+        )
+        .map_err(|error| Refusal::missing(format!("{error:#}")))?;
+        let view = heapgraph_analyzer::merged_paths::merged_paths(
+            &dump.graph,
+            &dump.analysis,
+            &targets,
+            branches,
+            ChainOrder::Explain,
+        );
+        Ok(heapgraph_report::holding::paths_json(
+            &view, &dump.info, &selection,
+        ))
+    })
+    .await
+}
+
+/// Strings listed by `strings` when the request does not say, and the most it may ask.
+pub(crate) const DEFAULT_STRINGS: usize = 100;
+pub(crate) const MAX_STRINGS: usize = 1000;
+
+/// The dump's strings by the memory their copies take (`heapgraph.strings/1`, as `strings`);
+/// `duplicates=1` lists only the values held more than once.
+pub(crate) async fn strings(
+    State(served): State<Arc<Served>>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    answer(served, move |served| {
+        let pairs = parameters(query.as_deref())?;
+        let n = count(&pairs, "limit", DEFAULT_STRINGS, (1, MAX_STRINGS))?;
+        let duplicates = match parameter(&pairs, "duplicates") {
+            None | Some("0" | "false") => false,
+            Some("1" | "true" | "") => true,
+            Some(other) => {
+                return Err(Refusal::bad(format!("duplicates={other:?}: give 1 or 0")));
+            }
+        };
+        let dump = &served.dump;
+        let view = heapgraph_analyzer::strings(&dump.graph, duplicates, n);
+        Ok(json::strings(&view, duplicates, &dump.info))
     })
     .await
 }

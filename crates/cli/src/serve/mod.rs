@@ -7,7 +7,7 @@ mod guard;
 
 use crate::args::{ReadArgs, ServeArgs};
 use anyhow::Context;
-use api::{Dumped, Served};
+use api::{Dumped, Rendered, Served};
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -28,7 +28,24 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
     );
     let dump = dump?;
     let baseline = baseline.transpose()?;
-    let served = Arc::new(render(dump, baseline.as_ref()));
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let served = Arc::new(Served {
+        dump,
+        running: tokio::sync::Semaphore::new(cores),
+        has_baseline: baseline.is_some(),
+        baseline: std::sync::Mutex::new(baseline),
+        rendered: std::sync::OnceLock::new(),
+    });
+    // What the views read is built behind the first answers, on a thread of its own: the
+    // chain index first (the suspects' chains read it), then the answers rendered once, then
+    // the explorer's indexes. A view that needs one before it is ready waits for that one.
+    let warming = Arc::clone(&served);
+    std::thread::spawn(move || {
+        let dump = &warming.dump;
+        dump.analysis.chain_index(&dump.graph);
+        warming.rendered();
+        dump.explorer.warm(&dump.graph, &dump.analysis);
+    });
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_io()
@@ -61,7 +78,7 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
 fn router(served: Arc<Served>, guard: Arc<guard::Guard>) -> Router {
     // The page says whether there is a comparison to show, so that it need not ask and be
     // refused.
-    let has_baseline = if served.diff.is_some() { "yes" } else { "no" };
+    let has_baseline = if served.has_baseline { "yes" } else { "no" };
     let page: &'static str = PAGE
         .replacen("\"BASELINE\"", &format!("\"{has_baseline}\""), 1)
         .leak();
@@ -87,6 +104,8 @@ fn router(served: Arc<Served>, guard: Arc<guard::Guard>) -> Router {
         .route("/api/v1/referrers/{id}", get(api::referrers))
         .route("/api/v1/children/{id}", get(api::children))
         .route("/api/v1/holders/{id}", get(api::holders))
+        .route("/api/v1/paths", get(api::paths))
+        .route("/api/v1/strings", get(api::strings))
         .fallback(api::not_found)
         .with_state(served)
         .layer(axum::middleware::from_fn_with_state(guard, guard::check))
@@ -109,12 +128,11 @@ fn load(path: &Path, read: &ReadArgs) -> anyhow::Result<Dumped> {
     explore(path, crate::load::load(path, read)?)
 }
 
-/// Analyses a loaded heap dump and indexes it for paging (also `heapgraph mcp`'s dumps).
+/// Analyses a loaded heap dump, with an explorer whose indexes are built on first use (also
+/// `heapgraph mcp`'s dumps).
 pub(crate) fn explore(path: &Path, mut loaded: crate::load::Loaded) -> anyhow::Result<Dumped> {
     let analysis = loaded.analyze(false)?;
-    let spinner = crate::load::spinner("indexing for the explorer");
-    let explorer = Explorer::new(&loaded.graph, &analysis);
-    spinner.finish_and_clear();
+    let explorer = Explorer::new();
     let info = DumpInfo::new(&path.display().to_string(), loaded.graph.meta());
     Ok(Dumped {
         graph: loaded.graph,
@@ -125,7 +143,7 @@ pub(crate) fn explore(path: &Path, mut loaded: crate::load::Loaded) -> anyhow::R
 }
 
 /// The answers that do not depend on the request, rendered once.
-fn render(dump: Dumped, baseline: Option<&Dumped>) -> Served {
+pub(crate) fn render(dump: &Dumped, baseline: Option<&Dumped>) -> Rendered {
     let graph = &dump.graph;
     let analysis = &dump.analysis;
     let view = heapgraph_analyzer::summary(graph, analysis);
@@ -155,10 +173,7 @@ fn render(dump: Dumped, baseline: Option<&Dumped>) -> Served {
             .collect();
         json::graph_diff(&view, &dump.info, &old.info, &found, RankBy::Retained, None)
     });
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    Served {
-        dump,
-        running: tokio::sync::Semaphore::new(cores),
+    Rendered {
         summary,
         types,
         findings,
@@ -183,5 +198,74 @@ fn open_browser(url: &str) {
             std::io::stderr(),
             "heapgraph: cannot start a browser ({opener}: {error}); open the URL above"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heapgraph_analyzer::ChainOrder;
+
+    /// Objects whose holders are compared per fixture: all of them in the smaller dumps; in
+    /// the larger ones (tens of thousands of objects, each oracle answer two searches of the
+    /// whole graph) every n-th object by node order and the hundred that retain the most.
+    const MAX_COMPARED: usize = 400;
+
+    /// The explorer's holders (chains searched by distances computed once per dump) must be
+    /// `who_holds`' own answer (the oracle: the same search with its distances computed
+    /// afresh for each object), on real dumps of each runtime.
+    #[test]
+    fn holders_from_the_chain_index_are_who_holds_on_the_fixtures() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let dumps = [
+            "java/references.hprof.gz",
+            "java/real-world/sun_jdk6_31_hprofagent_compressedOops.hprof.gz",
+            "java/real-world/leak_service_binder_ignored.hprof.gz",
+            "v8/app-after.heapsnapshot.gz",
+            "v8/julia-shaped.heapsnapshot.gz",
+            "v8/node8-symbols.heapsnapshot.gz",
+        ];
+        for name in dumps {
+            let path = fixtures.join(name);
+            let dumped = explore(
+                &path,
+                crate::load::load(&path, &ReadArgs::default()).expect("the fixture loads"),
+            )
+            .expect("the fixture is analysed");
+            let (graph, analysis) = (&dumped.graph, &dumped.analysis);
+            // The oracle's analysis never builds the index: its chains search afresh.
+            let oracle = heapgraph_analyzer::analyze(
+                graph,
+                &heapgraph_analyzer::Options {
+                    edge_rule: analysis.edge_rule.clone(),
+                },
+            );
+            let stride = graph.node_count().div_ceil(MAX_COMPARED).max(1);
+            let mut chosen: Vec<_> = graph.nodes().step_by(stride).collect();
+            let mut biggest: Vec<_> = graph.nodes().collect();
+            biggest.sort_by_key(|&node| {
+                std::cmp::Reverse(analysis.dominators.retained_size.get(node.index()))
+            });
+            chosen.extend(biggest.into_iter().take(100));
+            let mut strong = 0;
+            for node in chosen {
+                for k in [1, 3] {
+                    let expected =
+                        heapgraph_analyzer::who_holds(graph, &oracle, node, k, ChainOrder::Explain);
+                    let indexed =
+                        dumped
+                            .explorer
+                            .holders(graph, analysis, node, k, ChainOrder::Explain);
+                    strong += usize::from(!expected.paths.is_empty());
+                    assert_eq!(
+                        indexed,
+                        expected,
+                        "{name}: holders of node {}",
+                        node.index()
+                    );
+                }
+            }
+            assert!(strong > 100, "{name}: only {strong} answers had chains");
+        }
     }
 }

@@ -295,6 +295,8 @@ async function object(id, params) {
     el("p", {}, el("a", { href: `#/tree/${encodeURIComponent(self.id)}` }, "Its dominator subtree"), " · ", el("a", { href: `#/type/${encodeURIComponent(self.type)}` }, `All instances of ${self.type}`)),
     el("h2", { id: "chains" }, "Chains from the roots"),
     holders.paths.length ? holders.paths.map((path, index) => chain(path, holders.path_counts[index])) : el("p", { class: "muted" }, "No chain: the object is unreachable."),
+    el("h2", { id: "merged" }, `Merged paths of every ${self.type}`),
+    mergedPaths(self.type),
     el("h2", {}, "Dominator chain"),
     el("p", { class: "muted" }, "Releasing any of these frees the object."),
     holders.dominator_chain.length ? el("div", { class: "chain" }, el("ol", {}, holders.dominator_chain.map((o) => el("li", {}, objectLink(o), el("span", { class: "muted" }, ` retains ${bytes(o.retained_size)}`))))) : el("p", { class: "muted" }, "None: the object is unreachable."),
@@ -312,6 +314,43 @@ function chain(path, merged) {
     el("ol", {}, path.map((step) => el("li", {},
       step.edge ? el("span", { class: "edge" }, `.${step.edge} → `) : null,
       el("a", { href: objectHref(step.id) }, step.name && step.name !== step.type ? `${step.type} ${step.name}` : step.type)))));
+}
+
+// The merged tree of shortest chains to every instance of a type (heapgraph.paths/1): filled
+// in when it arrives, so that the rest of the object's page does not wait for its search.
+function mergedPaths(type) {
+  const box = el("div", { class: "merged" }, el("p", { class: "muted loading" }, "Searching the chains…"));
+  get(`paths?type=${encodeURIComponent(type)}`).then((data) => {
+    const lines = data.nodes.map((node) => el("div", { class: "merged-row" + (node.is_target ? " target" : "") },
+      el("span", { class: "indent" }),
+      node.skipped_steps ? el("span", { class: "muted" }, `… ${count(node.skipped_steps)} steps … `) : null,
+      node.edge ? el("span", { class: "edge" }, `.${node.edge} → `) : null,
+      objectLink(node),
+      el("span", { class: "muted" }, ` · ${count(node.targets)} of them, ${bytes(node.targets_retained_size)}`),
+      node.hidden_children ? el("span", { class: "muted" }, ` · ${count(node.hidden_children)} more branches (${count(node.hidden_targets)} of them)`) : null));
+    data.nodes.forEach((node, index) => { lines[index].firstChild.style.width = `${node.indent * 1.2}em`; });
+    box.replaceChildren(
+      el("p", { class: "muted" }, `${count(data.reached)} of ${count(data.targets)} reached from the roots, retaining ${bytes(data.retained_size)} together.`),
+      ...lines);
+  }).catch((error) => box.replaceChildren(failure(error)));
+  return box;
+}
+
+async function strings() {
+  const data = await get(`strings?duplicates=1&limit=${PAGE}`);
+  show(
+    el("h1", {}, "Duplicate strings"),
+    el("div", { class: "cards" }, [
+      ["Strings", count(data.strings)], ["Their bytes", bytes(data.total_bytes)],
+      ["Distinct values", count(data.distinct_values)], ["Values held more than once", count(data.duplicated_values)],
+      ["Bytes in the extra copies", bytes(data.wasted_bytes)],
+    ].map(([label, value]) => el("div", { class: "card" }, el("div", { class: "value" }, value), el("div", { class: "label" }, label)))),
+    data.values.length ? table([
+      { title: "Value", cell: (r) => el("span", { class: "edge" }, r.value.length > 200 ? r.value.slice(0, 197) + "…" : r.value) },
+      { title: "Copies", num: true, cell: (r) => count(r.count) },
+      { title: "Bytes", num: true, cell: (r) => bytes(r.total_bytes) },
+      { title: "In extra copies", num: true, cell: (r) => bytes(r.wasted_bytes) },
+    ], data.values) : el("p", { class: "muted" }, "No string value is held more than once."));
 }
 
 // The dominator tree: each node's children fetched when it opens, a page at a time.
@@ -453,6 +492,7 @@ async function route() {
     else if (parts[0] === "tree") await tree(parts[1]);
     else if (parts[0] === "suspects") await suspects();
     else if (parts[0] === "diff") await diff();
+    else if (parts[0] === "strings") await strings();
     else show(el("p", { class: "error" }, `No view is called ${hash}.`));
     document.title = `heapgraph · ${main.querySelector("h1") ? main.querySelector("h1").textContent : ""}`;
     if (parts[0] !== "types") focusFirstRow();
