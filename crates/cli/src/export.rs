@@ -5,7 +5,7 @@
 use crate::args::ExportArgs;
 use crate::load::{Evidence, load_evidence};
 use anyhow::Context;
-use heapgraph_tables::parquet::{ExportOptions, Written, dump_id, write_dump};
+use heapgraph_tables::parquet::{ExportOptions, Written, dump_id, is_exported, write_dump};
 use heapgraph_tables::{DumpTables, Source};
 use std::io::Write;
 use std::path::Path;
@@ -54,17 +54,17 @@ fn export_one(
     label: &str,
     options: ExportOptions,
 ) -> anyhow::Result<Written> {
-    // The id hashes the whole file: read it beside the import, which is slower.
-    let (id, evidence) = std::thread::scope(|scope| {
-        let hashing = scope.spawn(|| dump_id(file));
-        let evidence = load_evidence(file, &args.read);
-        let id = hashing
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (id, evidence)
-    });
-    let id = id?;
-    let mut evidence = evidence?;
+    // The id hashes the whole file, first: a dump already in the folder is not read at all
+    // (the hash reads the file at memory speed, and leaves it in the page cache for the import).
+    let id = dump_id(file)?;
+    if is_exported(&args.output, &id) {
+        return Ok(Written {
+            dump_id: id,
+            already_there: true,
+            rows: Vec::new(),
+        });
+    }
+    let mut evidence = load_evidence(file, &args.read)?;
     let name = file.display().to_string();
     let analysis;
     let source = match &mut evidence {

@@ -26,10 +26,8 @@
 
 pub mod parquet;
 
-use arrow_array::builder::{
-    BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, TimestampMillisecondBuilder,
-};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::builder::{Int64Builder, StringBuilder, TimestampMillisecondBuilder};
+use arrow_array::{ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use heapgraph_analyzer::findings::Finding;
 use heapgraph_analyzer::gpu::GpuOptions;
@@ -37,6 +35,7 @@ use heapgraph_analyzer::sites::{SiteFrame, SiteKey, SiteOptions};
 use heapgraph_analyzer::{Analysis, SummaryView};
 use heapgraph_model::{AllocSnapshot, AllocSource, EdgeKind, EdgeName, HeapGraph, Timeline};
 use heapgraph_report::DumpInfo;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Rows per batch of the two tables that grow with the graph (`objects`, `references`): a
@@ -308,26 +307,10 @@ impl<'a> DumpTables<'a> {
         let batch_rows = batch_rows.max(1);
         match (table, &self.source) {
             (Table::Dumps, _) => sink(self.dumps()),
-            (Table::Objects, Source::Graph { graph, analysis }) => {
-                let n = graph.node_count();
-                for start in (0..n).step_by(batch_rows) {
-                    sink(objects(graph, analysis, start..n.min(start + batch_rows)))?;
-                }
-                Ok(())
-            }
-            (Table::References, Source::Graph { graph, .. }) => {
-                // Batches of whole nodes' edges, about `batch_rows` edges each.
-                let offsets = &graph.parts().first_edge;
-                let n = graph.node_count();
-                let mut start = 0;
-                while start < n {
-                    let first = offsets.get(start);
-                    let mut end = start + 1;
-                    while end < n && offsets.get(end) - first < batch_rows as u64 {
-                        end += 1;
-                    }
-                    sink(references(graph, start..end))?;
-                    start = end;
+            (Table::Objects | Table::References, Source::Graph { graph, analysis }) => {
+                let columns: Vec<usize> = (0..table.schema().fields().len()).collect();
+                for nodes in graph_ranges(graph, table, batch_rows) {
+                    sink(graph_batch(graph, analysis, table, nodes, &columns))?;
                 }
                 Ok(())
             }
@@ -441,57 +424,115 @@ impl<'a> DumpTables<'a> {
     }
 }
 
-fn objects(graph: &HeapGraph, analysis: &Analysis, range: std::ops::Range<usize>) -> RecordBatch {
+/// The batches of a whole-graph table (`objects`, `references`) as ranges of node indexes:
+/// `batch_rows` nodes, or the nodes of about `batch_rows` edges (a node's edges are never
+/// split). Empty for the other tables.
+pub fn graph_ranges(graph: &HeapGraph, table: Table, batch_rows: usize) -> Vec<Range<usize>> {
+    let batch_rows = batch_rows.max(1);
+    let n = graph.node_count();
+    match table {
+        Table::Objects => (0..n)
+            .step_by(batch_rows)
+            .map(|start| start..n.min(start + batch_rows))
+            .collect(),
+        Table::References => {
+            let offsets = &graph.parts().first_edge;
+            let mut ranges = Vec::new();
+            let mut start = 0;
+            while start < n {
+                let first = offsets.get(start);
+                let mut end = start + 1;
+                while end < n && offsets.get(end) - first < batch_rows as u64 {
+                    end += 1;
+                }
+                ranges.push(start..end);
+                start = end;
+            }
+            ranges
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// One batch of a whole-graph table: the nodes `nodes` (`objects`) or their references
+/// (`references`), with only `columns` (indexes into [`Table::schema`], in the batch's order),
+/// so that a query that reads two columns builds two. Build the batches of
+/// [`graph_ranges`] on as many threads as there are: each is independent of the others.
+///
+/// # Panics
+/// When `table` is not `objects` or `references`, or a column index is past its schema.
+pub fn graph_batch(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    table: Table,
+    nodes: Range<usize>,
+    columns: &[usize],
+) -> RecordBatch {
+    let nodes = nodes.start.min(graph.node_count())..nodes.end.min(graph.node_count());
+    let arrays = columns
+        .iter()
+        .map(|&column| match table {
+            Table::Objects => object_column(graph, analysis, nodes.clone(), column),
+            Table::References => reference_column(graph, nodes.clone(), column),
+            _ => panic!("{} is not a whole-graph table", table.name()),
+        })
+        .collect();
+    let schema = table
+        .schema()
+        .project(columns)
+        .expect("the columns are the table's");
+    RecordBatch::try_new(Arc::new(schema), arrays)
+        .expect("the columns follow Table::schema, column for column")
+}
+
+fn object_column(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    range: Range<usize>,
+    column: usize,
+) -> ArrayRef {
     let parts = graph.parts();
     let tree = &analysis.dominators;
-    let distances = analysis.distances(graph);
-    let rows = range.len();
-    let mut id = Int64Builder::with_capacity(rows);
-    let mut kind = StringBuilder::with_capacity(rows, rows * 8);
-    let mut type_name = StringBuilder::with_capacity(rows, rows * 16);
-    let mut name = StringBuilder::with_capacity(rows, rows * 8);
-    let mut shallow = Int64Builder::with_capacity(rows);
-    let mut retained = Int64Builder::with_capacity(rows);
-    let mut count = Int64Builder::with_capacity(rows);
-    let mut idom = Int64Builder::with_capacity(rows);
-    let mut distance = Int32Builder::with_capacity(rows);
-    let mut reachable = BooleanBuilder::with_capacity(rows);
-    for index in range {
-        let Some(node) = graph.node(index) else {
-            continue;
-        };
-        id.append_value(id_column(graph.object_id(node)));
-        kind.append_value(&parts.node_kinds[usize::from(parts.node_kind[index])].name);
-        type_name.append_value(graph.type_name(node));
-        name.append_value(graph.name(node));
-        shallow.append_value(signed(parts.node_shallow_size.get(index)));
-        retained.append_value(signed(tree.retained_size.get(index)));
-        count.append_value(i64::from(tree.retained_count.get(index)));
-        idom.append_option(
+    // In range: `graph_batch` clamps it to the graph.
+    let nodes = range.clone().filter_map(|index| graph.node(index));
+    match column {
+        0 => Arc::new(Int64Array::from_iter_values(
+            nodes.map(|node| id_column(graph.object_id(node))),
+        )),
+        1 => Arc::new(StringArray::from_iter_values(range.map(|index| {
+            &parts.node_kinds[usize::from(parts.node_kind[index])].name
+        }))),
+        2 => Arc::new(StringArray::from_iter_values(
+            nodes.map(|node| graph.type_name(node)),
+        )),
+        3 => Arc::new(StringArray::from_iter_values(
+            nodes.map(|node| graph.name(node)),
+        )),
+        4 => Arc::new(Int64Array::from_iter_values(
+            range.map(|index| signed(parts.node_shallow_size.get(index))),
+        )),
+        5 => Arc::new(Int64Array::from_iter_values(
+            range.map(|index| signed(tree.retained_size.get(index))),
+        )),
+        6 => Arc::new(Int64Array::from_iter_values(
+            range.map(|index| i64::from(tree.retained_count.get(index))),
+        )),
+        7 => Arc::new(Int64Array::from_iter(nodes.map(|node| {
             tree.immediate_dominator(graph, node)
-                .map(|dominator| id_column(graph.object_id(dominator))),
-        );
-        distance.append_option(
-            heapgraph_analyzer::edges_from_root(distances[index])
-                .map(|d| i32::try_from(d).unwrap_or(i32::MAX)),
-        );
-        reachable.append_value(tree.reachable[index]);
+                .map(|dominator| id_column(graph.object_id(dominator)))
+        }))),
+        8 => {
+            let distances = analysis.distances(graph);
+            Arc::new(Int32Array::from_iter(range.map(|index| {
+                heapgraph_analyzer::edges_from_root(distances[index])
+                    .map(|d| i32::try_from(d).unwrap_or(i32::MAX))
+            })))
+        }
+        9 => Arc::new(BooleanArray::from_iter(
+            range.map(|index| Some(tree.reachable[index])),
+        )),
+        _ => panic!("objects has no column {column}"),
     }
-    batch(
-        Table::Objects,
-        vec![
-            Arc::new(id.finish()),
-            Arc::new(kind.finish()),
-            Arc::new(type_name.finish()),
-            Arc::new(name.finish()),
-            Arc::new(shallow.finish()),
-            Arc::new(retained.finish()),
-            Arc::new(count.finish()),
-            Arc::new(idom.finish()),
-            Arc::new(distance.finish()),
-            Arc::new(reachable.finish()),
-        ],
-    )
 }
 
 /// An edge's name as text: an index as its decimal digits.
@@ -502,46 +543,47 @@ fn edge_text(name: EdgeName<'_>, out: &mut StringBuilder) {
     }
 }
 
-fn references(graph: &HeapGraph, nodes: std::ops::Range<usize>) -> RecordBatch {
+fn reference_column(graph: &HeapGraph, nodes: Range<usize>, column: usize) -> ArrayRef {
     let parts = graph.parts();
-    let edges = {
+    let edges = if nodes.is_empty() {
+        0
+    } else {
         let first = parts.first_edge.get(nodes.start) as usize;
         let last = if nodes.end < graph.node_count() {
             parts.first_edge.get(nodes.end) as usize
         } else {
             graph.edge_count()
         };
-        last - first
+        last.saturating_sub(first)
     };
-    let mut from = Int64Builder::with_capacity(edges);
-    let mut to = Int64Builder::with_capacity(edges);
-    let mut edge = StringBuilder::with_capacity(edges, edges * 8);
-    let mut kind = StringBuilder::with_capacity(edges, edges * 8);
-    let mut weak = BooleanBuilder::with_capacity(edges);
-    for index in nodes {
-        let Some(node) = graph.node(index) else {
-            continue;
-        };
-        let from_id = id_column(graph.object_id(node));
-        for e in graph.edge_range(node) {
-            let edge_kind = graph.edge_kind(e);
-            from.append_value(from_id);
-            to.append_value(id_column(graph.object_id(graph.edge_target(e))));
-            edge_text(graph.edge_name(e), &mut edge);
-            kind.append_value(edge_kind.name());
-            weak.append_value(edge_kind == EdgeKind::Weak);
+    let each_edge = || {
+        nodes
+            .clone()
+            .filter_map(|index| graph.node(index))
+            .flat_map(move |node| graph.edge_range(node).map(move |e| (node, e)))
+    };
+    match column {
+        0 => Arc::new(Int64Array::from_iter_values(
+            each_edge().map(|(node, _)| id_column(graph.object_id(node))),
+        )),
+        1 => Arc::new(Int64Array::from_iter_values(
+            each_edge().map(|(_, e)| id_column(graph.object_id(graph.edge_target(e)))),
+        )),
+        2 => {
+            let mut edge = StringBuilder::with_capacity(edges, edges * 8);
+            for (_, e) in each_edge() {
+                edge_text(graph.edge_name(e), &mut edge);
+            }
+            Arc::new(edge.finish())
         }
+        3 => Arc::new(StringArray::from_iter_values(
+            each_edge().map(|(_, e)| graph.edge_kind(e).name()),
+        )),
+        4 => Arc::new(BooleanArray::from_iter(
+            each_edge().map(|(_, e)| Some(graph.edge_kind(e) == EdgeKind::Weak)),
+        )),
+        _ => panic!("references has no column {column}"),
     }
-    batch(
-        Table::References,
-        vec![
-            Arc::new(from.finish()),
-            Arc::new(to.finish()),
-            Arc::new(edge.finish()),
-            Arc::new(kind.finish()),
-            Arc::new(weak.finish()),
-        ],
-    )
 }
 
 fn roots(graph: &HeapGraph) -> RecordBatch {

@@ -88,6 +88,14 @@ pub fn partition(dir: &Path, table: Table, dump_id: &str) -> PathBuf {
     dir.join(table.name()).join(format!("dump_id={dump_id}"))
 }
 
+/// Whether `dir` already holds the dump `dump_id` (its `dumps` file, written last, is there):
+/// then `export` need not read the dump at all.
+pub fn is_exported(dir: &Path, dump_id: &str) -> bool {
+    partition(dir, Table::Dumps, dump_id)
+        .join("part-0.parquet")
+        .exists()
+}
+
 /// Writes the tables of one dump under `dir`, `dumps` last; leaves a dump already there alone.
 ///
 /// # Errors
@@ -99,8 +107,7 @@ pub fn write_dump(
     tables: &DumpTables<'_>,
     options: ExportOptions,
 ) -> Result<Written, ExportError> {
-    let marker = partition(dir, Table::Dumps, dump_id).join("part-0.parquet");
-    if marker.exists() {
+    if is_exported(dir, dump_id) {
         return Ok(Written {
             dump_id: dump_id.to_owned(),
             already_there: true,
