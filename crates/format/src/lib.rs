@@ -54,7 +54,7 @@ pub use column::{LeInt, column_len, decode_column, encode_column};
 pub use error::{ColumnError, Error};
 pub use reader::{Reader, SliceReader, Truncation};
 pub use records::{
-    AnalysisChunk, Chunk, EdgesChunk, FramesChunk, Header, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH,
+    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH,
     LITTLE_ENDIAN, MAGIC, NO_NAME, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
     StringsChunk, StringsIter, TypeTotalsChunk, UnknownChunk, VERSION,
 };
@@ -63,7 +63,7 @@ pub use timeline::{
     SamplesChunk, ThresholdInfo, ThresholdLevel, TimelineInfoChunk,
 };
 pub use writer::{
-    AnalysisColumns, EdgeColumns, FrameColumns, NodeColumns, SiteColumns, StackColumns,
+    AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, FrameColumns, NodeColumns, SiteColumns, StackColumns,
     TypeTotalsColumns, Writer,
 };
 
