@@ -144,9 +144,18 @@ fn converted_dumps_measure_collections_as_the_hprof_does() {
         heapgraph_ok(&["convert", path_str(&file), "-o", path_str(&converted)]);
         let args = |dump: &str| json(&["waste", dump, "--format", "json", "-n", "100000"]);
         let (original, again) = (args(path_str(&file)), args(path_str(&converted)));
-        assert!(again["notes"].as_array().expect("notes").is_empty(), "{again:#}");
+        assert!(
+            again["notes"].as_array().expect("notes").is_empty(),
+            "{again:#}"
+        );
         assert!(row(&again, "java.util.HashMap")["capacity"].as_u64() > Some(0));
-        for field in ["collections", "empty_collections", "wasted_bytes", "null_slot_bytes", "rows"] {
+        for field in [
+            "collections",
+            "empty_collections",
+            "wasted_bytes",
+            "null_slot_bytes",
+            "rows",
+        ] {
             assert_eq!(again[field], original[field], "{variant}: {field}");
         }
         let ids = |waste: &Value| -> Vec<Value> {
@@ -514,6 +523,7 @@ fn redacted_python_dumps_keep_the_numbers_and_lose_the_values() {
             &["top", "-n", "50"],
             &["strings"],
             &["who-holds", "--type", "__main__.Request"],
+            &["waste", "-n", "100000"],
         ],
     );
     let typestats: Value = serde_json::from_str(

@@ -2,7 +2,7 @@
 //! (a list grown by `append`, a dict emptied by `del`, a dict and a set thinned by `del` and
 //! `discard`, a set cleared with `clear()`), checked against CPython's own numbers taken in the
 //! program before the dump (`len`, and `sys.getsizeof` of the object and of its right-sized copy:
-//! `l.copy()`, `dict(d)`, `set(s)`), and their capacities against CPython's growth rules
+//! `l.copy()`, `dict(d)` (`{}` when empty), `set(s)`), and their capacities against CPython's growth rules
 //! (Objects/listobject.c `list_resize`, dictobject.c `insertion_resize`, setobject.c
 //! `set_add_entry`; the same from 3.9 to 3.14), simulated here.
 
@@ -39,7 +39,12 @@ for i in range(990):
     thinned.discard(i)
 PLANTED = {"grown": grown, "emptied": emptied, "thinned_dict": thinned_dict,
            "cleared": cleared, "thinned": thinned}
-copies = {"grown": grown.copy(), "emptied": dict(emptied), "thinned_dict": dict(thinned_dict),
+def right_sized_dict(d):
+    # An empty dict's right size is the shared empty table of `{}` (and of `d.clear()`); on 3.9
+    # `dict()` gives a fresh 8-slot table (dict_new).
+    return dict(d) if d else {}
+copies = {"grown": grown.copy(), "emptied": right_sized_dict(emptied),
+          "thinned_dict": right_sized_dict(thinned_dict),
           "cleared": set(cleared), "thinned": set(thinned)}
 facts = {name: {"id": id(obj), "len": len(obj), "getsizeof": sys.getsizeof(obj),
                 "copy_getsizeof": sys.getsizeof(copies[name])}

@@ -266,7 +266,13 @@ fn python(graph: &HeapGraph, analysis: &Analysis, n_worst: usize, view: &mut Was
         };
         let wasted = row.spare_bytes;
         add(
-            row_for(graph, &mut rows, &mut row_of_type, graph.type_id(node), false),
+            row_for(
+                graph,
+                &mut rows,
+                &mut row_of_type,
+                graph.type_id(node),
+                false,
+            ),
             &measure,
             wasted,
         );

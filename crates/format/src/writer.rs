@@ -4,8 +4,8 @@
 use crate::column::{LeInt, encode_column};
 use crate::error::Error;
 use crate::records::{
-    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header, NodeKindsChunk, NodesChunk, RootChunk,
-    SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk,
+    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
+    NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk,
 };
 use crate::timeline::{SampleColumns, SamplesChunk, encode_into};
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};

@@ -16,8 +16,9 @@ use heapgraph_format::{
     SliceReader, Truncation, decode_column,
 };
 use heapgraph_model::{
-    ArrayLengths, CollectionFill, EdgeKind, EdgeNames, Fill, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
-    NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis, StringId, StringTable, TypeTotals,
+    ArrayLengths, CollectionFill, EdgeKind, EdgeNames, EdgeOffsets, Fill, GraphMeta, HeapGraph,
+    HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis,
+    StringId, StringTable, TypeTotals,
 };
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -751,7 +752,8 @@ impl Columns {
         // A cut-short file keeps the rows of the nodes that arrived; in a whole one, a row
         // naming no node is an error (`set_*` checks).
         if truncation.is_some() {
-            self.array_lengths.retain(|&(node, _)| (node as usize) < n_nodes);
+            self.array_lengths
+                .retain(|&(node, _)| (node as usize) < n_nodes);
             self.fill.retain(|&(node, _)| (node as usize) < n_nodes);
         }
         if !self.array_lengths.is_empty() {

@@ -2,8 +2,8 @@
 
 use super::{TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
 use heapgraph_format::{
-    self as format, AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, Header, KIND_HEAP_GRAPH, NodeColumns,
-    TypeTotalsColumns, Writer,
+    self as format, AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, Header,
+    KIND_HEAP_GRAPH, NodeColumns, TypeTotalsColumns, Writer,
 };
 use heapgraph_model::{HeapGraph, StoredAnalysis};
 use std::collections::BTreeMap;
