@@ -469,6 +469,20 @@ fn field(graph: &HeapGraph, node: NodeId, name: Option<StringId>) -> Option<Node
         .map(|edge| graph.edge_target(edge))
 }
 
+/// The id of the field name `text`. The HPROF importer interns field names, so they are
+/// findable; a graph read from an `.hgd` makes only type names findable, but keeps the ids the
+/// HPROF importer gave (strings are written in id order), one per text: there the first id of
+/// the text is found by a scan, once per name.
+fn field_name(graph: &HeapGraph, text: &str) -> Option<StringId> {
+    let strings = graph.strings();
+    strings.find(text).or_else(|| {
+        strings
+            .iter()
+            .find(|&(_, candidate)| candidate == text)
+            .map(|(id, _)| id)
+    })
+}
+
 /// The strings the Java rules look for, found once.
 struct JavaNames {
     shapes: Vec<(StringId, Shape)>,
@@ -499,11 +513,11 @@ impl JavaNames {
         JavaNames {
             shapes,
             sets,
-            table: strings.find("table"),
-            next: strings.find("next"),
-            first: strings.find("first"),
-            map: strings.find("map"),
-            element_data: strings.find("elementData"),
+            table: field_name(graph, "table"),
+            next: field_name(graph, "next"),
+            first: field_name(graph, "first"),
+            map: field_name(graph, "map"),
+            element_data: field_name(graph, "elementData"),
             tree_bin: strings.find("java.util.concurrent.ConcurrentHashMap$TreeBin"),
         }
     }
