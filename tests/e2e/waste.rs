@@ -132,6 +132,44 @@ fn planted_collections_are_sized_as_java_grows_them() {
     }
 }
 
+/// An `.hgd` converted from an HPROF keeps the arrays' lengths (its `array_lengths` chunk):
+/// `waste` answers on it what it answers on the HPROF, whose answer the tests above check
+/// against the JVM's histogram and the fixture's construction.
+#[test]
+fn converted_dumps_measure_collections_as_the_hprof_does() {
+    let dir = temp_dir("waste-converted");
+    for (variant, _, _) in VARIANTS {
+        let file = fixture(&format!("java/{variant}.hprof.gz"));
+        let converted = dir.join(format!("{variant}.hgd"));
+        heapgraph_ok(&["convert", path_str(&file), "-o", path_str(&converted)]);
+        let args = |dump: &str| json(&["waste", dump, "--format", "json", "-n", "100000"]);
+        let (original, again) = (args(path_str(&file)), args(path_str(&converted)));
+        assert!(
+            again["notes"].as_array().expect("notes").is_empty(),
+            "{again:#}"
+        );
+        assert!(row(&again, "java.util.HashMap")["capacity"].as_u64() > Some(0));
+        for field in [
+            "collections",
+            "empty_collections",
+            "wasted_bytes",
+            "null_slot_bytes",
+            "rows",
+        ] {
+            assert_eq!(again[field], original[field], "{variant}: {field}");
+        }
+        let ids = |waste: &Value| -> Vec<Value> {
+            waste["worst"]
+                .as_array()
+                .expect("worst")
+                .iter()
+                .map(|c| c["object"]["id"].clone())
+                .collect()
+        };
+        assert_eq!(ids(&again), ids(&original), "{variant}");
+    }
+}
+
 fn load(variant: &str) -> HeapGraph {
     let path = fixture(&format!("java/{variant}.hprof.gz"));
     match heapgraph_import::import_path(&path, &Default::default()).expect("the dump loads") {
@@ -485,6 +523,7 @@ fn redacted_python_dumps_keep_the_numbers_and_lose_the_values() {
             &["top", "-n", "50"],
             &["strings"],
             &["who-holds", "--type", "__main__.Request"],
+            &["waste", "-n", "100000"],
         ],
     );
     let typestats: Value = serde_json::from_str(

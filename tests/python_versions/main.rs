@@ -13,3 +13,4 @@ mod capture;
 mod dumps;
 mod install;
 mod interpreters;
+mod waste;

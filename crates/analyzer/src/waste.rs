@@ -6,9 +6,10 @@
 //! length of its backing array (`HashMap.table`, `ArrayList.elementData`), which the importer
 //! records (`HeapGraph::array_lengths`); its elements are counted from the references, since
 //! the graph keeps no primitive field (`size`): the entries chained from the table through
-//! `next`, the slots of an `ArrayList` up to its last non-null element. Other runtimes' dumps
-//! record no capacity the graph keeps (V8 snapshots give a hash table's bytes, not its slots;
-//! the Python dumper writes `sys.getsizeof`, not the allocated slots), so they get a note.
+//! `next`, the slots of an `ArrayList` up to its last non-null element. Python: the dumper
+//! records each `list`'s, `dict`'s and `set`'s elements, slots and table bytes as CPython sized
+//! them, and the bytes a right-sized copy would not have (`HeapGraph::fill`; the rules, cited,
+//! are in the dumper). V8 snapshots give a hash table's bytes, not its slots, so they get a note.
 
 use crate::Analysis;
 use crate::queries::object_view;
@@ -124,9 +125,13 @@ pub fn waste(graph: &HeapGraph, analysis: &Analysis, n_worst: usize) -> WasteVie
         worst: Vec::new(),
         notes: Vec::new(),
     };
+    if view.runtime == Runtime::Python {
+        python(graph, analysis, n_worst, &mut view);
+        return view;
+    }
     if view.runtime != Runtime::Java {
         view.notes.push(format!(
-            "{} dumps record no capacity of their collections that heapgraph keeps (V8 gives a hash table's bytes, not its slots; the Python dumper writes sys.getsizeof, not the allocated slots): only Java collections are measured",
+            "{} dumps record no capacity of their collections that heapgraph keeps (V8 gives a hash table's bytes, not its slots): only Java and Python collections are measured",
             view.runtime.name()
         ));
         return view;
@@ -134,7 +139,7 @@ pub fn waste(graph: &HeapGraph, analysis: &Analysis, n_worst: usize) -> WasteVie
     let lengths = graph.array_lengths();
     if lengths.is_empty() {
         view.notes.push(
-            "this graph holds no array lengths (an .hgd does not keep them): read the HPROF file itself to measure its collections".to_owned(),
+            "this graph holds no array lengths (an .hgd written before heapgraph kept them, in its array_lengths chunk): convert the HPROF file again, or read it itself, to measure its collections".to_owned(),
         );
         return view;
     }
@@ -232,6 +237,62 @@ pub fn waste(graph: &HeapGraph, analysis: &Analysis, n_worst: usize) -> WasteVie
         add(row, &measure, wasted);
         view.null_slot_bytes += wasted;
     }
+    finish(graph, analysis, n_worst, &mut view, rows, worst);
+    view
+}
+
+/// Python's collections, from the fill the dumper recorded.
+fn python(graph: &HeapGraph, analysis: &Analysis, n_worst: usize, view: &mut WasteView) {
+    let fill = graph.fill();
+    if fill.is_empty() {
+        view.notes.push(
+            "this dump records no fill of its collections (a dumper older than heapgraph's waste, or a dump with no list, dict or set): dump again with this heapgraph's dumper (capture python)".to_owned(),
+        );
+        return;
+    }
+    let reachable = &analysis.dominators.reachable;
+    let mut rows: Vec<WasteRow> = Vec::new();
+    let mut row_of_type: rustc_hash::FxHashMap<StringId, usize> = Default::default();
+    let mut worst: Vec<(u64, NodeId, Measure)> = Vec::new();
+    for (node, row) in fill.iter() {
+        if !reachable[node.index()] || graph.is_synthetic(node) {
+            continue;
+        }
+        let measure = Measure {
+            elements: row.elements,
+            capacity: row.capacity,
+            needed: row.elements,
+            backing_bytes: row.table_bytes,
+        };
+        let wasted = row.spare_bytes;
+        add(
+            row_for(
+                graph,
+                &mut rows,
+                &mut row_of_type,
+                graph.type_id(node),
+                false,
+            ),
+            &measure,
+            wasted,
+        );
+        view.collections += 1;
+        view.empty_collections += u64::from(row.elements == 0);
+        view.wasted_bytes += wasted;
+        worst.push((wasted, node, measure));
+    }
+    finish(graph, analysis, n_worst, view, rows, worst);
+}
+
+/// Sorts the rows and keeps the `n_worst` collections that waste most.
+fn finish(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    n_worst: usize,
+    view: &mut WasteView,
+    mut rows: Vec<WasteRow>,
+    mut worst: Vec<(u64, NodeId, Measure)>,
+) {
     rows.sort_by(|a, b| {
         (a.arrays, std::cmp::Reverse(a.wasted_bytes), &a.type_name).cmp(&(
             b.arrays,
@@ -251,7 +312,6 @@ pub fn waste(graph: &HeapGraph, analysis: &Analysis, n_worst: usize) -> WasteVie
         })
         .collect();
     view.rows = rows;
-    view
 }
 
 /// The row of `type_id` (collections and arrays apart), added where new.
@@ -409,6 +469,20 @@ fn field(graph: &HeapGraph, node: NodeId, name: Option<StringId>) -> Option<Node
         .map(|edge| graph.edge_target(edge))
 }
 
+/// The id of the field name `text`. The HPROF importer interns field names, so they are
+/// findable; a graph read from an `.hgd` makes only type names findable, but keeps the ids the
+/// HPROF importer gave (strings are written in id order), one per text: there the first id of
+/// the text is found by a scan, once per name.
+fn field_name(graph: &HeapGraph, text: &str) -> Option<StringId> {
+    let strings = graph.strings();
+    strings.find(text).or_else(|| {
+        strings
+            .iter()
+            .find(|&(_, candidate)| candidate == text)
+            .map(|(id, _)| id)
+    })
+}
+
 /// The strings the Java rules look for, found once.
 struct JavaNames {
     shapes: Vec<(StringId, Shape)>,
@@ -439,11 +513,11 @@ impl JavaNames {
         JavaNames {
             shapes,
             sets,
-            table: strings.find("table"),
-            next: strings.find("next"),
-            first: strings.find("first"),
-            map: strings.find("map"),
-            element_data: strings.find("elementData"),
+            table: field_name(graph, "table"),
+            next: field_name(graph, "next"),
+            first: field_name(graph, "first"),
+            map: field_name(graph, "map"),
+            element_data: field_name(graph, "elementData"),
             tree_bin: strings.find("java.util.concurrent.ConcurrentHashMap$TreeBin"),
         }
     }

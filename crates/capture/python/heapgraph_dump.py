@@ -224,7 +224,9 @@ def _columns():
         edge_kind=edge_kind, edge_name=edge_name, strings=strings, string=string, node=node,
         edge=edge,
         buffers={"node": array("I"), "address": array("Q"), "nbytes": array("Q"),
-                 "device": array("I"), "owned": array("B")})
+                 "device": array("I"), "owned": array("B")},
+        fill={"node": array("I"), "elements": array("Q"), "capacity": array("Q"),
+              "table_bytes": array("Q"), "spare_bytes": array("Q")})
 
 
 def _type_name(cls):
@@ -360,6 +362,155 @@ def _references(raw, walk_references):
     return max(raw - walk_references, 0)
 
 
+# --- Fill of containers ------------------------------------------------------------------------
+#
+# What `heapgraph waste` measures: for each list, dict and set (and subclasses whose size
+# CPython computes as for the base), the elements, the slots allocated, the bytes of the table
+# allocated beside the object, and the bytes a right-sized copy would not have. Everything is
+# read from what CPython exposes: the base type's own `__sizeof__` (which adds the separately
+# allocated table to `tp_basicsize`) less `type(obj).__basicsize__`. Where the rule behind a
+# `__sizeof__` is cited, it is the same in 3.9 through 3.14 (Objects/listobject.c,
+# setobject.c, dictobject.c of each).
+
+# Per dict key kind, the entries' width is measured, not assumed: 24 bytes (hash, key, value)
+# up to 3.10; from 3.11, 16 for a table of str keys only (no hash stored) and 24 for others.
+def _dict_tables():
+    """{bytes of a combined dict's keys table: (log2 of its slots, entry bytes)}, calibrated on
+    this interpreter from two small dicts of each key kind; None where the measurements do not
+    fit the layout (then no dict is measured).
+
+    `_PyDict_KeysSize` is a header, one index of 1, 2, 4 or 8 bytes per slot (by the table's
+    size: under 2^8, 2^16, 2^32 slots), and an entry per usable slot, `USABLE_FRACTION(n) =
+    2n/3`. A dict grows at the 6th insertion from 8 slots to 16 (`GROWTH_RATE = used*3`,
+    rounded up to a power of two), which gives two sizes and so the header and the entry."""
+    def extra(d):
+        return dict.__sizeof__(d) - dict.__basicsize__
+    layouts = []
+    for keys in (["a", "b", "c", "d", "e", "f"], [1, 2, 3, 4, 5, 6]):
+        d = {}
+        d[keys[0]] = None
+        small = extra(d)
+        for key in keys[1:]:
+            d[key] = None
+        large = extra(d)
+        # large - small = 8 more index bytes and 5 more entries.
+        entry, rest = divmod(large - small - 8, 5)
+        header = small - 8 - 5 * entry
+        if rest or entry <= 0 or header < 0:
+            return None
+        layouts.append((header, entry))
+    if layouts[0][0] != layouts[1][0]:
+        return None
+    tables = {}
+    for header, entry in layouts:
+        for log2 in range(3, 40):
+            slots = 1 << log2
+            index = 1 if log2 < 8 else 2 if log2 < 16 else 4 if log2 < 32 else 8
+            tables.setdefault(header + index * slots + (2 * slots // 3) * entry, (log2, entry))
+    return tables
+
+
+def _fill_recorder(fill):
+    """`rule_of(cls)`: the function that records the fill of a `cls` object at a node, or None
+    for a class that is not measured."""
+    tables = _dict_tables()
+    pointer = tuple.__itemsize__
+    setentry = 2 * pointer
+    node_append = fill["node"].append
+    elements_append = fill["elements"].append
+    capacity_append = fill["capacity"].append
+    table_append = fill["table_bytes"].append
+    spare_append = fill["spare_bytes"].append
+    list_sizeof = list.__sizeof__
+    set_sizeof = set.__sizeof__
+    frozenset_sizeof = frozenset.__sizeof__
+    dict_sizeof = dict.__sizeof__
+
+    def record(node, elements, capacity, table, spare):
+        node_append(node)
+        elements_append(elements)
+        capacity_append(capacity)
+        table_append(table)
+        spare_append(spare)
+
+    def of_list(obj, node, basic):
+        # list___sizeof__: tp_basicsize + allocated * sizeof(void*). The right-sized list is
+        # `obj.copy()` (list_slice: PyList_New(n), exactly n slots).
+        table = list_sizeof(obj) - basic
+        allocated = table // pointer
+        n = len(obj)
+        record(node, n, allocated, table, max(0, allocated - n) * pointer)
+
+    def set_rule(sizeof):
+        def of_set(obj, node, basic):
+            # set___sizeof__: tp_basicsize, plus (mask + 1) * sizeof(setentry) when the table
+            # is not the 8-slot smalltable inside the object. The right-sized set is `set(s)`:
+            # set_merge keeps the smalltable for up to 4 (fill*5 < mask*3) and otherwise
+            # resizes to the smallest power of two above 2 * used (set_table_resize).
+            table = sizeof(obj) - basic
+            slots = table // setentry if table else 8
+            n = len(obj)
+            needed = 0
+            if n * 5 >= 7 * 3:
+                needed = 8
+                while needed <= 2 * n:
+                    needed <<= 1
+                needed *= setentry
+            record(node, n, slots, table, max(0, table - needed))
+        return of_set
+
+    def of_dict(obj, node, basic):
+        # _PyDict_SizeOf: tp_basicsize, plus the keys table when the dict owns it (a split
+        # table's keys belong to the class, and its size fits no combined table: not measured).
+        # The right-sized dict is what `dict(d)` makes of a dict with deleted entries:
+        # `estimate_log2_keysize(n)`, the smallest power of two >= (3n + 1) / 2, at least 8
+        # (an empty dict shares the static empty table: 0 bytes).
+        table = dict_sizeof(obj) - basic
+        n = len(obj)
+        if table == 0:
+            record(node, n, 0, 0, 0)
+            return
+        found = tables.get(table)
+        if found is None:
+            return
+        log2, entry = found
+        slots = 1 << log2
+        needed = 0
+        if n:
+            size = 8
+            while size < (3 * n + 1) // 2:
+                size <<= 1
+            index = 1 if size < 1 << 8 else 2 if size < 1 << 16 else 4 if size < 1 << 32 else 8
+            header = table - (1 if log2 < 8 else 2 if log2 < 16 else 4 if log2 < 32 else 8) \
+                * slots - (2 * slots // 3) * entry
+            needed = header + index * size + (2 * size // 3) * entry
+        record(node, n, 2 * slots // 3, table, max(0, table - needed))
+
+    rules = {}
+
+    def rule_of(cls):
+        rule = None
+        # A subclass whose base's __sizeof__ is its own (defaultdict, Counter): measured as the
+        # base. OrderedDict keeps more than the table, and its sizes fit no rule: not measured.
+        sizeof = getattr(cls, "__sizeof__", None)
+        if issubclass(cls, list) and sizeof is list_sizeof:
+            rule = of_list
+        elif issubclass(cls, frozenset) and sizeof is frozenset_sizeof:
+            rule = set_rule(frozenset_sizeof)
+        elif issubclass(cls, set) and sizeof is set_sizeof:
+            rule = set_rule(set_sizeof)
+        elif issubclass(cls, dict) and tables is not None and sizeof is dict_sizeof:
+            rule = of_dict
+        if rule is not None:
+            basic = cls.__basicsize__
+            bound = rule
+            rule = lambda obj, node: bound(obj, node, basic)
+        rules[cls] = rule
+        return rule
+
+    return rules, rule_of
+
+
 def _walk(columns, root_frames, objects, skip, max_untracked):
     """Encodes `objects` (gc-tracked) and what they refer to into `columns`. Returns notes.
 
@@ -412,6 +563,9 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
     module_dict = _ModuleType.__dict__["__dict__"].__get__
     buffer_classes = _buffer_classes()
     labelled = frozenset((_FunctionType, _ModuleType, _CodeType))
+    fill_rules, fill_rule_of = _fill_recorder(columns.fill)
+    fill_rules_get = fill_rules.get
+    no_rule = object()
 
     name_id = columns.string
 
@@ -498,6 +652,11 @@ def _walk(columns, root_frames, objects, skip, max_untracked):
             node_name_append(0)
         edge_count_append(0)
         refcount_append(references)
+        fill_rule = fill_rules_get(cls, no_rule)
+        if fill_rule is no_rule:
+            fill_rule = fill_rule_of(cls)
+        if fill_rule is not None:
+            fill_rule(obj, node)
         start = len(edge_to)
         if cls is dict:
             # The hot loops: `refer` written out, as a call per reference is most of the cost.
@@ -799,6 +958,11 @@ def _chunks(columns, header_pairs):
     buffers = columns.buffers
     if buffers["node"]:
         yield _record([("type", "buffers")] + [(k, _le(v)) for k, v in buffers.items()])
+        count += 1
+    fill = columns.fill
+    for start in range(0, len(fill["node"]), CHUNK_ROWS):
+        yield _record([("type", "fill")]
+                      + [(k, _le(v[start:start + CHUNK_ROWS])) for k, v in fill.items()])
         count += 1
     yield _record([("type", "end"), ("chunks", count)])
 

@@ -152,8 +152,8 @@ pub(crate) enum Command {
     /// Write a dump in heapgraph's native format (.hgd), with its analysis, to reopen fast
     Convert(ConvertArgs),
     /// Waste in collections (Java HashMap, HashSet, ConcurrentHashMap, ArrayList, object
-    /// arrays), as MAT's Collection Fill Ratio: fill ratio, empty collections, and the bytes a
-    /// right-sized collection would save
+    /// arrays; Python list, dict, set), as MAT's Collection Fill Ratio: fill ratio, empty
+    /// collections, and the bytes a right-sized collection would save
     Waste(WasteArgs),
     /// Write a copy of a dump with every value (primitive arrays, string contents, primitive
     /// fields) zeroed or replaced, and the same graph, types, field names, sizes and ids, to

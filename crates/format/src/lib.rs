@@ -54,17 +54,18 @@ pub use column::{LeInt, column_len, decode_column, encode_column};
 pub use error::{ColumnError, Error};
 pub use reader::{Reader, SliceReader, Truncation};
 pub use records::{
-    AnalysisChunk, Chunk, EdgesChunk, FramesChunk, Header, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH,
-    LITTLE_ENDIAN, MAGIC, NO_NAME, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
-    StringsChunk, StringsIter, TypeTotalsChunk, UnknownChunk, VERSION,
+    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
+    KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH, LITTLE_ENDIAN, MAGIC, NO_NAME, NodeKindsChunk,
+    NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk, StringsIter, TypeTotalsChunk,
+    UnknownChunk, VERSION,
 };
 pub use timeline::{
     EventChunk, EventKind, GpuInfo, KIND_TIMELINE, NOT_MEASURED, Resource, SampleColumns,
     SamplesChunk, ThresholdInfo, ThresholdLevel, TimelineInfoChunk,
 };
 pub use writer::{
-    AnalysisColumns, EdgeColumns, FrameColumns, NodeColumns, SiteColumns, StackColumns,
-    TypeTotalsColumns, Writer,
+    AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, FrameColumns, NodeColumns,
+    SiteColumns, StackColumns, TypeTotalsColumns, Writer,
 };
 
 /// The most bytes one record may hold. A reader refuses a record that would be larger before

@@ -4,9 +4,9 @@
 use crate::error::{Error, describe_prefix};
 use crate::frame::{FrameError, Framed, Framer, SliceFramer};
 use crate::records::{
-    AnalysisChunk, Chunk, EdgesChunk, FramesChunk, Header, LITTLE_ENDIAN, MAGIC, NodeKindsChunk,
-    NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk, UnknownChunk,
-    VERSION,
+    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
+    LITTLE_ENDIAN, MAGIC, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
+    StringsChunk, TypeTotalsChunk, UnknownChunk, VERSION,
 };
 use crate::timeline::{EventChunk, SamplesChunk, TimelineInfoChunk};
 use crate::{MAX_RECORD_BYTES, sniff};
@@ -410,6 +410,10 @@ fn decode_chunk<'a>(buf: &'a [u8], type_name: &str) -> Result<Chunk<'a>, String>
         "type_totals" => {
             Chunk::TypeTotals(rmp_serde::from_slice::<TypeTotalsChunk<'_>>(buf).map_err(bad)?)
         }
+        "array_lengths" => {
+            Chunk::ArrayLengths(rmp_serde::from_slice::<ArrayLengthsChunk<'_>>(buf).map_err(bad)?)
+        }
+        "fill" => Chunk::Fill(rmp_serde::from_slice::<FillChunk<'_>>(buf).map_err(bad)?),
         "timeline_info" => {
             Chunk::TimelineInfo(rmp_serde::from_slice::<TimelineInfoChunk>(buf).map_err(bad)?)
         }

@@ -84,7 +84,8 @@ impl Header {
 /// A record after the header. A reader concatenates chunks of the same type in stream order.
 ///
 /// Serialized as a MessagePack map whose `type` key names the variant (`strings`, `node_kinds`,
-/// `nodes`, `edges`, `root`, `analysis`, `type_totals`; for allocation snapshots `frames`,
+/// `nodes`, `edges`, `root`, `analysis`, `type_totals`, `array_lengths`, `fill`; for allocation
+/// snapshots `frames`,
 /// `stacks`, `sites`; for timelines `timeline_info`, `samples`, `event`), followed by the
 /// variant's fields. Column fields are
 /// `bin` blobs of little-endian integers that borrow from the reader's buffer.
@@ -106,6 +107,10 @@ pub enum Chunk<'a> {
     Analysis(AnalysisChunk<'a>),
     /// Stored per-type totals, per type.
     TypeTotals(TypeTotalsChunk<'a>),
+    /// Lengths of object arrays (HPROF's), per array.
+    ArrayLengths(ArrayLengthsChunk<'a>),
+    /// Elements and capacity of collections (the Python dumper's), per collection.
+    Fill(FillChunk<'a>),
     /// What a timeline measures.
     TimelineInfo(TimelineInfoChunk),
     /// Samples of a timeline.
@@ -134,6 +139,8 @@ impl Chunk<'_> {
             Chunk::Root(_) => "root",
             Chunk::Analysis(_) => "analysis",
             Chunk::TypeTotals(_) => "type_totals",
+            Chunk::ArrayLengths(_) => "array_lengths",
+            Chunk::Fill(_) => "fill",
             Chunk::TimelineInfo(_) => "timeline_info",
             Chunk::Samples(_) => "samples",
             Chunk::Event(_) => "event",
@@ -156,6 +163,8 @@ impl Chunk<'_> {
             Chunk::Edges(chunk) => chunk.rows().map(drop),
             Chunk::Analysis(chunk) => chunk.rows().map(drop),
             Chunk::TypeTotals(chunk) => chunk.rows().map(drop),
+            Chunk::ArrayLengths(chunk) => chunk.rows().map(drop),
+            Chunk::Fill(chunk) => chunk.rows().map(drop),
             Chunk::Samples(chunk) => chunk.rows().map(drop),
             Chunk::Frames(chunk) => chunk.rows().map(drop),
             Chunk::Stacks(chunk) => chunk.rows().map(drop),
@@ -478,6 +487,71 @@ impl TypeTotalsChunk<'_> {
             column::<u64>("count", self.count),
             column::<u64>("shallow_size", self.shallow_size),
             column::<u64>("retained_size", self.retained_size),
+        ])
+    }
+}
+
+/// The lengths of some object arrays (a dump's backing arrays of collections, which a shallow
+/// size rounded up to 8 bytes cannot give back), so that a converted HPROF answers `waste` as
+/// the HPROF does. Sparse: one row per array, nodes in increasing order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArrayLengthsChunk<'a> {
+    /// The array's node index: `u32` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub node: &'a [u8],
+    /// Its length in slots: `u32` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub length: &'a [u8],
+    /// Bytes of one slot (a reference: 4 with compressed oops, 8 without).
+    pub slot_bytes: u32,
+}
+
+impl ArrayLengthsChunk<'_> {
+    /// The number of rows, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("node", self.node),
+            column::<u32>("length", self.length),
+        ])
+    }
+}
+
+/// How full some collections are, as the runtime sized them (the Python dumper's lists, dicts
+/// and sets). Sparse: one row per collection, nodes in increasing order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FillChunk<'a> {
+    /// The collection's node index: `u32` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub node: &'a [u8],
+    /// Elements it holds: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub elements: &'a [u8],
+    /// Slots it has room for: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub capacity: &'a [u8],
+    /// Bytes of its table (allocated beside the object, counted in its shallow size): `u64`.
+    #[serde(borrow, with = "serde_bytes")]
+    pub table_bytes: &'a [u8],
+    /// Bytes a right-sized copy would not have: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub spare_bytes: &'a [u8],
+}
+
+impl FillChunk<'_> {
+    /// The number of rows, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("node", self.node),
+            column::<u64>("elements", self.elements),
+            column::<u64>("capacity", self.capacity),
+            column::<u64>("table_bytes", self.table_bytes),
+            column::<u64>("spare_bytes", self.spare_bytes),
         ])
     }
 }

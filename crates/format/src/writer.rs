@@ -4,8 +4,8 @@
 use crate::column::{LeInt, encode_column};
 use crate::error::Error;
 use crate::records::{
-    AnalysisChunk, Chunk, EdgesChunk, FramesChunk, Header, NodeKindsChunk, NodesChunk, RootChunk,
-    SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk,
+    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
+    NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk,
 };
 use crate::timeline::{SampleColumns, SamplesChunk, encode_into};
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
@@ -74,6 +74,32 @@ pub struct TypeTotalsColumns<'a> {
     pub shallow_size: &'a [u64],
     /// Their retained sizes, each byte counted once.
     pub retained_size: &'a [u64],
+}
+
+/// Lengths of object arrays, per array, nodes in increasing order.
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayLengthColumns<'a> {
+    /// The array's node index.
+    pub node: &'a [u32],
+    /// Its length in slots.
+    pub length: &'a [u32],
+    /// Bytes of one slot.
+    pub slot_bytes: u32,
+}
+
+/// How full collections are, per collection, nodes in increasing order.
+#[derive(Clone, Copy, Debug)]
+pub struct FillColumns<'a> {
+    /// The collection's node index.
+    pub node: &'a [u32],
+    /// Elements it holds.
+    pub elements: &'a [u64],
+    /// Slots it has room for.
+    pub capacity: &'a [u64],
+    /// Bytes of its table.
+    pub table_bytes: &'a [u64],
+    /// Bytes a right-sized copy would not have.
+    pub spare_bytes: &'a [u64],
 }
 
 /// Per-frame columns of an allocation snapshot, all of the same length.
@@ -439,6 +465,73 @@ impl<W: Write> Writer<W> {
         result
     }
 
+    /// Writes array lengths as `array_lengths` chunks of at most [`Writer::chunk_rows`] rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_array_lengths(&mut self, lengths: &ArrayLengthColumns<'_>) -> Result<(), Error> {
+        let n_rows = lengths.node.len();
+        self.check_lengths(n_rows, &[("length", lengths.length.len())])?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result = Ok(());
+        for start in (0..n_rows).step_by(self.chunk_rows) {
+            let rows = start..(start + self.chunk_rows).min(n_rows);
+            let [node, length, ..] = &mut scratch;
+            encode_fresh(&lengths.node[rows.clone()], node);
+            encode_fresh(&lengths.length[rows], length);
+            result = self.write_chunk(&Chunk::ArrayLengths(ArrayLengthsChunk {
+                node,
+                length,
+                slot_bytes: lengths.slot_bytes,
+            }));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    /// Writes collections' fill as `fill` chunks of at most [`Writer::chunk_rows`] rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_fill(&mut self, fill: &FillColumns<'_>) -> Result<(), Error> {
+        let n_rows = fill.node.len();
+        self.check_lengths(
+            n_rows,
+            &[
+                ("elements", fill.elements.len()),
+                ("capacity", fill.capacity.len()),
+                ("table_bytes", fill.table_bytes.len()),
+                ("spare_bytes", fill.spare_bytes.len()),
+            ],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut result = Ok(());
+        for start in (0..n_rows).step_by(self.chunk_rows) {
+            let rows = start..(start + self.chunk_rows).min(n_rows);
+            let [node, elements, capacity, table_bytes, spare_bytes, ..] = &mut scratch;
+            encode_fresh(&fill.node[rows.clone()], node);
+            encode_fresh(&fill.elements[rows.clone()], elements);
+            encode_fresh(&fill.capacity[rows.clone()], capacity);
+            encode_fresh(&fill.table_bytes[rows.clone()], table_bytes);
+            encode_fresh(&fill.spare_bytes[rows], spare_bytes);
+            result = self.write_chunk(&Chunk::Fill(FillChunk {
+                node,
+                elements,
+                capacity,
+                table_bytes,
+                spare_bytes,
+            }));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
     /// Writes samples as one `samples` chunk. Optional columns may be empty slices; the GPU
     /// columns hold one value per sample and GPU.
     ///
@@ -687,6 +780,8 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
         Chunk::Edges(c) => &[c.to, c.to_object, c.kind, c.name],
         Chunk::Analysis(c) => &[c.dominator, c.retained_size, c.distance, c.retained_count],
         Chunk::TypeTotals(c) => &[c.type_name, c.count, c.shallow_size, c.retained_size],
+        Chunk::ArrayLengths(c) => &[c.node, c.length],
+        Chunk::Fill(c) => &[c.node, c.elements, c.capacity, c.table_bytes, c.spare_bytes],
         Chunk::Samples(c) => &[
             c.t_ms,
             c.rss,

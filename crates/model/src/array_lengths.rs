@@ -48,3 +48,60 @@ impl ArrayLengths {
         self.nodes.last().copied()
     }
 }
+
+impl ArrayLengths {
+    /// The recorded nodes and their lengths, both in node order.
+    pub fn columns(&self) -> (&[u32], &[u32]) {
+        (&self.nodes, &self.lengths)
+    }
+}
+
+use crate::heap_graph::NodeId;
+
+/// How full one collection is, as its runtime sized it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fill {
+    /// Elements it holds.
+    pub elements: u64,
+    /// Slots it has room for.
+    pub capacity: u64,
+    /// Bytes of its table (part of the collection's shallow size).
+    pub table_bytes: u64,
+    /// Bytes a right-sized copy would not have.
+    pub spare_bytes: u64,
+}
+
+/// The fill of some collections (the Python dumper's lists, dicts and sets), where a dump
+/// records it: a sparse column beside the graph, as [`ArrayLengths`] is.
+///
+/// Invariants: `nodes` is strictly increasing and as long as `fills`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CollectionFill {
+    nodes: Vec<u32>,
+    fills: Vec<Fill>,
+}
+
+impl CollectionFill {
+    /// The fill of `rows` (node index, fill), sorted here; a node given twice keeps its first.
+    pub fn from_rows(mut rows: Vec<(u32, Fill)>) -> CollectionFill {
+        rows.sort_by_key(|&(node, _)| node);
+        rows.dedup_by_key(|&mut (node, _)| node);
+        let (nodes, fills) = rows.into_iter().unzip();
+        CollectionFill { nodes, fills }
+    }
+
+    /// The collections, in node order, with their fill.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (NodeId, &Fill)> + '_ {
+        self.nodes.iter().map(|&node| NodeId(node)).zip(&self.fills)
+    }
+
+    /// Whether no collection's fill is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The largest node index recorded, to check against the graph.
+    pub(crate) fn last_node(&self) -> Option<u32> {
+        self.nodes.last().copied()
+    }
+}

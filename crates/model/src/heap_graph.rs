@@ -1,6 +1,6 @@
 //! The heap graph: objects as columns, references as a CSR, one root for the analyses.
 
-use crate::array_lengths::ArrayLengths;
+use crate::array_lengths::{ArrayLengths, CollectionFill};
 use crate::columns::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64,
 };
@@ -246,6 +246,8 @@ pub struct HeapGraph {
     reverse: OnceLock<ReverseEdges>,
     /// Object array lengths, where the importer recorded them (empty otherwise).
     array_lengths: ArrayLengths,
+    /// Collections' fill, where the dump recorded it (empty otherwise).
+    fill: CollectionFill,
 }
 
 /// The name of an edge: a string, or an index for array-like edges.
@@ -348,6 +350,7 @@ impl HeapGraph {
             parts,
             reverse: OnceLock::new(),
             array_lengths: ArrayLengths::default(),
+            fill: CollectionFill::default(),
         })
     }
 
@@ -516,6 +519,29 @@ impl HeapGraph {
     /// The object array lengths the importer recorded (empty where the format has none).
     pub fn array_lengths(&self) -> &ArrayLengths {
         &self.array_lengths
+    }
+
+    /// Records the fill of the graph's collections ([`CollectionFill`]), which only some dumps
+    /// hold.
+    ///
+    /// # Errors
+    /// [`InvalidGraph`] when a row names a node outside the graph.
+    pub fn set_fill(&mut self, fill: CollectionFill) -> Result<(), InvalidGraph> {
+        if let Some(last) = fill.last_node()
+            && last as usize >= self.node_count()
+        {
+            return Err(InvalidGraph(format!(
+                "a collection's fill names node {last} of {}",
+                self.node_count()
+            )));
+        }
+        self.fill = fill;
+        Ok(())
+    }
+
+    /// The collections' fill the importer recorded (empty where the dump has none).
+    pub fn fill(&self) -> &CollectionFill {
+        &self.fill
     }
 
     /// Total shallow size of all nodes.

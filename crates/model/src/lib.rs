@@ -46,7 +46,7 @@ pub use alloc::{
     AllocMeta, AllocSnapshot, AllocSource, Block, BlockState, CudaState, Frame, FrameId, LiveSite,
     Segment, StackId, Stacks, TraceAction, TraceEvent,
 };
-pub use array_lengths::ArrayLengths;
+pub use array_lengths::{ArrayLengths, CollectionFill, Fill};
 pub use columns::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
 };

@@ -16,9 +16,9 @@ use heapgraph_format::{
     SliceReader, Truncation, column_len, decode_column,
 };
 use heapgraph_model::{
-    EdgeKind, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
-    NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis, StringId, StringTable, TypeTotals,
-    U64Column,
+    ArrayLengths, CollectionFill, EdgeKind, EdgeNames, EdgeOffsets, Fill, GraphMeta, HeapGraph,
+    HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis,
+    StringId, StringTable, TypeTotals, U64Column,
 };
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -352,6 +352,11 @@ struct Columns {
     /// Whether an analysis chunk came without retained counts.
     retained_count_missing: bool,
     type_totals: RawTypeTotals,
+    /// Object arrays' lengths (node, length), and the bytes of one slot.
+    array_lengths: Vec<(u32, u32)>,
+    slot_bytes: u32,
+    /// Collections' fill, by node.
+    fill: Vec<(u32, Fill)>,
     /// Chunks of types this version does not read, counted by type.
     unknown: BTreeMap<String, u64>,
 }
@@ -384,6 +389,9 @@ impl Default for Columns {
             retained_count: Vec::new(),
             retained_count_missing: false,
             type_totals: RawTypeTotals::default(),
+            array_lengths: Vec::new(),
+            slot_bytes: 0,
+            fill: Vec::new(),
             unknown: BTreeMap::new(),
         }
     }
@@ -510,6 +518,41 @@ impl Columns {
                 decode_column(chunk.count, &mut totals.count).map_err(column)?;
                 decode_column(chunk.shallow_size, &mut totals.shallow_size).map_err(column)?;
                 decode_column(chunk.retained_size, &mut totals.retained_size).map_err(column)?;
+            }
+            Chunk::ArrayLengths(chunk) => {
+                let (mut node, mut length) = (Vec::new(), Vec::new());
+                decode_column(chunk.node, &mut node).map_err(column)?;
+                decode_column(chunk.length, &mut length).map_err(column)?;
+                self.array_lengths.extend(node.into_iter().zip(length));
+                self.slot_bytes = chunk.slot_bytes;
+            }
+            Chunk::Fill(chunk) => {
+                let mut node: Vec<u32> = Vec::new();
+                let mut values: [Vec<u64>; 4] = Default::default();
+                decode_column(chunk.node, &mut node).map_err(column)?;
+                for (blob, out) in [
+                    chunk.elements,
+                    chunk.capacity,
+                    chunk.table_bytes,
+                    chunk.spare_bytes,
+                ]
+                .into_iter()
+                .zip(&mut values)
+                {
+                    decode_column(blob, out).map_err(column)?;
+                }
+                let [elements, capacity, table_bytes, spare_bytes] = values;
+                self.fill.extend((0..node.len()).map(|row| {
+                    (
+                        node[row],
+                        Fill {
+                            elements: elements[row],
+                            capacity: capacity[row],
+                            table_bytes: table_bytes[row],
+                            spare_bytes: spare_bytes[row],
+                        },
+                    )
+                }));
             }
             other => {
                 *self
@@ -762,8 +805,28 @@ impl Columns {
             node_kinds: std::mem::take(&mut self.node_kinds),
             root,
         };
-        let graph = HeapGraph::from_parts(meta, strings, parts)
+        let mut graph = HeapGraph::from_parts(meta, strings, parts)
             .map_err(|err| inconsistent(err.to_string()))?;
+        // A cut-short file keeps the rows of the nodes that arrived; in a whole one, a row
+        // naming no node is an error (`set_*` checks).
+        if truncation.is_some() {
+            self.array_lengths
+                .retain(|&(node, _)| (node as usize) < n_nodes);
+            self.fill.retain(|&(node, _)| (node as usize) < n_nodes);
+        }
+        if !self.array_lengths.is_empty() {
+            graph
+                .set_array_lengths(ArrayLengths::from_pairs(
+                    std::mem::take(&mut self.array_lengths),
+                    self.slot_bytes,
+                ))
+                .map_err(|err| inconsistent(err.to_string()))?;
+        }
+        if !self.fill.is_empty() {
+            graph
+                .set_fill(CollectionFill::from_rows(std::mem::take(&mut self.fill)))
+                .map_err(|err| inconsistent(err.to_string()))?;
+        }
         Ok((graph, pending))
     }
 

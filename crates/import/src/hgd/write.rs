@@ -2,8 +2,8 @@
 
 use super::{TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
 use heapgraph_format::{
-    self as format, AnalysisColumns, EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns,
-    TypeTotalsColumns, Writer,
+    self as format, AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, Header,
+    KIND_HEAP_GRAPH, NodeColumns, TypeTotalsColumns, Writer,
 };
 use heapgraph_model::{HeapGraph, StoredAnalysis};
 use std::collections::BTreeMap;
@@ -141,6 +141,34 @@ pub(super) fn write_in_chunks<W: Write>(
                 to: &parts.edge_to[rows.clone()],
                 kind: &edge_kind,
                 name: &edge_name,
+            })
+            .map_err(write_error)?;
+    }
+
+    let lengths = graph.array_lengths();
+    if !lengths.is_empty() {
+        let (node, length) = lengths.columns();
+        writer
+            .write_array_lengths(&ArrayLengthColumns {
+                node,
+                length,
+                slot_bytes: lengths.slot_bytes(),
+            })
+            .map_err(write_error)?;
+    }
+    let fill = graph.fill();
+    if !fill.is_empty() {
+        let node: Vec<u32> = fill.iter().map(|(node, _)| node.to_raw()).collect();
+        let column = |get: fn(&heapgraph_model::Fill) -> u64| -> Vec<u64> {
+            fill.iter().map(|(_, row)| get(row)).collect()
+        };
+        writer
+            .write_fill(&FillColumns {
+                node: &node,
+                elements: &column(|row| row.elements),
+                capacity: &column(|row| row.capacity),
+                table_bytes: &column(|row| row.table_bytes),
+                spare_bytes: &column(|row| row.spare_bytes),
             })
             .map_err(write_error)?;
     }

@@ -101,6 +101,9 @@ pub fn redact(graph: &HeapGraph) -> Result<(HeapGraph, GraphRedactStats), Invali
             strings.push(&format!("<redacted {}>", id.index()));
         }
     }
-    let graph = HeapGraph::from_parts(graph.meta().clone(), strings, parts.clone())?;
-    Ok((graph, stats))
+    let mut redacted = HeapGraph::from_parts(graph.meta().clone(), strings, parts.clone())?;
+    // Lengths and fill are sizes, not values: kept, so that `waste` answers as before.
+    redacted.set_array_lengths(graph.array_lengths().clone())?;
+    redacted.set_fill(graph.fill().clone())?;
+    Ok((redacted, stats))
 }
