@@ -18,7 +18,7 @@
 //!
 //! The input is streamed twice per replica and never loaded: memory stays at the class table.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
@@ -161,12 +161,12 @@ struct Layout {
 }
 
 fn layouts(heap: &Heap, id_size: usize) -> io::Result<HashMap<u64, Layout>> {
-    let mut layouts = HashMap::new();
+    let mut layouts = HashMap::default();
     for &class in heap.classes.keys() {
         let mut reference_offsets = Vec::new();
         let mut size = 0usize;
         let mut current = class;
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         while current != 0 {
             if !seen.insert(current) {
                 return Err(bad(format!(
