@@ -638,8 +638,12 @@ fn serve_open_hands_the_url_with_its_token_to_the_browser() {
         opened,
         format!("http://127.0.0.1:{}/?token={}", server.port, server.token)
     );
-    // The URL it was given opens the explorer.
-    assert_eq!(server.get("/").status, 200);
+    // The URL it was given opens the explorer: the token moves into its cookie, and on to the
+    // page.
+    let first = server.get("/");
+    assert_eq!(first.status, 303);
+    assert_eq!(first.header("location"), Some("/"));
+    assert!(first.header("set-cookie").is_some());
 }
 
 /// The explorer in Chromium, as a user walks it (tests/browser/check_serve.py): the printed

@@ -216,7 +216,8 @@ mod tests {
     /// afresh for each object), on real dumps of each runtime.
     #[test]
     fn holders_from_the_chain_index_are_who_holds_on_the_fixtures() {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        // The binary's package is the workspace's root.
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let dumps = [
             "java/references.hprof.gz",
             "java/real-world/sun_jdk6_31_hprofagent_compressedOops.hprof.gz",
