@@ -71,6 +71,24 @@ struct Input {
 }
 
 impl Input {
+    /// Passes over the records that hold no heap (strings, class names, stack traces) and
+    /// returns where the next heap dump record ends; `None` at the end of the file.
+    fn next_heap_record(&mut self, scratch: &mut Vec<u8>) -> io::Result<Option<u64>> {
+        loop {
+            let tag = match self.u8() {
+                Ok(tag) => tag,
+                Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+                Err(err) => return Err(err),
+            };
+            self.u32()?;
+            let length = u64::from(self.u32()?);
+            if tag == HEAP_DUMP || tag == HEAP_DUMP_SEGMENT {
+                return Ok(Some(self.offset + length));
+            }
+            self.bytes(scratch, length as usize)?;
+        }
+    }
+
     fn open(path: &str) -> io::Result<Input> {
         Ok(Input {
             inner: BufReader::with_capacity(1 << 20, File::open(path)?),
@@ -244,19 +262,7 @@ fn survey(path: &str) -> io::Result<(Vec<u8>, usize, Heap)> {
     let (header, id_size) = input.header()?;
     let mut heap = Heap::default();
     let mut scratch = Vec::new();
-    loop {
-        let tag = match input.u8() {
-            Ok(tag) => tag,
-            Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => break,
-            Err(err) => return Err(err),
-        };
-        input.u32()?;
-        let length = u64::from(input.u32()?);
-        if tag != HEAP_DUMP && tag != HEAP_DUMP_SEGMENT {
-            input.bytes(&mut scratch, length as usize)?;
-            continue;
-        }
-        let end = input.offset + length;
+    while let Some(end) = input.next_heap_record(&mut scratch)? {
         while input.offset < end {
             let sub = input.u8()?;
             if sub == CLASS_DUMP {
@@ -375,19 +381,7 @@ fn replica(
     let mut input = Input::open(path)?;
     input.header()?;
     let mut body = Vec::new();
-    loop {
-        let tag = match input.u8() {
-            Ok(tag) => tag,
-            Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => break,
-            Err(err) => return Err(err),
-        };
-        input.u32()?;
-        let length = u64::from(input.u32()?);
-        if tag != HEAP_DUMP && tag != HEAP_DUMP_SEGMENT {
-            input.bytes(&mut body, length as usize)?;
-            continue;
-        }
-        let end = input.offset + length;
+    while let Some(end) = input.next_heap_record(&mut body)? {
         while input.offset < end {
             let sub = input.u8()?;
             let at = input.offset - 1;
