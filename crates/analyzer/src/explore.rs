@@ -119,26 +119,19 @@ impl Explorer {
     /// 4 bytes per object for the type order, 8 per node for the chain distances, plus 4 bytes
     /// per node for the id order when it is needed.
     pub fn warm(&self, graph: &HeapGraph, analysis: &Analysis) {
-        rayon::join(
-            || {
-                rayon::join(
-                    || self.tree_children(graph, analysis),
-                    || self.id_index(graph),
-                );
-                rayon::join(|| self.type_order(graph, analysis), || graph.reverse());
-            },
-            || {
-                rayon::join(
-                    || analysis.chain_index(graph),
-                    || {
-                        rayon::join(
-                            || analysis.distances(graph).len(),
-                            || analysis.type_totals(graph).types.len(),
-                        )
-                    },
-                )
-            },
-        );
+        // Each index is built on a thread of its own, never in a rayon job: a builder sorts
+        // with rayon while it holds its cell, and a rayon worker that waited on a cell could
+        // be holding, lower on its stack, the very sort job the cell's builder waits for (a
+        // work-stealing deadlock). Threads that are not rayon's may wait on a cell safely.
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.tree_children(graph, analysis));
+            scope.spawn(|| self.id_index(graph));
+            scope.spawn(|| self.type_order(graph, analysis));
+            scope.spawn(|| graph.reverse());
+            scope.spawn(|| analysis.chain_index(graph));
+            scope.spawn(|| analysis.distances(graph).len());
+            scope.spawn(|| analysis.type_totals(graph).types.len());
+        });
     }
 
     fn tree_children(&self, graph: &HeapGraph, analysis: &Analysis) -> &DominatorChildren {
