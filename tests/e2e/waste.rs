@@ -2,7 +2,7 @@
 //! against the JVM's own `GC.class_histogram` taken in the same state, against what the
 //! fixture program built (`LeakFixture.java`), and against a second, simpler algorithm.
 
-use crate::support::{fixture, heapgraph_ok, json, path_str, repo_root, temp_dir};
+use crate::support::{fixture, heapgraph, heapgraph_ok, json, path_str, repo_root, temp_dir};
 use heapgraph_analyzer::groups::{GroupBy, group_by, package_of};
 use heapgraph_analyzer::{EdgeRule, NO_NODE, Options, analyze};
 use heapgraph_import::Contents;
@@ -592,4 +592,225 @@ fn the_report_shows_the_waste_of_collections() {
         assert!(section[at..row_end].contains(&wasted), "{label}: {wasted}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Each V8 node's script by a second walk, over the snapshot's own arrays rather than the
+/// imported graph: an object's `__proto__` → `constructor` closure, a closure itself, then
+/// `shared` → `script_or_debug_info` (`script` in older V8), whose node names the script.
+/// Keyed by object id; the engine's synthetic nodes are left out, as the grouping leaves them.
+fn raw_v8_scripts(snapshot: &Value) -> HashMap<u64, (String, u64)> {
+    let meta = &snapshot["snapshot"]["meta"];
+    let names = |key: &str| -> Vec<String> {
+        meta[key]
+            .as_array()
+            .expect("fields")
+            .iter()
+            .map(|name| name.as_str().expect("a name").to_owned())
+            .collect()
+    };
+    let (node_fields, edge_fields) = (names("node_fields"), names("edge_fields"));
+    let kinds: Vec<String> = meta["node_types"][0]
+        .as_array()
+        .expect("node types")
+        .iter()
+        .map(|name| name.as_str().expect("a name").to_owned())
+        .collect();
+    let edge_kinds: Vec<String> = meta["edge_types"][0]
+        .as_array()
+        .expect("edge types")
+        .iter()
+        .map(|name| name.as_str().expect("a name").to_owned())
+        .collect();
+    let numbers = |key: &str| -> Vec<u64> {
+        snapshot[key]
+            .as_array()
+            .expect("numbers")
+            .iter()
+            .map(|n| n.as_u64().expect("a number"))
+            .collect()
+    };
+    let (nodes, edges) = (numbers("nodes"), numbers("edges"));
+    let strings: Vec<&str> = snapshot["strings"]
+        .as_array()
+        .expect("strings")
+        .iter()
+        .map(|s| s.as_str().expect("a string"))
+        .collect();
+    let field = |name: &str| node_fields.iter().position(|f| f == name).expect(name);
+    let (n_fields, e_fields) = (node_fields.len(), edge_fields.len());
+    let (kind_at, name_at, id_at, size_at, count_at) = (
+        field("type"),
+        field("name"),
+        field("id"),
+        field("self_size"),
+        field("edge_count"),
+    );
+    let n_nodes = nodes.len() / n_fields;
+    let mut first_edge = Vec::with_capacity(n_nodes);
+    let mut at = 0;
+    for node in 0..n_nodes {
+        first_edge.push(at);
+        at += nodes[node * n_fields + count_at] as usize * e_fields;
+    }
+    let kind = |node: usize| kinds[nodes[node * n_fields + kind_at] as usize].as_str();
+    let name = |node: usize| strings[nodes[node * n_fields + name_at] as usize];
+    let named = |node: usize, wanted: &str| -> Option<usize> {
+        (0..nodes[node * n_fields + count_at] as usize).find_map(|k| {
+            let edge = first_edge[node] + k * e_fields;
+            let edge_kind = edge_kinds[edges[edge] as usize].as_str();
+            (edge_kind != "element"
+                && edge_kind != "hidden"
+                && strings[edges[edge + 1] as usize] == wanted)
+                .then(|| edges[edge + 2] as usize / n_fields)
+        })
+    };
+    let script_of = |function: usize| -> String {
+        named(function, "shared")
+            .and_then(|info| named(info, "script_or_debug_info").or_else(|| named(info, "script")))
+            .filter(|&script| kind(script) == "code" && !name(script).is_empty())
+            .map_or_else(|| "(built-in)".to_owned(), |script| name(script).to_owned())
+    };
+    let mut groups = HashMap::default();
+    for node in 0..n_nodes {
+        let group = match kind(node) {
+            "synthetic" => continue,
+            "closure" => script_of(node),
+            "object" => match named(node, "__proto__") {
+                None => "(no script)".to_owned(),
+                Some(prototype) => match named(prototype, "constructor") {
+                    Some(function) if kind(function) == "closure" => script_of(function),
+                    _ => "(built-in)".to_owned(),
+                },
+            },
+            _ => "(no script)".to_owned(),
+        };
+        let size = nodes[node * n_fields + size_at];
+        groups.insert(nodes[node * n_fields + id_at], (group, size));
+    }
+    groups
+}
+
+/// `--group-by script` on a Node 20 snapshot: each group's members, shallow and retained
+/// sizes as the second walk over the snapshot's own arrays finds them (retained by the idom
+/// walk of `groups_count_each_retained_byte_once`); the fixture program's planted classes in
+/// its own script's group.
+#[test]
+fn v8_objects_group_by_the_script_that_defined_their_constructor() {
+    let path = fixture("v8/app-after.heapsnapshot.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("the fixture"))
+        .read_to_string(&mut text)
+        .expect("gzip");
+    let raw = raw_v8_scripts(&serde_json::from_str(&text).expect("JSON"));
+    drop(text);
+    let graph = match heapgraph_import::import_path(&path, &Default::default()).expect("loads") {
+        Contents::HeapGraph(graph) => graph,
+        _ => panic!("not a heap graph"),
+    };
+    let analysis = analyze(
+        &graph,
+        &Options {
+            edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+        },
+    );
+    let tree = &analysis.dominators;
+    let mut group_of_node: HashMap<u32, &str> = HashMap::default();
+    for node in graph.nodes() {
+        if let Some((group, _)) = raw.get(&graph.object_id(node)) {
+            group_of_node.insert(node.to_raw(), group.as_str());
+        }
+    }
+    assert_eq!(
+        group_of_node.len(),
+        raw.len(),
+        "every raw node is a node of the graph"
+    );
+    let mut expected: HashMap<&str, (u64, u64, u64)> = HashMap::default();
+    for node in graph.nodes() {
+        let Some(&group) = group_of_node.get(&node.to_raw()) else {
+            continue;
+        };
+        let entry = expected.entry(group).or_default();
+        entry.0 += 1;
+        entry.1 += raw[&graph.object_id(node)].1;
+        if !tree.reachable[node.index()] {
+            continue;
+        }
+        let mut up = tree.idom[node.index()];
+        let mut nested = false;
+        while up != NO_NODE && up != graph.root().to_raw() {
+            if group_of_node.get(&up) == Some(&group) {
+                nested = true;
+                break;
+            }
+            up = tree.idom[up as usize];
+        }
+        if !nested {
+            entry.2 += tree.retained_size.get(node.index());
+        }
+    }
+    let view = group_by(&graph, &analysis, GroupBy::Script).expect("V8 has scripts");
+    assert_eq!(view.rows.len(), expected.len());
+    for row in &view.rows {
+        assert_eq!(
+            (row.count, row.shallow_size, row.retained_size),
+            expected[row.group.as_str()],
+            "{}",
+            row.group
+        );
+    }
+
+    // The classes the fixture program planted are all in its script's group, as the command
+    // line prints it.
+    let text = std::fs::read_to_string(fixture("v8/expected.json")).expect("expected.json");
+    let planted: Value = serde_json::from_str(&text).expect("JSON");
+    let counts = planted["snapshots"]["app-after"]["counts"]
+        .as_object()
+        .expect("counts");
+    let report = json(&[
+        "summary",
+        path_str(&path),
+        "--group-by",
+        "script",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(report["by"], "script");
+    let script = report["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .find(|group| {
+            group["group"]
+                .as_str()
+                .is_some_and(|name| name.ends_with("/make_fixtures.js"))
+        })
+        .unwrap_or_else(|| panic!("no group of make_fixtures.js: {report}"));
+    let planted_total: u64 = counts.values().map(|n| n.as_u64().expect("a count")).sum();
+    let script_count = script["count"].as_u64().expect("count");
+    assert!(
+        script_count >= planted_total,
+        "{script_count} < {planted_total}"
+    );
+    for node in graph.nodes() {
+        if counts.contains_key(graph.type_name(node)) && graph.kind(node).name == "object" {
+            let group = group_of_node[&node.to_raw()];
+            assert!(
+                group.ends_with("/make_fixtures.js"),
+                "{} in {group}",
+                graph.type_name(node)
+            );
+        }
+    }
+    // A Java dump has no scripts, and a snapshot no packages: each refusal says what applies.
+    let java = fixture("java/default.hprof.gz");
+    for (file, by, hint) in [
+        (path_str(&java), "script", "only V8 snapshots"),
+        (path_str(&path), "package", "--group-by script"),
+    ] {
+        let out = heapgraph(&["summary", file, "--group-by", by]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(hint), "{stderr}");
+    }
 }

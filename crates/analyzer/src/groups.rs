@@ -1,5 +1,6 @@
-//! `summary --group-by`: objects grouped by Java package or class loader, or by Python module,
-//! with counts, shallow sizes and retained sizes per group, each retained byte counted once.
+//! `summary --group-by`: objects grouped by Java package or class loader, by Python module, or
+//! by the V8 script that defined them, with counts, shallow sizes and retained sizes per group,
+//! each retained byte counted once.
 //!
 //! A group's retained size is the sum of the retained sizes of its members that have no other
 //! member above them in the dominator tree: what freeing every member would free, with no byte
@@ -22,6 +23,12 @@ pub enum GroupBy {
     /// Java: the class loader that defined the object's class (for a class object, its own
     /// loader): the loader's type and id, or `<bootstrap>`.
     ClassLoader,
+    /// V8: the script that defined the object's constructor (an object's through its
+    /// `__proto__`'s `constructor`; a closure's own function), as the snapshot names the
+    /// script; [`BUILT_IN`] for a constructor or function the engine provides (`Object`,
+    /// `Array`, an object literal's), [`NO_SCRIPT`] for what no constructor made (strings,
+    /// numbers, the engine's own arrays, code and shapes).
+    Script,
 }
 
 impl GroupBy {
@@ -31,6 +38,7 @@ impl GroupBy {
             GroupBy::Package => "package",
             GroupBy::Module => "module",
             GroupBy::ClassLoader => "classloader",
+            GroupBy::Script => "script",
         }
     }
 }
@@ -72,11 +80,19 @@ pub const NO_PACKAGE: &str = "(default package)";
 /// The group name of classes of the bootstrap loader (a null `<classloader>`).
 pub const BOOTSTRAP_LOADER: &str = "<bootstrap>";
 
+/// The script group of V8 objects whose constructor (and closures whose function) has no
+/// script: the engine's built-ins.
+pub const BUILT_IN: &str = "(built-in)";
+
+/// The script group of V8 nodes that no constructor made: strings, numbers, the engine's own
+/// arrays, code and shapes, and objects without a `__proto__` (the engine's contexts).
+pub const NO_SCRIPT: &str = "(no script)";
+
 /// Groups the real objects of `graph` by `by`.
 ///
 /// # Errors
 /// [`NotGroupable`] where the runtime does not record what `by` asks (a class loader outside
-/// Java, a package or module in a V8 snapshot, whose objects do not name their script).
+/// Java, a script outside V8, a package or module in a V8 snapshot).
 ///
 /// Complexity: O(V + E) time (one pass to name each node's group, one walk of the dominator
 /// tree); O(V) auxiliary space (a group index per node, and the tree's children).
@@ -100,16 +116,20 @@ pub fn group_by(
         (GroupBy::Module, Runtime::Python) => {}
         (GroupBy::Package, Runtime::Python) => {}
         (GroupBy::Module, Runtime::Java) => {}
+        (GroupBy::Script, Runtime::V8) => {}
         (_, Runtime::V8) => {
             return refuse(
-                "a snapshot's objects name their constructor, not the script that defined it",
+                "a snapshot's objects name their constructor, not a package; \
+                 --group-by script groups them by the script that defined it",
             );
         }
         (GroupBy::ClassLoader, _) => return refuse("only Java classes have a class loader"),
+        (GroupBy::Script, _) => return refuse("only V8 snapshots name the script of a function"),
     }
     let (group_of, names) = match by {
         GroupBy::Package | GroupBy::Module => by_prefix(graph),
         GroupBy::ClassLoader => by_loader(graph),
+        GroupBy::Script => by_script(graph),
     };
     Ok(GroupsView {
         by,
@@ -173,16 +193,7 @@ fn by_loader(graph: &HeapGraph) -> (Vec<u32>, Vec<String>) {
             .collect();
         return (group_of, vec![BOOTSTRAP_LOADER.to_owned()]);
     };
-    let named = |node: NodeId, name: StringId| {
-        graph
-            .edge_range(node)
-            .find(|&edge| {
-                graph.edge_kind(edge) != EdgeKind::Element
-                    && graph.edge_kind(edge) != EdgeKind::Hidden
-                    && graph.parts().edge_name.get(edge) == name.to_raw()
-            })
-            .map(|edge| graph.edge_target(edge))
-    };
+    let named = |node: NodeId, name: StringId| named_target(graph, node, &[name]);
     let class_kind = graph
         .parts()
         .node_kinds
@@ -222,6 +233,103 @@ fn by_loader(graph: &HeapGraph) -> (Vec<u32>, Vec<String>) {
             }),
         };
         group_of[node.index()] = group;
+    }
+    (group_of, names)
+}
+
+/// The first target of `node`'s named (not element, not hidden) edge whose name is one of
+/// `names` (string ids: a bulk-imported table may hold one text under several ids).
+fn named_target(graph: &HeapGraph, node: NodeId, names: &[StringId]) -> Option<NodeId> {
+    graph
+        .edge_range(node)
+        .find(|&edge| {
+            graph.edge_kind(edge) != EdgeKind::Element
+                && graph.edge_kind(edge) != EdgeKind::Hidden
+                && names
+                    .iter()
+                    .any(|name| graph.parts().edge_name.get(edge) == name.to_raw())
+        })
+        .map(|edge| graph.edge_target(edge))
+}
+
+/// Every id of each text of `texts`, by one pass over the string table (a V8 snapshot's
+/// strings are pushed, not findable).
+fn ids_of<const N: usize>(graph: &HeapGraph, texts: [&str; N]) -> [Vec<StringId>; N] {
+    let mut ids: [Vec<StringId>; N] = std::array::from_fn(|_| Vec::new());
+    for (id, text) in graph.strings().iter() {
+        if let Some(at) = texts.iter().position(|&wanted| wanted == text) {
+            ids[at].push(id);
+        }
+    }
+    ids
+}
+
+/// The script of each V8 node (see [`GroupBy::Script`]): a closure's through its
+/// `shared` function info's `script_or_debug_info` (`script` before V8 9), an object's
+/// through its prototype's `constructor`. The snapshot names a `Script` node after the
+/// script's URL or file name; scripts of one name are one group.
+fn by_script(graph: &HeapGraph) -> (Vec<u32>, Vec<String>) {
+    const BUILT_IN_GROUP: u32 = 0;
+    const NO_SCRIPT_GROUP: u32 = 1;
+    let kinds = &graph.parts().node_kinds;
+    let kind = |name: &str| kinds.iter().position(|kind| kind.name == name);
+    let (object, closure, code) = (kind("object"), kind("closure"), kind("code"));
+    let [proto, constructor, shared, script_or_debug_info, script] = ids_of(
+        graph,
+        [
+            "__proto__",
+            "constructor",
+            "shared",
+            "script_or_debug_info",
+            "script",
+        ],
+    );
+    let kind_of = |node: NodeId| Some(usize::from(graph.parts().node_kind[node.index()]));
+
+    let mut names: Vec<String> = vec![BUILT_IN.to_owned(), NO_SCRIPT.to_owned()];
+    let mut group_of_name: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut script_of_closure = |function: NodeId| -> u32 {
+        let script = named_target(graph, function, &shared)
+            .and_then(|info| {
+                named_target(graph, info, &script_or_debug_info)
+                    .or_else(|| named_target(graph, info, &script))
+            })
+            .filter(|&script| kind_of(script) == code && !graph.name(script).is_empty());
+        match script {
+            None => BUILT_IN_GROUP,
+            Some(script) => *group_of_name.entry(graph.name(script)).or_insert_with(|| {
+                names.push(graph.name(script).to_owned());
+                (names.len() - 1) as u32
+            }),
+        }
+    };
+    // Objects share a few prototypes: each prototype's constructor is looked up once.
+    let mut group_of_prototype: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut group_of = vec![NO_GROUP; graph.node_count()];
+    for node in graph.nodes() {
+        if graph.is_synthetic(node) {
+            continue;
+        }
+        let node_kind = kind_of(node);
+        group_of[node.index()] = if node_kind == closure {
+            script_of_closure(node)
+        } else if node_kind == object {
+            match named_target(graph, node, &proto) {
+                None => NO_SCRIPT_GROUP,
+                Some(prototype) => match group_of_prototype.get(&prototype.to_raw()) {
+                    Some(&group) => group,
+                    None => {
+                        let function = named_target(graph, prototype, &constructor)
+                            .filter(|&function| kind_of(function) == closure);
+                        let group = function.map_or(BUILT_IN_GROUP, &mut script_of_closure);
+                        group_of_prototype.insert(prototype.to_raw(), group);
+                        group
+                    }
+                },
+            }
+        } else {
+            NO_SCRIPT_GROUP
+        };
     }
     (group_of, names)
 }

@@ -248,6 +248,8 @@ pub(crate) enum GroupByArg {
     Module,
     /// Java: the class loader that defined each object's class
     Classloader,
+    /// V8: the script that defined each object's constructor (or each closure's function)
+    Script,
 }
 
 #[derive(Args, Debug)]
@@ -607,8 +609,8 @@ pub(crate) struct SummaryArgs {
     /// Java's `instance`, `class`, `object-array`, `primitive-array`
     #[arg(long)]
     pub(crate) kind: Option<String>,
-    /// Totals per package (Java), module (Python) or class loader (Java) instead of per type,
-    /// each retained byte counted once
+    /// Totals per package (Java), module (Python), class loader (Java) or script (V8) instead
+    /// of per type, each retained byte counted once
     #[arg(long, value_enum, value_name = "GROUP")]
     pub(crate) group_by: Option<GroupByArg>,
 }

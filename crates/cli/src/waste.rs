@@ -33,6 +33,7 @@ pub(crate) fn grouped(
         GroupByArg::Package => GroupBy::Package,
         GroupByArg::Module => GroupBy::Module,
         GroupByArg::Classloader => GroupBy::ClassLoader,
+        GroupByArg::Script => GroupBy::Script,
     };
     let view =
         heapgraph_analyzer::groups::group_by(&loaded.graph, analysis, by).map_err(|refusal| {
