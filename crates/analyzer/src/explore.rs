@@ -625,6 +625,90 @@ mod tests {
                 }
             }
         }
+
+        /// The chains that explain, against a plain forward search per root child: for each
+        /// child of the root, its breadth-first distance to the target over the retaining
+        /// edges (never through the root). The answer must hold one chain per child that
+        /// reaches the target (up to `k` printed, equal texts merged with a count), each a
+        /// real chain of retaining edges as long as that distance plus one, the children
+        /// entered by a named root edge first, each kind shortest first.
+        #[test]
+        fn explained_chains_are_the_shortest_through_each_root_child(graph in rooted_graphs()) {
+            let analysis = analysed(&graph);
+            let strong = crate::edge_rule::StrongEdges::new(&graph, &analysis.edge_rule);
+            let root = graph.root();
+            let distance_to = |from: NodeId, target: NodeId| -> Option<usize> {
+                let mut seen = vec![false; graph.node_count()];
+                let mut level = vec![from];
+                seen[from.index()] = true;
+                for distance in 0.. {
+                    if level.is_empty() {
+                        return None;
+                    }
+                    if level.contains(&target) {
+                        return Some(distance);
+                    }
+                    let mut next = Vec::new();
+                    for &node in &level {
+                        for edge in graph.edge_range(node) {
+                            let to = graph.edge_target(edge);
+                            if to != root && !seen[to.index()]
+                                && strong.retains(node.to_raw(), edge, to.to_raw()) {
+                                seen[to.index()] = true;
+                                next.push(to);
+                            }
+                        }
+                    }
+                    level = next;
+                }
+                None
+            };
+            for target in graph.nodes().filter(|&node| node != root) {
+                // Each root child that reaches the target: (named, distance).
+                let mut expected: Vec<(NodeId, bool, usize)> = Vec::new();
+                for edge in graph.edge_range(root) {
+                    let child = graph.edge_target(edge);
+                    if !strong.retains(root.to_raw(), edge, child.to_raw()) {
+                        continue;
+                    }
+                    let named = crate::chains::is_named_root_edge(&graph, edge);
+                    let Some(distance) = distance_to(child, target) else { continue };
+                    match expected.iter_mut().find(|(c, _, _)| *c == child) {
+                        Some(entry) => entry.1 |= named,
+                        None => expected.push((child, named, distance)),
+                    }
+                }
+                let ranked = crate::chains::ranked_chains(&graph, &analysis, target, 100, ChainOrder::Explain);
+                let total: u64 = ranked.iter().map(|r| r.count).sum();
+                prop_assert_eq!(total as usize, expected.len());
+                let mut previous = (true, 0usize);
+                let mut children = Vec::new();
+                for ranked in &ranked {
+                    let chain = &ranked.chain;
+                    prop_assert_eq!(chain[0].0, root);
+                    prop_assert_eq!(chain.last().map(|step| step.0), Some(target));
+                    for pair in chain.windows(2) {
+                        let edge = pair[1].1.expect("an edge into each step");
+                        prop_assert_eq!(graph.edge_source(edge), pair[0].0);
+                        prop_assert_eq!(graph.edge_target(edge), pair[1].0);
+                        prop_assert!(strong.retains(pair[0].0.to_raw(), edge, pair[1].0.to_raw()));
+                    }
+                    let child = chain[1].0;
+                    let &(_, named, distance) = expected
+                        .iter()
+                        .find(|(c, _, _)| *c == child)
+                        .expect("a chain through a child that reaches the target");
+                    prop_assert_eq!(chain.len(), distance + 2);
+                    prop_assert!(previous.0 || !named, "named chains come first");
+                    if previous.0 == named {
+                        prop_assert!(previous.1 <= distance, "shortest first");
+                    }
+                    previous = (named, distance);
+                    prop_assert!(!children.contains(&child), "one chain per root child");
+                    children.push(child);
+                }
+            }
+        }
     }
 
     proptest! {
