@@ -253,7 +253,9 @@ fn chains_per_root_child(
     let mut toward: FxHashMap<u32, (u32, usize)> = FxHashMap::default();
     toward.insert(target.to_raw(), (u32::MAX, usize::MAX));
     let mut queue = std::collections::VecDeque::from([target]);
-    let (mut named, mut anonymous): (Vec<(NodeId, usize)>, Vec<(NodeId, usize)>) = (vec![], vec![]);
+    // The root's children met, each with the root's edge into it.
+    let mut named: Vec<(NodeId, usize)> = Vec::new();
+    let mut anonymous: Vec<(NodeId, usize)> = Vec::new();
     while let Some(node) = queue.pop_front() {
         for (from, edge) in reverse.retainers(node) {
             if !strong.retains(from.to_raw(), edge, node.to_raw()) {
