@@ -11,7 +11,7 @@ use crate::edge_rule::StrongEdges;
 use crate::paths::{Chain, distances_entering, shortest_chains, shortest_chains_entering_with};
 use crate::{Analysis, NO_DISTANCE};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId, Runtime};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// How the chains of `who-holds` are ordered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -253,21 +253,19 @@ fn chains_per_root_child(
     let mut toward: FxHashMap<u32, (u32, usize)> = FxHashMap::default();
     toward.insert(target.to_raw(), (u32::MAX, usize::MAX));
     let mut queue = std::collections::VecDeque::from([target]);
-    // The root's children met, each with the root's edge into it.
+    // The root's children met, each with the root's edge into it, and which were met.
     let mut named: Vec<(NodeId, usize)> = Vec::new();
     let mut anonymous: Vec<(NodeId, usize)> = Vec::new();
+    let mut met: FxHashSet<(bool, NodeId)> = FxHashSet::default();
     while let Some(node) = queue.pop_front() {
         for (from, edge) in reverse.retainers(node) {
             if !strong.retains(from.to_raw(), edge, node.to_raw()) {
                 continue;
             }
             if from == root {
-                let entered = if is_named_root_edge(graph, edge) {
-                    &mut named
-                } else {
-                    &mut anonymous
-                };
-                if !entered.iter().any(|&(child, _)| child == node) {
+                let is_named = is_named_root_edge(graph, edge);
+                if met.insert((is_named, node)) {
+                    let entered = if is_named { &mut named } else { &mut anonymous };
                     entered.push((node, edge));
                 }
                 continue;
@@ -282,7 +280,7 @@ fn chains_per_root_child(
         }
     }
     // A child entered both ways counts as named.
-    anonymous.retain(|(child, _)| !named.iter().any(|(named, _)| named == child));
+    anonymous.retain(|&(child, _)| !met.contains(&(true, child)));
     let chain = |&(child, root_edge): &(NodeId, usize)| -> Chain {
         let mut chain = vec![(root, None), (child, Some(root_edge))];
         let mut at = child.to_raw();
