@@ -587,3 +587,82 @@ heapgraph_dump.dump(sys.argv[1])
     assert_eq!(ours["groups"].as_array().unwrap().len(), 3, "{ours:#}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Eclipse MAT's own dominator test (`DominatorTreeTest`, over the Lengauer–Tarjan example that
+/// its `CreateSampleDump` builds as `DominatorTestData`): R immediately dominates A, B, C, D, E,
+/// H, I and K; C dominates F and G; D dominates L; G dominates J; and R retains the 13 objects.
+/// The first of the two heap dumps in MAT's `sun_jdk6_31_hprofagent_compressedOops` holds that
+/// structure, held from main()'s frame (in the second it is already garbage).
+#[test]
+fn immediate_dominators_are_those_of_mats_dominator_tree_test() {
+    let file = fixture("java/real-world/sun_jdk6_31_hprofagent_compressedOops.hprof.gz");
+    let file = path_str(&file);
+    let class =
+        |letter: &str| format!("org.eclipse.mat.tests.CreateSampleDump$DominatorTestData${letter}");
+    let parents = [
+        ("A", "R"),
+        ("B", "R"),
+        ("C", "R"),
+        ("D", "R"),
+        ("E", "R"),
+        ("H", "R"),
+        ("I", "R"),
+        ("K", "R"),
+        ("F", "C"),
+        ("G", "C"),
+        ("L", "D"),
+        ("J", "G"),
+    ];
+    for (child, parent) in parents {
+        let report = json(&[
+            "dominated-by",
+            file,
+            "--dump",
+            "1",
+            "--type",
+            &class(child),
+            "--format",
+            "json",
+        ]);
+        let groups = report["groups"].as_array().expect("groups");
+        assert_eq!(groups.len(), 1, "{child}: {report}");
+        let group = group(&report, &class(parent));
+        assert_eq!(group["dominated"], 1, "{child}: {group}");
+        assert_eq!(group["dominators"], 1, "{child}: {group}");
+    }
+    // R retains itself and the twelve: its retained size is their shallow sizes' sum.
+    let summary = json(&[
+        "summary", file, "--dump", "1", "-n", "100000", "--format", "json",
+    ]);
+    let shallow: u64 = summary["types"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .filter(|row| {
+            row["type"].as_str().is_some_and(|name| {
+                name.strip_prefix(&class(""))
+                    .is_some_and(|letter| letter.len() == 1)
+            })
+        })
+        .map(|row| {
+            assert_eq!(row["count"], 1, "{row}");
+            row["shallow_size"].as_u64().expect("bytes")
+        })
+        .sum();
+    let holders = json(&[
+        "who-holds",
+        file,
+        "--dump",
+        "1",
+        "--type",
+        &class("R"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(holders["target"]["retained_size"].as_u64(), Some(shallow));
+    assert_eq!(
+        shallow,
+        6 * 24 + 7 * 16,
+        "13 objects, as this dump's layout sizes them"
+    );
+}
