@@ -178,6 +178,26 @@ fn load(variant: &str) -> HeapGraph {
     }
 }
 
+/// Whether a dominator of `node` below the root (walked up the idom chain one by one) is a
+/// member of its group: the second, simpler algorithm of a group's retained size counts a
+/// member's retained size only when none is.
+fn under_a_member(
+    graph: &HeapGraph,
+    tree: &heapgraph_analyzer::DominatorTree,
+    node: usize,
+    is_member: impl Fn(usize) -> bool,
+) -> bool {
+    let root = graph.root().to_raw();
+    let mut up = tree.idom[node];
+    while up != NO_NODE && up != root {
+        if is_member(up as usize) {
+            return true;
+        }
+        up = tree.idom[up as usize];
+    }
+    false
+}
+
 /// Each group's retained size by a second, simpler algorithm: a member counts when no other
 /// member is among its dominators (walked up the idom chain one by one).
 #[test]
@@ -200,17 +220,9 @@ fn groups_count_each_retained_byte_once() {
         if !tree.reachable[node.index()] {
             continue;
         }
-        let root = graph.root().to_raw();
-        let mut up = tree.idom[node.index()];
-        let mut nested = false;
-        while up != NO_NODE && up != root {
-            if package(up as usize).as_ref() == Some(&group) {
-                nested = true;
-                break;
-            }
-            up = tree.idom[up as usize];
-        }
-        if !nested {
+        if !under_a_member(&graph, tree, node.index(), |up| {
+            package(up).as_ref() == Some(&group)
+        }) {
             entry.1 += tree.retained_size.get(node.index());
         }
     }
@@ -736,16 +748,9 @@ fn v8_objects_group_by_the_script_that_defined_their_constructor() {
         if !tree.reachable[node.index()] {
             continue;
         }
-        let mut up = tree.idom[node.index()];
-        let mut nested = false;
-        while up != NO_NODE && up != graph.root().to_raw() {
-            if group_of_node.get(&up) == Some(&group) {
-                nested = true;
-                break;
-            }
-            up = tree.idom[up as usize];
-        }
-        if !nested {
+        if !under_a_member(&graph, tree, node.index(), |up| {
+            group_of_node.get(&(up as u32)) == Some(&group)
+        }) {
             entry.2 += tree.retained_size.get(node.index());
         }
     }
