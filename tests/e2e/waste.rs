@@ -612,27 +612,16 @@ fn the_report_shows_the_waste_of_collections() {
 /// Keyed by object id; the engine's synthetic nodes are left out, as the grouping leaves them.
 fn raw_v8_scripts(snapshot: &Value) -> HashMap<u64, (String, u64)> {
     let meta = &snapshot["snapshot"]["meta"];
-    let names = |key: &str| -> Vec<String> {
-        meta[key]
-            .as_array()
-            .expect("fields")
+    let names = |list: &Value| -> Vec<String> {
+        list.as_array()
+            .expect("a list of names")
             .iter()
             .map(|name| name.as_str().expect("a name").to_owned())
             .collect()
     };
-    let (node_fields, edge_fields) = (names("node_fields"), names("edge_fields"));
-    let kinds: Vec<String> = meta["node_types"][0]
-        .as_array()
-        .expect("node types")
-        .iter()
-        .map(|name| name.as_str().expect("a name").to_owned())
-        .collect();
-    let edge_kinds: Vec<String> = meta["edge_types"][0]
-        .as_array()
-        .expect("edge types")
-        .iter()
-        .map(|name| name.as_str().expect("a name").to_owned())
-        .collect();
+    let (node_fields, edge_fields) = (names(&meta["node_fields"]), names(&meta["edge_fields"]));
+    let kinds = names(&meta["node_types"][0]);
+    let edge_kinds = names(&meta["edge_types"][0]);
     let numbers = |key: &str| -> Vec<u64> {
         snapshot[key]
             .as_array()

@@ -69,10 +69,11 @@ pub(crate) fn is_named_root_edge(graph: &HeapGraph, edge: usize) -> bool {
 /// more than asked are looked for.
 const CANDIDATES_PER_CHAIN: usize = 4;
 
-/// The breadth-first distances the chains of [`ChainOrder::Explain`] are searched by, from the
-/// named roots and from the others, computed once: each `who-holds` search then costs the
-/// chains it walks instead of two passes over the whole graph (the explorer asks for the
-/// holders of one object after another).
+/// The breadth-first distances the one chain of [`ChainOrder::Explain`] is searched by, from
+/// the named roots and from the others, computed once: a search for one chain then costs the
+/// chain it walks instead of two passes over the whole graph (suspects, findings and the
+/// explorer ask for the holders of one object after another). Several chains are found by
+/// one bounded search backwards from the object, which needs no distances.
 pub struct ChainIndex {
     named: CompactDistances,
     anonymous: CompactDistances,
@@ -152,7 +153,7 @@ pub(crate) fn ranked_chains(
     ranked_chains_with(graph, analysis, target, k, order, analysis.chains.get())
 }
 
-/// [`ranked_chains`], with the distances of `index` when given.
+/// [`ranked_chains`], with the distances of `index`, when given, for a search for one chain.
 pub(crate) fn ranked_chains_with(
     graph: &HeapGraph,
     analysis: &Analysis,

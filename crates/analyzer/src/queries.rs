@@ -265,8 +265,9 @@ pub fn who_holds(
 }
 
 /// [`who_holds`] with the analysis's [`ChainIndex`] for the strong chains, built on the first
-/// call: the same answer, without the two whole-graph searches per object that the strong
-/// chains otherwise start with (the chains of weakly held objects are still searched in full).
+/// call: the same answer, without the two whole-graph searches per object that a search for
+/// one strong chain otherwise starts with (several chains are one bounded search backwards
+/// from the object either way; the chains of weakly held objects are still searched in full).
 /// For a program that asks for the holders of one object after another.
 pub fn who_holds_indexed(
     graph: &HeapGraph,
