@@ -11,6 +11,7 @@ use crate::view::{
 };
 use crate::weak::{HeldBy, ReferenceKind, ReferenceKinds};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId};
+use rayon::prelude::*;
 use std::cmp::Reverse;
 
 /// The view of one object.
@@ -290,15 +291,16 @@ fn who_holds_with(
     index: Option<&ChainIndex>,
 ) -> HoldersView {
     let tree = &analysis.dominators;
-    let mut dominator_chain = Vec::new();
+    let mut dominators = Vec::new();
     if tree.reachable[target.index()] {
         let mut node = Some(target);
         while let Some(current) = node {
-            dominator_chain.push(object_view(graph, analysis, current));
+            dominators.push(current);
             node = tree.immediate_dominator(graph, current);
         }
-        dominator_chain.reverse();
+        dominators.reverse();
     }
+    let dominator_chain = object_views(graph, analysis, &dominators);
     let held_by = analysis.held_by(graph, target);
     let ranked = match held_by {
         HeldBy::Strong => ranked_chains_with(graph, analysis, target, n_paths, order, index),
@@ -338,21 +340,48 @@ fn who_holds_with(
 pub(crate) fn path_steps(graph: &HeapGraph, analysis: &Analysis, chain: Chain) -> Vec<PathStep> {
     let mut kinds = ReferenceKinds::new(graph);
     let mut previous: Option<NodeId> = None;
-    chain
-        .into_iter()
-        .map(|(node, edge)| {
+    let reference_kinds: Vec<Option<ReferenceKind>> = chain
+        .iter()
+        .map(|&(node, edge)| {
             let reference_kind = edge
                 .filter(|&edge| graph.edge_kind(edge) == EdgeKind::Weak)
                 .zip(previous)
                 .map(|(_, from)| kinds.of(from.to_raw()));
             previous = Some(node);
-            PathStep {
-                object: object_view(graph, analysis, node),
-                edge: edge.map(|edge| edge_text(graph, edge)),
-                edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
-                reference_kind,
-            }
+            reference_kind
         })
+        .collect();
+    let nodes: Vec<NodeId> = chain.iter().map(|&(node, _)| node).collect();
+    object_views(graph, analysis, &nodes)
+        .into_iter()
+        .zip(chain)
+        .zip(reference_kinds)
+        .map(|((object, (_, edge)), reference_kind)| PathStep {
+            object,
+            edge: edge.map(|edge| edge_text(graph, edge)),
+            edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+            reference_kind,
+        })
+        .collect()
+}
+
+/// The views of `nodes`, in order. A chain down a linked list runs to millions of steps (a
+/// view is a few small strings each), so long chains are viewed on every core.
+fn object_views(graph: &HeapGraph, analysis: &Analysis, nodes: &[NodeId]) -> Vec<ObjectView> {
+    const ON_EVERY_CORE: usize = 1 << 14;
+    if nodes.len() < ON_EVERY_CORE {
+        return nodes
+            .iter()
+            .map(|&node| object_view(graph, analysis, node))
+            .collect();
+    }
+    // Computed here, once: a rayon worker must not wait on a cell that another fills with
+    // rayon's help (docs/architecture.md, "Performance").
+    analysis.distances(graph);
+    nodes
+        .par_iter()
+        .with_min_len(ON_EVERY_CORE / 4)
+        .map(|&node| object_view(graph, analysis, node))
         .collect()
 }
 

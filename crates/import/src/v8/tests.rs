@@ -7,6 +7,7 @@ use super::cursor::{Prescan, ReadPlan};
 use super::{Options, Reading, import_with};
 use crate::ImportError;
 use heapgraph_model::HeapGraph;
+use rayon::prelude::*;
 use std::io::Read;
 
 /// The cut-down real snapshot of the integration tests.
@@ -151,16 +152,14 @@ fn cuts_read_in_tiny_blocks_are_truncated(text: &[u8]) {
     let pipelined = (0..text.len())
         .step_by(97)
         .map(|cut| (cut, Reading::Pipelined(plan(61, 61, Prescan::Always))));
-    for (cut, reading) in direct.chain(pipelined) {
-        {
-            match import(&text[..cut], reading) {
-                Err(ImportError::Truncated { offset, .. }) => {
-                    assert_eq!(offset, cut as u64, "cut at {cut}, {reading:?}")
-                }
-                other => panic!("cut at {cut}, {reading:?}: {other:?}"),
+    let cuts: Vec<_> = direct.chain(pipelined).collect();
+    cuts.into_par_iter()
+        .for_each(|(cut, reading)| match import(&text[..cut], reading) {
+            Err(ImportError::Truncated { offset, .. }) => {
+                assert_eq!(offset, cut as u64, "cut at {cut}, {reading:?}")
             }
-        }
-    }
+            other => panic!("cut at {cut}, {reading:?}: {other:?}"),
+        });
 }
 
 #[test]
