@@ -1,0 +1,4 @@
+//! The `.hgd` records through the format crate's public face, in one test binary.
+
+mod alloc_records;
+mod records;
