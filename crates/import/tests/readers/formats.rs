@@ -2,29 +2,10 @@
 //! read by that format's reader into what the format says its files hold, plain and gzipped
 //! alike; the two formats a pickle may hold are told by parsing it.
 
+use crate::fixtures::{fixture, plain_bytes};
 use heapgraph_import::{Contents, Format, Holds, hgd, import_path, import_reader, sniff};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(name)
-}
-
-/// The file's bytes, gunzipped where it is gzipped.
-fn plain_bytes(path: &Path) -> Vec<u8> {
-    let raw = std::fs::read(path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut bytes = Vec::new();
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut bytes)
-            .expect("gzip");
-        bytes
-    } else {
-        raw
-    }
-}
 
 fn holds(contents: &Contents) -> Holds {
     match contents {

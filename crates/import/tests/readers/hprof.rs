@@ -2,12 +2,11 @@
 //! at intervals after, corrupt lengths, unknown records, and proptests over arbitrary and
 //! mutated bytes. The answers on whole dumps are checked in `tests/e2e/hprof.rs`.
 
+use crate::fixtures::{fixture, plain_bytes};
 use heapgraph_import::{ImportError, hprof};
 use heapgraph_model::HeapGraph;
 use proptest::prelude::*;
 use rayon::prelude::*;
-use std::io::Read;
-use std::path::Path;
 use std::sync::OnceLock;
 
 /// The default-layout fixture dump, uncompressed (3.5 MB).
@@ -18,15 +17,7 @@ fn real_dump() -> &'static [u8] {
 
 /// A gzipped fixture, uncompressed.
 fn fixture_bytes(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(name);
-    let file = std::fs::File::open(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-    let mut bytes = Vec::new();
-    flate2::read::MultiGzDecoder::new(file)
-        .read_to_end(&mut bytes)
-        .expect("gzip");
-    bytes
+    plain_bytes(&fixture(name))
 }
 
 fn import(bytes: &[u8]) -> Result<HeapGraph, ImportError> {

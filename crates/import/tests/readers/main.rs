@@ -2,6 +2,7 @@
 //! test binary (one link instead of five, and the slow sweeps of one format run beside the
 //! others' tests rather than alone).
 
+mod fixtures;
 mod formats;
 mod hprof;
 mod phd;

@@ -3,26 +3,13 @@
 //! over arbitrary and mutated bytes. The answers on whole files are checked in
 //! `tests/e2e/tracemalloc.rs` and `tests/e2e/torch_cuda.rs`.
 
+use crate::fixtures::{fixture, plain_bytes};
 use heapgraph_import::{Contents, ImportError, import_pickle};
 use proptest::prelude::*;
-use std::io::Read;
-use std::path::Path;
 use std::sync::OnceLock;
 
 fn fixture_bytes(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(name);
-    let raw = std::fs::read(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-    if name.ends_with(".gz") {
-        let mut bytes = Vec::new();
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut bytes)
-            .expect("gzip");
-        bytes
-    } else {
-        raw
-    }
+    plain_bytes(&fixture(name))
 }
 
 fn tracemalloc_dump() -> &'static [u8] {

@@ -2,6 +2,7 @@
 //! serde_json oracle, layout variants, every error case, a truncation sweep, tiny reads,
 //! gzip, and proptests that bad input never panics.
 
+use crate::fixtures::{fixture, plain_bytes};
 use heapgraph_import::{Contents, ImportError, v8};
 use heapgraph_model::{EdgeName, HeapGraph};
 use proptest::prelude::*;
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// The cut-down real snapshot committed beside the tests (see `data/make_v8_tiny.js`).
 fn tiny_snapshot() -> Vec<u8> {
-    gunzip(&data_path("v8-tiny.heapsnapshot.gz"))
+    plain_bytes(&data_path("v8-tiny.heapsnapshot.gz"))
 }
 
 fn data_path(name: &str) -> PathBuf {
@@ -22,18 +23,7 @@ fn data_path(name: &str) -> PathBuf {
 }
 
 fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/v8")
-        .join(name)
-}
-
-fn gunzip(path: &Path) -> Vec<u8> {
-    let file = std::fs::File::open(path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(file)
-        .read_to_end(&mut text)
-        .unwrap();
-    text
+    fixture(&format!("v8/{name}"))
 }
 
 fn import(bytes: &[u8]) -> Result<HeapGraph, ImportError> {
@@ -310,7 +300,7 @@ fn committed_fixtures_match_the_oracle_through_import_path() {
     ] {
         let path = fixture_path(name);
         let graph = graph_of(heapgraph_import::import_path(&path, &Default::default()).unwrap());
-        check_against_oracle(&gunzip(&path), &graph);
+        check_against_oracle(&plain_bytes(&path), &graph);
     }
 }
 
@@ -812,7 +802,7 @@ fn a_julia_shaped_snapshot_matches_the_oracle() {
     // `fixtures/v8/make_julia_shaped.py` says which real file it stands for.
     let path = fixture_path("julia-shaped.heapsnapshot.gz");
     let graph = graph_of(heapgraph_import::import_path(&path, &Default::default()).unwrap());
-    let text = gunzip(&path);
+    let text = plain_bytes(&path);
     check_against_oracle(&text, &graph);
     assert!(
         graph
@@ -989,7 +979,7 @@ fn sniff_says_yes_no_or_not_yet() {
 #[test]
 fn every_cut_of_a_real_snapshot_is_truncated() {
     // Node.js's, Julia's (wide ids) and Node 8's shape (types the meta does not list).
-    let julia = gunzip(&fixture_path("julia-shaped.heapsnapshot.gz"));
+    let julia = plain_bytes(&fixture_path("julia-shaped.heapsnapshot.gz"));
     for text in [tiny_snapshot(), julia, tiny_with_node8_types()] {
         let cuts: Vec<usize> = (0..4096.min(text.len()))
             .chain((4096..text.len()).step_by(7))
@@ -1034,7 +1024,7 @@ proptest! {
     ) {
         let mut text = match which {
             0 => tiny_snapshot(),
-            1 => gunzip(&fixture_path("julia-shaped.heapsnapshot.gz")),
+            1 => plain_bytes(&fixture_path("julia-shaped.heapsnapshot.gz")),
             _ => tiny_with_node8_types(),
         };
         for (index, byte, how) in edits {
