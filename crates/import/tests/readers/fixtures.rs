@@ -23,3 +23,8 @@ pub(crate) fn plain_bytes(path: &Path) -> Vec<u8> {
         raw
     }
 }
+
+/// The bytes of the fixture `name`, gunzipped where it is gzipped.
+pub(crate) fn fixture_bytes(name: &str) -> Vec<u8> {
+    plain_bytes(&fixture(name))
+}

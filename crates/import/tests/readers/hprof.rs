@@ -2,7 +2,7 @@
 //! at intervals after, corrupt lengths, unknown records, and proptests over arbitrary and
 //! mutated bytes. The answers on whole dumps are checked in `tests/e2e/hprof.rs`.
 
-use crate::fixtures::{fixture, plain_bytes};
+use crate::fixtures::fixture_bytes;
 use heapgraph_import::{ImportError, hprof};
 use heapgraph_model::HeapGraph;
 use proptest::prelude::*;
@@ -13,11 +13,6 @@ use std::sync::OnceLock;
 fn real_dump() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| fixture_bytes("java/default.hprof.gz"))
-}
-
-/// A gzipped fixture, uncompressed.
-fn fixture_bytes(name: &str) -> Vec<u8> {
-    plain_bytes(&fixture(name))
 }
 
 fn import(bytes: &[u8]) -> Result<HeapGraph, ImportError> {

@@ -3,14 +3,10 @@
 //! over arbitrary and mutated bytes. The answers on whole files are checked in
 //! `tests/e2e/tracemalloc.rs` and `tests/e2e/torch_cuda.rs`.
 
-use crate::fixtures::{fixture, plain_bytes};
+use crate::fixtures::fixture_bytes;
 use heapgraph_import::{Contents, ImportError, import_pickle};
 use proptest::prelude::*;
 use std::sync::OnceLock;
-
-fn fixture_bytes(name: &str) -> Vec<u8> {
-    plain_bytes(&fixture(name))
-}
 
 fn tracemalloc_dump() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
