@@ -52,7 +52,9 @@ else
   cargo build --release --locked --manifest-path "$ROOT/Cargo.toml" >&2
   HG="$ROOT/target/release/heapgraph"
 fi
-if [[ ! -f "$HGD" || "$HGD" -ot "$DUMP" ]]; then
+# Converted again by a newer binary: what a `.hgd` stores (the chain parents `paths` reads) may
+# have changed since.
+if [[ ! -f "$HGD" || "$HGD" -ot "$DUMP" || "$HGD" -ot "$HG" ]]; then
   echo "converting $DUMP" >&2
   "$HG" convert "$DUMP" -o "$HGD" >&2
 fi

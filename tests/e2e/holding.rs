@@ -264,6 +264,43 @@ fn the_objects_new_since_a_baseline_lead_to_the_cache_that_grew() {
     assert_eq!(shortest["retained_size"], all["retained_size"]);
 }
 
+/// A converted dump stores each object's parent on its explaining chain, and `paths` reads the
+/// chains up from the objects instead of searching the graph: the merged tree must be the one
+/// the search finds in the dump it came from, node for node (the search is the oracle).
+#[test]
+fn a_converted_dump_merges_the_paths_its_source_does() {
+    let dir = crate::support::temp_dir("holding-converted");
+    let cases = [
+        ("java/default.hprof.gz", "Session"),
+        ("java/nocoops.hprof.gz", "ChainLink"),
+        ("java/default.hprof.gz", "java.lang.String"),
+        ("v8/app-after.heapsnapshot.gz", "LeakyRequest"),
+        ("v8/app-after.heapsnapshot.gz", "Object"),
+    ];
+    for (name, type_name) in cases {
+        let source = fixture(name);
+        let converted = dir.join(format!("{}.hgd", name.replace('/', "-")));
+        crate::support::heapgraph_ok(&["convert", path_str(&source), "-o", path_str(&converted)]);
+        let paths = |file: &std::path::Path| {
+            let report = json(&[
+                "paths",
+                path_str(file),
+                "--type",
+                type_name,
+                "-n",
+                "50",
+                "--format",
+                "json",
+            ]);
+            let keep = ["targets", "reached", "retained_size", "nodes"];
+            keep.map(|key| report[key].clone())
+        };
+        let searched = paths(&source);
+        assert!(searched[1].as_u64().unwrap() > 0, "{name} {type_name}");
+        assert_eq!(paths(&converted), searched, "{name} {type_name}");
+    }
+}
+
 /// The dominator facts of `expected.json` (make_fixtures.py's own dominator tree), grouped.
 #[test]
 fn immediate_dominators_group_the_planted_objects_by_their_holders() {

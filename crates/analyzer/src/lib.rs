@@ -88,6 +88,9 @@ pub struct Analysis {
     /// The distances holder chains are searched by, once [`Analysis::chain_index`] was asked
     /// for (a program that asks for one object's chains never builds it).
     chains: OnceLock<ChainIndex>,
+    /// Each node's parent on the explaining chain from the root, once stored or asked for
+    /// ([`Analysis::chain_parents`]).
+    chain_parent: OnceLock<Vec<u32>>,
 }
 
 /// The marker for "no distance" in [`Analysis::distances`].
@@ -106,6 +109,7 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
         type_totals: OnceLock::new(),
         weak: OnceLock::new(),
         chains: OnceLock::new(),
+        chain_parent: OnceLock::new(),
     }
 }
 
@@ -156,6 +160,22 @@ impl Analysis {
         self.chains.get_or_init(|| ChainIndex::new(graph, self))
     }
 
+    /// Each node's parent on the chain from the root that `paths` merges and that explains it
+    /// first: the breadth-first search over the retaining edges that enters through the named
+    /// roots before the others ([`merged_paths::chain_parents`]). [`NO_NODE`] for the root and
+    /// the nodes the search does not reach. Computed on the first call (O(V + E), 4 bytes per
+    /// node kept) unless stored with the dump; from then on [`merged_paths::merged_paths`] walks
+    /// up from its targets instead of searching.
+    pub fn chain_parents(&self, graph: &HeapGraph) -> &[u32] {
+        self.chain_parent
+            .get_or_init(|| merged_paths::chain_parents(graph, self))
+    }
+
+    /// [`Analysis::chain_parents`], where stored or already computed.
+    pub(crate) fn known_chain_parents(&self) -> Option<&[u32]> {
+        self.chain_parent.get().map(Vec::as_slice)
+    }
+
     /// Per-type totals (count, shallow and retained size per type); computed on the first call
     /// (O(V), a walk of the dominator tree).
     pub fn type_totals(&self, graph: &HeapGraph) -> &TypeTotals {
@@ -187,6 +207,7 @@ impl Analysis {
             retained_count,
             distance,
             type_totals,
+            chain_parent,
         } = stored;
         if idom.len() != n_nodes || retained_size.len() != n_nodes || distance.len() != n_nodes {
             return Err(format!(
@@ -198,6 +219,25 @@ impl Analysis {
                 "the stored retained counts do not have {n_nodes} entries"
             ));
         }
+        // Parents are checked for their range here, and for cycles as `merged_paths` walks
+        // them (it searches instead where they do not lead to the root).
+        let chain_parent = if chain_parent.is_empty() {
+            OnceLock::new()
+        } else if chain_parent.len() != n_nodes {
+            return Err(format!(
+                "the stored chain parents do not have {n_nodes} entries"
+            ));
+        } else if let Some(node) = chain_parent
+            .iter()
+            .position(|&parent| parent != NO_NODE && parent as usize >= n_nodes)
+        {
+            return Err(format!(
+                "node {node} has chain parent {}, not a node",
+                chain_parent[node]
+            ));
+        } else {
+            OnceLock::from(chain_parent)
+        };
         let root = graph.root().index();
         idom[root] = root as u32;
         if let Some(node) = idom
@@ -235,13 +275,16 @@ impl Analysis {
             type_totals,
             weak: OnceLock::new(),
             chains: OnceLock::new(),
+            chain_parent,
         })
     }
 
-    /// The analysis as plain columns for storing, with distances and type totals computed if
-    /// they were not yet. The analysis is given up column by column as it is converted, so
-    /// that only one column is held twice at a time (`convert` holds the graph beside them).
+    /// The analysis as plain columns for storing, with distances, type totals and chain
+    /// parents computed if they were not yet. The analysis is given up column by column as it
+    /// is converted, so that only one column is held twice at a time (`convert` holds the graph
+    /// beside them).
     pub fn into_stored(self, graph: &HeapGraph) -> StoredAnalysis {
+        self.chain_parents(graph);
         let Analysis {
             edge_rule,
             dominators,
@@ -249,7 +292,9 @@ impl Analysis {
             type_totals,
             weak: _,
             chains: _,
+            chain_parent,
         } = self;
+        let chain_parent = chain_parent.into_inner().unwrap_or_default();
         let type_totals = type_totals
             .into_inner()
             .unwrap_or_else(|| histogram::type_totals(graph, &dominators));
@@ -275,6 +320,7 @@ impl Analysis {
             retained_count: retained_count.to_vec(),
             distance,
             type_totals: Some(type_totals),
+            chain_parent,
         }
     }
 }

@@ -8,7 +8,10 @@
 //! parent on a shortest chain; it stops once every object asked about is found. In the
 //! [`ChainOrder::Explain`] order the search first enters through named roots only (a module, a
 //! static field, a thread, V8's `global`), then through the others, as `who-holds` ranks its
-//! chains. The nodes on a chain to an object are then counted bottom-up in reverse search order.
+//! chains. That order's parents of the whole graph are stored with a converted dump
+//! ([`Analysis::chain_parents`]); where they are known, the chains are read up from the objects
+//! instead of searched, which costs what the chains hold rather than what the graph holds. The
+//! nodes on a chain to an object are then counted bottom-up, children before parents.
 
 use crate::Analysis;
 use crate::NO_NODE;
@@ -17,6 +20,7 @@ use crate::edge_rule::StrongEdges;
 use crate::queries::edge_text;
 use crate::view::ObjectView;
 use heapgraph_model::{HeapGraph, NodeId};
+use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 use std::cmp::Reverse;
 
@@ -82,13 +86,15 @@ pub struct MergedPathsView {
 
 /// The real objects of type `type_name` (none when no object has it).
 ///
-/// Complexity: O(V).
+/// Complexity: O(V), on every core.
 pub fn objects_of_type(graph: &HeapGraph, type_name: &str) -> Vec<NodeId> {
     let Some(type_id) = graph.strings().find(type_name) else {
         return Vec::new();
     };
-    graph
-        .nodes()
+    (0..graph.node_count())
+        .into_par_iter()
+        .with_min_len(1 << 16)
+        .filter_map(|index| graph.node(index))
         .filter(|&node| graph.type_id(node) == type_id && !graph.is_synthetic(node))
         .collect()
 }
@@ -127,58 +133,21 @@ pub fn merged_paths(
         is_target.set(node.index());
     }
     let n_targets = is_target.count() as u64;
-    let search = search(graph, analysis, &is_target, n_targets, order);
-
-    // The nodes on a chain to a target, in search order (every parent before its children).
-    let mut on_path = Bits::new(n_nodes);
-    for &node in &search.visited {
-        if !is_target.get(node as usize) {
-            continue;
-        }
-        let mut current = node;
-        while !on_path.get(current as usize) {
-            on_path.set(current as usize);
-            let parent = search.parent[current as usize];
-            if parent == current {
-                break;
-            }
-            current = parent;
-        }
-    }
-    let SearchTree {
-        mut parent,
-        visited,
-    } = search;
-    let chain_nodes: Vec<u32> = visited
-        .iter()
-        .copied()
-        .filter(|&node| on_path.get(node as usize))
-        .collect();
-    drop(visited);
-    drop(on_path);
-    // Each chain node's parent by its place among the chain nodes; the parent column, no
-    // longer needed, then maps a chain node to its place (array reads, not a hash map: on a
-    // million targets this part is most of the time).
+    let stored = match order {
+        ChainOrder::Explain => analysis.known_chain_parents(),
+        ChainOrder::Shortest => None,
+    };
+    let ChainNodes {
+        nodes: chain_nodes,
+        parent: chain_parent,
+        place,
+    } = stored
+        .and_then(|parents| chains_up_from(graph, parents, &is_target))
+        .unwrap_or_else(|| {
+            let search = search(graph, analysis, Some((&is_target, n_targets)), order);
+            chains_in_search_order(graph, search, &is_target)
+        });
     let root = graph.root().to_raw();
-    let mut chain_parent: Vec<u32> = chain_nodes
-        .iter()
-        .map(|&node| {
-            if node == root {
-                NO_NODE
-            } else {
-                parent[node as usize]
-            }
-        })
-        .collect();
-    for (at, &node) in chain_nodes.iter().enumerate() {
-        parent[node as usize] = at as u32;
-    }
-    let place = parent;
-    for above in &mut chain_parent {
-        if *above != NO_NODE {
-            *above = place[*above as usize];
-        }
-    }
     let tree = &analysis.dominators;
     // What the targets below a node retain, each byte once: a target adds its retained size
     // from itself up to, not including, the nearest target that dominates it (which already
@@ -198,13 +167,19 @@ pub fn merged_paths(
             };
         }
     }
-    drop(place);
-    let mut counts = vec![0u64; chain_nodes.len()];
+    // The places' allocation, touched already, holds the children's offsets next; the nearest
+    // dominators' holds the children (a fresh 4 bytes per node costs its page faults).
+    let mut first = place;
+    first.clear();
+    first.resize(chain_nodes.len() + 1, 0);
+    let mut counts = vec![0u32; chain_nodes.len()];
     // Sums that a subtraction may take below zero on the way; the totals are exact.
     let mut retained = vec![0u64; chain_nodes.len()];
+    let mut reached = 0u64;
     for (at, &node) in chain_nodes.iter().enumerate() {
         if is_target.get(node as usize) {
             let size = tree.retained_size.get(node as usize);
+            reached += 1;
             counts[at] = 1;
             retained[at] = retained[at].wrapping_add(size);
             if let Some(cancel) = retained.get_mut(nearest_target_dominator[at] as usize) {
@@ -212,33 +187,28 @@ pub fn merged_paths(
             }
         }
     }
-    drop(nearest_target_dominator);
+    // Children before parents; each node's children counted as it is added to its parent.
     for at in (1..chain_nodes.len()).rev() {
         let above = chain_parent[at] as usize;
         counts[above] += counts[at];
         retained[above] = retained[above].wrapping_add(retained[at]);
+        first[above + 1] += 1;
     }
-    // Children per chain node (a CSR), most targets first.
-    let mut first = vec![0u32; chain_nodes.len() + 1];
-    for &above in &chain_parent[1.min(chain_parent.len())..] {
-        first[above as usize + 1] += 1;
-    }
+    // Children per chain node (a CSR): offsets summed, then each child put at its parent's
+    // next slot, which leaves `first[p]` at the start of `p + 1`; one shift puts them back.
     for at in 1..first.len() {
         first[at] += first[at - 1];
     }
-    let mut kids = vec![0u32; chain_nodes.len().saturating_sub(1)];
-    let mut fill = first.clone();
+    let mut kids = nearest_target_dominator;
+    kids.truncate(chain_nodes.len().saturating_sub(1));
     for (at, &above) in chain_parent.iter().enumerate().skip(1) {
-        kids[fill[above as usize] as usize] = at as u32;
-        fill[above as usize] += 1;
+        kids[first[above as usize] as usize] = at as u32;
+        first[above as usize] += 1;
     }
-    drop(fill);
+    first.rotate_right(1);
+    first[0] = 0;
     // Sorted when listed: only the listed nodes' children are ever ranked.
     let children = Children { first, kids };
-    let reached = chain_nodes
-        .iter()
-        .filter(|&&node| is_target.get(node as usize))
-        .count() as u64;
     let mut builder = TreeBuilder {
         graph,
         analysis,
@@ -268,6 +238,141 @@ pub fn merged_paths(
 fn node_id(graph: &HeapGraph, raw: u32) -> NodeId {
     // Raw indices here come from the graph's own edges.
     graph.node(raw as usize).unwrap_or(graph.root())
+}
+
+/// The nodes on a chain to a target, every parent before its children (the root first, when
+/// any target is reached), each one's parent by its place among them, and, per node of the
+/// graph, a chain node's place (other nodes' entries are meaningless: a place is trusted only
+/// where it is below the asking node's and the node there is the one asked about).
+struct ChainNodes {
+    nodes: Vec<u32>,
+    parent: Vec<u32>,
+    place: Vec<u32>,
+}
+
+/// The chain nodes of a search: those on the way up from each target, in search order.
+fn chains_in_search_order(graph: &HeapGraph, search: SearchTree, is_target: &Bits) -> ChainNodes {
+    let n_nodes = graph.node_count();
+    let mut on_path = Bits::new(n_nodes);
+    for &node in &search.visited {
+        if !is_target.get(node as usize) {
+            continue;
+        }
+        let mut current = node;
+        while !on_path.get(current as usize) {
+            on_path.set(current as usize);
+            let parent = search.parent[current as usize];
+            if parent == current {
+                break;
+            }
+            current = parent;
+        }
+    }
+    let SearchTree {
+        mut parent,
+        visited,
+    } = search;
+    let nodes: Vec<u32> = visited
+        .iter()
+        .copied()
+        .filter(|&node| on_path.get(node as usize))
+        .collect();
+    drop(visited);
+    drop(on_path);
+    // Each chain node's parent by its place among the chain nodes; the parent column, no
+    // longer needed, then maps a chain node to its place (array reads, not a hash map: on a
+    // million targets this part is most of the time).
+    let root = graph.root().to_raw();
+    let mut chain_parent: Vec<u32> = nodes
+        .iter()
+        .map(|&node| {
+            if node == root {
+                NO_NODE
+            } else {
+                parent[node as usize]
+            }
+        })
+        .collect();
+    for (at, &node) in nodes.iter().enumerate() {
+        parent[node as usize] = at as u32;
+    }
+    let place = parent;
+    for above in &mut chain_parent {
+        if *above != NO_NODE {
+            *above = place[*above as usize];
+        }
+    }
+    ChainNodes {
+        nodes,
+        parent: chain_parent,
+        place,
+    }
+}
+
+/// The chain nodes read from known [`Analysis::chain_parents`]: from each target, in node
+/// order, up to the root or to a node an earlier target's chain passed. None where the parents
+/// do not lead to the root (a stored column that is not a tree), for the caller to search.
+///
+/// Complexity: O(P + T) for the P chain nodes and T targets, O(V) auxiliary space (the places).
+fn chains_up_from(graph: &HeapGraph, parents: &[u32], is_target: &Bits) -> Option<ChainNodes> {
+    let n_nodes = graph.node_count();
+    if parents.len() != n_nodes {
+        return None;
+    }
+    let root = graph.root().to_raw();
+    let mut place = vec![NO_NODE; n_nodes];
+    let mut nodes = Vec::new();
+    let mut chain_parent = Vec::new();
+    let mut walk = Vec::new();
+    for target in is_target.ones() {
+        let mut node = target as u32;
+        walk.clear();
+        while node != root && place[node as usize] == NO_NODE {
+            let above = parents[node as usize];
+            if above == NO_NODE {
+                break;
+            }
+            // A walk longer than the graph has nodes went round a cycle.
+            if walk.len() == n_nodes {
+                return None;
+            }
+            walk.push(node);
+            node = above;
+        }
+        let reached_up = node == root || place[node as usize] != NO_NODE;
+        if !reached_up {
+            // Only the target itself may be unreached: a reached node's parent is reached.
+            if !walk.is_empty() {
+                return None;
+            }
+            continue;
+        }
+        if nodes.is_empty() {
+            place[root as usize] = 0;
+            nodes.push(root);
+            chain_parent.push(NO_NODE);
+        }
+        for &step in walk.iter().rev() {
+            place[step as usize] = nodes.len() as u32;
+            chain_parent.push(place[parents[step as usize] as usize]);
+            nodes.push(step);
+        }
+    }
+    Some(ChainNodes {
+        nodes,
+        parent: chain_parent,
+        place,
+    })
+}
+
+/// Each node's parent on the chain that explains it first ([`Analysis::chain_parents`]):
+/// one search over the whole graph in the [`ChainOrder::Explain`] order.
+///
+/// Complexity: O(V + E) time, O(V) auxiliary space.
+pub fn chain_parents(graph: &HeapGraph, analysis: &Analysis) -> Vec<u32> {
+    let mut parent = search(graph, analysis, None, ChainOrder::Explain).parent;
+    parent[graph.root().index()] = NO_NODE;
+    parent
 }
 
 /// The children of each chain node, by place: those of `at` are
@@ -301,6 +406,19 @@ impl Bits {
     fn count(&self) -> usize {
         self.0.iter().map(|word| word.count_ones() as usize).sum()
     }
+    /// The set bits, in order.
+    fn ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(at, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    at * 64 + bit
+                })
+            })
+        })
+    }
 }
 
 /// A breadth-first search tree: each visited node's parent (the root's is itself), and the
@@ -310,11 +428,12 @@ struct SearchTree {
     visited: Vec<u32>,
 }
 
+/// The search tree in `order`, stopping once it has found the `targets` (a bit per node and
+/// how many are set) when given.
 fn search(
     graph: &HeapGraph,
     analysis: &Analysis,
-    is_target: &Bits,
-    n_targets: u64,
+    targets: Option<(&Bits, u64)>,
     order: ChainOrder,
 ) -> SearchTree {
     let strong = StrongEdges::new(graph, &analysis.edge_rule);
@@ -330,7 +449,10 @@ fn search(
     // in cache, where the parent column would cost a miss per edge.
     let mut reached = Bits::new(graph.node_count());
     reached.set(root as usize);
-    let mut remaining = n_targets;
+    let (is_target, mut remaining) = match targets {
+        Some((is_target, count)) => (Some(is_target), count),
+        None => (None, u64::MAX),
+    };
     let named = |edge: usize| is_named_root_edge(graph, edge);
     let anything = |_: usize| true;
     let passes: &[&dyn Fn(usize) -> bool] = match order {
@@ -352,7 +474,7 @@ fn search(
                 reached.set(to as usize);
                 parent[to as usize] = node;
                 visited.push(to);
-                if is_target.get(to as usize) {
+                if is_target.is_some_and(|is_target| is_target.get(to as usize)) {
                     remaining -= 1;
                     if remaining == 0 {
                         break 'passes;
@@ -375,7 +497,7 @@ struct TreeBuilder<'a> {
     chain_nodes: &'a [u32],
     chain_parent: &'a [u32],
     children: &'a Children,
-    counts: &'a [u64],
+    counts: &'a [u32],
     retained: &'a [u64],
     is_target: &'a Bits,
     branches: usize,
@@ -467,6 +589,7 @@ impl TreeBuilder<'_> {
                 Reverse(counts[*kid as usize]),
                 Reverse(retained[*kid as usize]),
                 graph.object_id(node_id(graph, chain_nodes[*kid as usize])),
+                chain_nodes[*kid as usize],
             )
         };
         let shown = kids.len().min(self.branches);
@@ -492,7 +615,7 @@ impl TreeBuilder<'_> {
     fn hide(&mut self, listed: usize, kid: u32) {
         let node = &mut self.nodes[listed];
         node.hidden_children += 1;
-        node.hidden_targets += self.counts[kid as usize];
+        node.hidden_targets += u64::from(self.counts[kid as usize]);
         node.hidden_retained += self.retained[kid as usize];
     }
 
@@ -555,7 +678,7 @@ impl TreeBuilder<'_> {
             parent: pending.parent,
             depth: pending.depth,
             indent: pending.indent,
-            targets: self.counts[pending.at as usize],
+            targets: u64::from(self.counts[pending.at as usize]),
             retained_size: self.retained[pending.at as usize],
             is_target: self.target(pending.at),
             skipped_steps,
@@ -641,6 +764,13 @@ mod tests {
                 .filter(|&node| graph.type_name(node) == "T1")
                 .collect();
             let view = merged_paths(&graph, &analysis, &targets, 1000, ChainOrder::Shortest);
+            // The explaining order's tree, searched and read up from the stored parents.
+            let searched = merged_paths(&graph, &analysis, &targets, 3, ChainOrder::Explain);
+            analysis.chain_parents(&graph);
+            let read_up = merged_paths(&graph, &analysis, &targets, 3, ChainOrder::Explain);
+            assert_eq!(read_up, searched);
+            assert_eq!(searched.reached, view.reached);
+            assert_eq!(searched.retained_size, view.retained_size);
             let distance = distances(&graph);
             let reached: Vec<NodeId> = targets
                 .iter()
@@ -698,6 +828,42 @@ mod tests {
             }
         }
         assert!(checked_counts > 1000);
+    }
+
+    /// Stored parents that go round a cycle (a damaged file) are not followed: the chains are
+    /// searched instead, and come out as from a dump without them.
+    #[test]
+    fn chain_parents_that_do_not_reach_the_root_are_searched_instead() {
+        let graph = heapgraph_test_support::graph(
+            "root -> <system class>; <system class> -> Registry#r; Registry#r -> list;
+             list -> Target#t: 8; list -> Target#u: 4",
+        );
+        let rule = EdgeRule::for_runtime(graph.meta().runtime);
+        let analysis = analyze(
+            &graph,
+            &Options {
+                edge_rule: rule.clone(),
+            },
+        );
+        let targets = objects_of_type(&graph, "Target");
+        let searched = merged_paths(&graph, &analysis, &targets, 20, ChainOrder::Explain);
+        assert_eq!(searched.reached, 2);
+        let mut stored = analyze(
+            &graph,
+            &Options {
+                edge_rule: rule.clone(),
+            },
+        )
+        .into_stored(&graph);
+        let list = objects_of_type(&graph, "list")[0].index();
+        let registry = objects_of_type(&graph, "Registry")[0].index();
+        assert_eq!(stored.chain_parent[list], registry as u32);
+        stored.chain_parent[registry] = list as u32;
+        let adopted = Analysis::from_stored(&graph, rule, stored).expect("in range");
+        assert_eq!(
+            merged_paths(&graph, &adopted, &targets, 20, ChainOrder::Explain),
+            searched
+        );
     }
 
     #[test]

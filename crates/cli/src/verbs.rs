@@ -168,10 +168,19 @@ pub(crate) fn resolve_type(
     name: &str,
     file: &std::path::Path,
 ) -> anyhow::Result<String> {
-    let mut types: Vec<heapgraph_model::StringId> = graph.parts().node_type.to_vec();
-    types.sort_unstable();
-    types.dedup();
     let strings = graph.strings();
+    // The type column's own table of its distinct types, where it keeps one (a 2-byte index
+    // per node): no pass over the nodes.
+    let node_type = &graph.parts().node_type;
+    let types: Vec<heapgraph_model::StringId> = match node_type.distinct() {
+        Some(distinct) => distinct.to_vec(),
+        None => {
+            let mut types = node_type.to_vec();
+            types.sort_unstable();
+            types.dedup();
+            types
+        }
+    };
     if types.iter().any(|&id| strings.get(id) == name) {
         return Ok(name.to_owned());
     }
@@ -483,7 +492,7 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let objects = graph.node_count() - synthetic;
     Ok(format!(
         "wrote {} ({objects} objects, {synthetic} synthetic root node{} that `summary` leaves \
-         out, {} references, with dominators, retained sizes, distances and type totals)\n",
+         out, {} references, with dominators, retained sizes, distances, type totals and chain parents)\n",
         args.output.display(),
         if synthetic == 1 { "" } else { "s" },
         graph.edge_count()

@@ -438,6 +438,16 @@ pub struct AnalysisChunk<'a> {
         skip_serializing_if = "<[u8]>::is_empty"
     )]
     pub retained_count: &'a [u8],
+    /// The node's parent on the chain from the root that `paths` merges and `who-holds` shows
+    /// first: a breadth-first search over the retaining edges that enters through the named
+    /// roots before the others, a node index per node (`u32`). Optional, as `retained_count`.
+    #[serde(
+        borrow,
+        with = "serde_bytes",
+        default,
+        skip_serializing_if = "<[u8]>::is_empty"
+    )]
+    pub chain_parent: &'a [u8],
 }
 
 impl AnalysisChunk<'_> {
@@ -453,6 +463,9 @@ impl AnalysisChunk<'_> {
         ];
         if !self.retained_count.is_empty() {
             columns.push(column::<u32>("retained_count", self.retained_count));
+        }
+        if !self.chain_parent.is_empty() {
+            columns.push(column::<u32>("chain_parent", self.chain_parent));
         }
         common_len(&columns)
     }

@@ -61,6 +61,8 @@ pub struct AnalysisColumns<'a> {
     pub distance: &'a [u32],
     /// Nodes in each node's dominator subtree; empty to leave the column out.
     pub retained_count: &'a [u32],
+    /// Each node's parent on the explaining chain from the root; empty to leave the column out.
+    pub chain_parent: &'a [u32],
 }
 
 /// Per-type totals, per type, all of the same length.
@@ -410,23 +412,38 @@ impl<W: Write> Writer<W> {
         if !analysis.retained_count.is_empty() {
             self.check_lengths(n_rows, &[("retained_count", analysis.retained_count.len())])?;
         }
+        if !analysis.chain_parent.is_empty() {
+            self.check_lengths(n_rows, &[("chain_parent", analysis.chain_parent.len())])?;
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut result = Ok(());
         for start in (0..n_rows).step_by(self.chunk_rows) {
             let rows = start..(start + self.chunk_rows).min(n_rows);
-            let [dominator, retained_size, distance, retained_count, ..] = &mut scratch;
+            let [
+                dominator,
+                retained_size,
+                distance,
+                retained_count,
+                chain_parent,
+                ..,
+            ] = &mut scratch;
             encode_fresh(&analysis.dominator[rows.clone()], dominator);
             encode_fresh(&analysis.retained_size[rows.clone()], retained_size);
             encode_fresh(&analysis.distance[rows.clone()], distance);
             retained_count.clear();
             if !analysis.retained_count.is_empty() {
-                encode_column(&analysis.retained_count[rows], retained_count);
+                encode_column(&analysis.retained_count[rows.clone()], retained_count);
+            }
+            chain_parent.clear();
+            if !analysis.chain_parent.is_empty() {
+                encode_column(&analysis.chain_parent[rows], chain_parent);
             }
             result = self.write_chunk(&Chunk::Analysis(AnalysisChunk {
                 dominator,
                 retained_size,
                 distance,
                 retained_count,
+                chain_parent,
             }));
             if result.is_err() {
                 break;
@@ -778,7 +795,13 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
             c.refcount,
         ],
         Chunk::Edges(c) => &[c.to, c.to_object, c.kind, c.name],
-        Chunk::Analysis(c) => &[c.dominator, c.retained_size, c.distance, c.retained_count],
+        Chunk::Analysis(c) => &[
+            c.dominator,
+            c.retained_size,
+            c.distance,
+            c.retained_count,
+            c.chain_parent,
+        ],
         Chunk::TypeTotals(c) => &[c.type_name, c.count, c.shallow_size, c.retained_size],
         Chunk::ArrayLengths(c) => &[c.node, c.length],
         Chunk::Fill(c) => &[c.node, c.elements, c.capacity, c.table_bytes, c.spare_bytes],

@@ -25,6 +25,10 @@ pub struct StoredAnalysis {
     pub distance: Vec<u32>,
     /// Per-type totals, where stored.
     pub type_totals: Option<TypeTotals>,
+    /// Each node's parent on the chain from the root that `paths` merges (the breadth-first
+    /// search that enters through named roots first), [`StoredAnalysis::NONE`] for the root and
+    /// where the search does not reach; empty when not stored.
+    pub chain_parent: Vec<u32>,
 }
 
 impl StoredAnalysis {

@@ -550,12 +550,17 @@ fn paths(dumps: &Dumps, args: JsonObject) -> anyhow::Result<String> {
         new: false,
     };
     let (targets, selection) = crate::holding::targets(&dump.graph, None, &chosen, &opened.path)?;
+    let order = args.order.unwrap_or_default().into();
+    if order == heapgraph_analyzer::ChainOrder::Explain {
+        // As `serve`'s paths: one search of the whole graph, kept for the next questions.
+        dump.analysis.chain_parents(&dump.graph);
+    }
     let view = heapgraph_analyzer::merged_paths::merged_paths(
         &dump.graph,
         &dump.analysis,
         &targets,
         n,
-        args.order.unwrap_or_default().into(),
+        order,
     );
     Ok(heapgraph_report::holding::paths_json(
         &view, &dump.info, &selection,

@@ -411,6 +411,9 @@ pub(crate) async fn paths(
             std::path::Path::new(&dump.info.file),
         )
         .map_err(|error| Refusal::missing(format!("{error:#}")))?;
+        // One search of the whole graph on the first request (none for a converted dump, which
+        // stores it), kept: every later request reads its chains up from its objects.
+        dump.analysis.chain_parents(&dump.graph);
         let view = heapgraph_analyzer::merged_paths::merged_paths(
             &dump.graph,
             &dump.analysis,

@@ -26,6 +26,7 @@ struct Decoded {
     retained_size: Vec<u64>,
     distance: Vec<u32>,
     retained_count: Vec<u32>,
+    chain_parent: Vec<u32>,
     /// (type name, count, shallow, retained) per type.
     type_totals: Vec<(u32, u64, u64, u64)>,
     unknown: Vec<String>,
@@ -79,6 +80,7 @@ fn small_file() -> Vec<u8> {
             retained_size: &[96, 64, 32, 48, 1 << 40],
             distance: &[0, 1, 1, 2, u32::MAX],
             retained_count: &[4, 2, 1, 1, 1],
+            chain_parent: &[u32::MAX, 0, 0, 1, u32::MAX],
         })
         .expect("analysis");
     writer
@@ -113,6 +115,7 @@ fn expected() -> Decoded {
         retained_size: vec![96, 64, 32, 48, 1 << 40],
         distance: vec![0, 1, 1, 2, u32::MAX],
         retained_count: vec![4, 2, 1, 1, 1],
+        chain_parent: vec![u32::MAX, 0, 0, 1, u32::MAX],
         type_totals: vec![(1, 2, 64, 64), (2, 1, 32, 32), (3, 1, 1 << 40, 1 << 40)],
         unknown: Vec::new(),
         // At 2 rows per chunk: 3 of strings, 1 of kinds, 1 root, 3 of nodes, 3 of edges,
@@ -151,6 +154,7 @@ fn read_all<R: std::io::Read>(
                 decode_column(chunk.retained_size, &mut out.retained_size)?;
                 decode_column(chunk.distance, &mut out.distance)?;
                 decode_column(chunk.retained_count, &mut out.retained_count)?;
+                decode_column(chunk.chain_parent, &mut out.chain_parent)?;
             }
             Chunk::TypeTotals(chunk) => {
                 let (mut name, mut count, mut shallow, mut retained) =

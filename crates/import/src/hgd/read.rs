@@ -351,6 +351,9 @@ struct Columns {
     retained_count: Vec<u32>,
     /// Whether an analysis chunk came without retained counts.
     retained_count_missing: bool,
+    chain_parent: Vec<u32>,
+    /// Whether an analysis chunk came without chain parents.
+    chain_parent_missing: bool,
     type_totals: RawTypeTotals,
     /// Object arrays' lengths (node, length), and the bytes of one slot.
     array_lengths: Vec<(u32, u32)>,
@@ -388,6 +391,8 @@ impl Default for Columns {
             distance: Vec::new(),
             retained_count: Vec::new(),
             retained_count_missing: false,
+            chain_parent: Vec::new(),
+            chain_parent_missing: false,
             type_totals: RawTypeTotals::default(),
             array_lengths: Vec::new(),
             slot_bytes: 0,
@@ -511,6 +516,8 @@ impl Columns {
                 decode_column(chunk.distance, &mut self.distance).map_err(column)?;
                 self.retained_count_missing |= chunk.retained_count.is_empty();
                 decode_column(chunk.retained_count, &mut self.retained_count).map_err(column)?;
+                self.chain_parent_missing |= chunk.chain_parent.is_empty();
+                decode_column(chunk.chain_parent, &mut self.chain_parent).map_err(column)?;
             }
             Chunk::TypeTotals(chunk) => {
                 let totals = &mut self.type_totals;
@@ -940,6 +947,12 @@ impl Columns {
         } else {
             retained_count
         };
+        let chain_parent = std::mem::take(&mut self.chain_parent);
+        let chain_parent = if self.chain_parent_missing || chain_parent.len() != n_nodes {
+            Vec::new()
+        } else {
+            chain_parent
+        };
         let totals = std::mem::take(&mut self.type_totals);
         let n_types = totals.count.len();
         let type_totals = match type_names {
@@ -968,6 +981,7 @@ impl Columns {
             distance: std::mem::take(&mut self.distance),
             retained_count,
             type_totals,
+            chain_parent,
         })
     }
 }

@@ -91,6 +91,7 @@ fn sample_analysis() -> StoredAnalysis {
         .into(),
         distance: vec![0, 1, 1, 2, 2, StoredAnalysis::NONE],
         retained_count: vec![6, 4, 1, 1, 1, 1],
+        chain_parent: vec![StoredAnalysis::NONE, 0, 0, 1, 1, StoredAnalysis::NONE],
         type_totals: Some(TypeTotals {
             types: type_name,
             count: vec![2, 1, 1, 1],

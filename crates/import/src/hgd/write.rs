@@ -40,11 +40,16 @@ pub(super) fn write_in_chunks<W: Write>(
             analysis.distance.len(),
         ];
         let counts = analysis.retained_count.len();
-        if lengths.iter().any(|&len| len != n_nodes) || (counts != 0 && counts != n_nodes) {
+        let parents = analysis.chain_parent.len();
+        if lengths.iter().any(|&len| len != n_nodes)
+            || [counts, parents]
+                .iter()
+                .any(|&len| len != 0 && len != n_nodes)
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "the stored analysis has {lengths:?} entries (dominator, retained size, distance) and {counts} retained counts for {n_nodes} nodes"
+                    "the stored analysis has {lengths:?} entries (dominator, retained size, distance), {counts} retained counts and {parents} chain parents for {n_nodes} nodes"
                 ),
             ));
         }
@@ -182,17 +187,15 @@ pub(super) fn write_in_chunks<W: Write>(
             let rows = start..(start + chunk_rows).min(n_rows);
             retained_size.clear();
             retained_size.extend(sizes.by_ref().take(rows.len()));
-            let retained_count = if analysis.retained_count.is_empty() {
-                &[][..]
-            } else {
-                &analysis.retained_count[rows.clone()]
-            };
+            let retained_count = optional(&analysis.retained_count, rows.clone());
+            let chain_parent = optional(&analysis.chain_parent, rows.clone());
             writer
                 .write_analysis(&AnalysisColumns {
                     dominator: &analysis.idom[rows.clone()],
                     retained_size: &retained_size,
                     distance: &analysis.distance[rows],
                     retained_count,
+                    chain_parent,
                 })
                 .map_err(write_error)?;
         }
@@ -210,4 +213,13 @@ pub(super) fn write_in_chunks<W: Write>(
         }
     }
     writer.finish().map_err(write_error)?.flush()
+}
+
+/// The `rows` of an optional column, which is empty when not stored.
+fn optional(column: &[u32], rows: std::ops::Range<usize>) -> &[u32] {
+    if column.is_empty() {
+        &[]
+    } else {
+        &column[rows]
+    }
 }

@@ -73,6 +73,8 @@ pub(super) struct BulkColumns {
     distance: Vec<u32>,
     retained_count: Vec<u32>,
     retained_count_missing: bool,
+    chain_parent: Vec<u32>,
+    chain_parent_missing: bool,
 }
 
 impl BulkColumns {
@@ -122,6 +124,8 @@ impl BulkColumns {
                 distance,
                 retained_count,
                 retained_count_missing,
+                chain_parent,
+                chain_parent_missing,
             } = &mut out;
             let report = &report;
             macro_rules! spawn_column {
@@ -173,6 +177,10 @@ impl BulkColumns {
             *retained_count_missing = analysis
                 .iter()
                 .any(|located| located.chunk.retained_count.is_empty());
+            spawn_column!(analysis, chain_parent, chain_parent);
+            *chain_parent_missing = analysis
+                .iter()
+                .any(|located| located.chunk.chain_parent.is_empty());
             let nodes = &nodes;
             scope.spawn(move |_| report(prefix_sums_of_edge_counts(nodes, first_edge, release)));
             let edges = &edges;
@@ -210,6 +218,8 @@ impl BulkColumns {
         columns.distance = self.distance;
         columns.retained_count = self.retained_count;
         columns.retained_count_missing = self.retained_count_missing;
+        columns.chain_parent = self.chain_parent;
+        columns.chain_parent_missing = self.chain_parent_missing;
     }
 }
 
