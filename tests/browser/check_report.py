@@ -3,7 +3,10 @@
 library only) and checks what a reader would see.
 
 Usage: python3 tests/browser/check_report.py [--width PX] [--first-screen] SCREENSHOT_DIR
-       REPORT.html [REPORT.html ...]
+       REPORT.html|URL [REPORT.html|URL ...]
+
+A URL is a page `heapgraph serve` shows (a CUDA snapshot's or a recording's): the same checks,
+with requests allowed to its own origin.
 
 For each page: no console errors; every chart (<svg>) is present and has drawn lines; no chart
 label reaches outside its SVG or overlaps another, every chart fills its card, nothing is wider
@@ -25,6 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -148,7 +152,12 @@ return problems;
 
 
 def check(driver, page, shots, first_screen=False):
-    url = "file://" + os.path.abspath(page)
+    # A page `heapgraph serve` shows is given as its URL (with the token, and a fragment that
+    # names its screenshots); its requests must stay on its own origin.
+    served = page.startswith("http://")
+    url = page if served else "file://" + os.path.abspath(page)
+    origin = urllib.parse.urlsplit(url)
+    name = "served-" + (origin.fragment or str(origin.port)) if served else os.path.basename(page)
     # The window the last page's screenshot grew is shrunk back: a page is measured, and shot,
     # at its own height.
     driver.session_call("POST", "/window/rect", {"width": WIDTH, "height": 1000})
@@ -196,7 +205,7 @@ def check(driver, page, shots, first_screen=False):
     pdf = base64.b64decode(driver.session_call("POST", "/print", {"background": True}))
     assert pdf.startswith(b"%PDF") and len(pdf) > 10000, "printing gave %d bytes" % len(pdf)
     facts["pdf_bytes"] = len(pdf)
-    printed = os.path.join(shots, os.path.basename(page) + ".pdf")
+    printed = os.path.join(shots, name + ".pdf")
     with open(printed, "wb") as out:
         out.write(pdf)
     facts["pdf"] = printed
@@ -207,7 +216,10 @@ def check(driver, page, shots, first_screen=False):
         message = json.loads(entry["message"])["message"]
         if message.get("method") == "Network.requestWillBeSent":
             urls.add(message["params"]["request"]["url"])
-    others = [u for u in urls if u != url]
+    if served:
+        others = [u for u in urls if urllib.parse.urlsplit(u)[:2] != origin[:2]]
+    else:
+        others = [u for u in urls if u != url]
     assert not others, "the page requested %s" % others
     facts["requests"] = sorted(urls)
     if first_screen:
@@ -219,7 +231,7 @@ def check(driver, page, shots, first_screen=False):
             "cmd": "Page.captureScreenshot",
             "params": {"format": "png", "captureBeyondViewport": True,
                        "clip": {"x": 0, "y": 0, "width": width, "height": int(bottom), "scale": 1}}})
-        first = os.path.join(shots, os.path.basename(page) + ".first.png")
+        first = os.path.join(shots, name + ".first.png")
         with open(first, "wb") as out:
             out.write(base64.b64decode(shot["data"]))
         facts["first_screen"] = first
@@ -227,7 +239,7 @@ def check(driver, page, shots, first_screen=False):
     height = driver.run("return document.documentElement.scrollHeight")
     driver.session_call("POST", "/window/rect", {"width": WIDTH, "height": min(int(height) + 20, 8000)})
     png = base64.b64decode(driver.session_call("GET", "/screenshot"))
-    shot = os.path.join(shots, os.path.basename(page) + ".png")
+    shot = os.path.join(shots, name + ".png")
     with open(shot, "wb") as out:
         out.write(png)
     facts["screenshot"] = shot

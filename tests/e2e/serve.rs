@@ -590,7 +590,7 @@ fn serve_compares_with_a_baseline_as_diff_does() {
 }
 
 #[test]
-fn serve_refuses_what_is_not_a_heap_dump() {
+fn serve_refuses_an_allocation_snapshot_it_cannot_show() {
     let output = Command::new(env!("CARGO_BIN_EXE_heapgraph"))
         .args([
             "serve",
@@ -602,9 +602,158 @@ fn serve_refuses_what_is_not_a_heap_dump() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("before.tracemalloc"), "{stderr}");
     assert!(
+        stderr.contains("explores heap dumps, CUDA memory snapshots and recordings"),
+        "{stderr}"
+    );
+    assert!(
         output.stdout.is_empty(),
         "no URL for a file it cannot serve"
     );
+}
+
+/// A CUDA snapshot and a recording are shown as their report shows them (the page is what
+/// `heapgraph report FILE --no-timestamp` writes) with one answer, the JSON the CLI prints for
+/// them; the page's one inline style and one inline script are allowed by their hashes, and
+/// nothing else inline is.
+#[test]
+fn serve_shows_a_cuda_snapshot_and_a_recording_as_their_report_does() {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let dir = crate::support::temp_dir("serve-recorded");
+    for (name, view, verb) in [
+        (
+            "torch-cuda/oom_batch_growth.pickle.gz",
+            "gpu",
+            &["gpu", "--timeline"][..],
+        ),
+        ("timeline/worker.hgt", "timeline", &["summary"][..]),
+    ] {
+        let file = path_str(&fixture(name)).to_owned();
+        let server = Server::start(&[&file]);
+        let mut cli = verb.to_vec();
+        cli.extend([file.as_str(), "--format", "json"]);
+        assert_eq!(
+            server.get(&format!("/api/v1/{view}")).body,
+            heapgraph_ok(&cli)
+        );
+
+        let report = dir.join(format!("{view}.html"));
+        heapgraph_ok(&["report", &file, "--no-timestamp", "-o", path_str(&report)]);
+        let cookie = format!("heapgraph_token={}", server.token);
+        let page = request(server.port, "GET", "/", &[("Cookie", &cookie)]);
+        assert_eq!(page.status, 200);
+        assert_eq!(
+            page.body,
+            std::fs::read_to_string(&report).expect("the report")
+        );
+        let policy = page.header("content-security-policy").expect("a policy");
+        for (open, close, directive) in [
+            ("<style>", "</style>", "style-src"),
+            ("<script>", "</script>", "script-src"),
+        ] {
+            let inline = page.body.split(open).nth(1).expect(open);
+            let inline = inline.split(close).next().expect(close);
+            assert!(!inline.is_empty(), "{name}: an empty {open}");
+            let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(inline));
+            assert!(
+                policy.contains(&format!("{directive} 'sha256-{hash}'")),
+                "{name}: {policy}"
+            );
+        }
+        // Style attributes (a chart's colours) by the hash of each value, and only those.
+        let hash =
+            |text: &str| base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text));
+        let attributes: std::collections::BTreeSet<&str> = page
+            .body
+            .split(" style=\"")
+            .skip(1)
+            .map(|rest| rest.split('"').next().expect("a value"))
+            .collect();
+        assert!(
+            !attributes.is_empty(),
+            "{name}: no style attribute to check"
+        );
+        for value in &attributes {
+            assert!(
+                policy.contains(&format!("'sha256-{}'", hash(value))),
+                "{value}: {policy}"
+            );
+        }
+        assert_eq!(
+            policy.matches("'sha256-").count(),
+            2 + attributes.len(),
+            "{policy}"
+        );
+        assert!(
+            !policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"),
+            "{policy}"
+        );
+        assert!(policy.starts_with("default-src 'none';"), "{policy}");
+        // The heap views are not there, and the refusal says what is.
+        let other = server.get("/api/v1/types");
+        assert_eq!(other.status, 404);
+        assert!(
+            error_of(&other).contains(&format!("/api/v1/{view}")),
+            "{}",
+            other.body
+        );
+        let api = server.get(&format!("/api/v1/{view}"));
+        assert_eq!(
+            api.header("content-security-policy"),
+            Some(
+                "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+            )
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The pages of a CUDA snapshot and of a recording in Chromium: the report's own checks (no
+/// console error, so no style or script the policy blocks; charts drawn; nothing outside its
+/// box; sorting; printing; no request off the page's origin), screenshots kept under
+/// `target/serve-screenshots`.
+#[test]
+#[cfg_attr(
+    not(feature = "peers"),
+    ignore = "peers tier: needs chromium, chromedriver and python3"
+)]
+fn serve_shows_a_snapshot_and_a_recording_in_a_real_browser() {
+    crate::support::need("chromium");
+    crate::support::need("chromedriver");
+    let servers = [
+        ("torch-cuda/oom_batch_growth.pickle.gz", "gpu"),
+        ("timeline/worker.hgt", "timeline"),
+    ]
+    .map(|(name, view)| (Server::start(&[path_str(&fixture(name))]), view));
+    let shots = crate::support::repo_root().join("target/serve-screenshots");
+    // The fragment names the screenshots: served-gpu.png, served-timeline.png.
+    let urls = servers.iter().map(|(server, view)| {
+        let (port, token) = (server.port, &server.token);
+        format!("http://127.0.0.1:{port}/?token={token}#{view}")
+    });
+    let output = crate::support::tool("python3")
+        .arg(crate::support::repo_root().join("tests/browser/check_report.py"))
+        .arg(&shots)
+        .args(urls)
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pages: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line per page"))
+        .collect();
+    assert_eq!(pages.len(), 2, "{stdout}");
+    for page in &pages {
+        assert!(
+            page["charts"].as_u64().is_some_and(|charts| charts >= 1),
+            "{page}"
+        );
+    }
 }
 
 /// `--open` hands the printed URL, token and all, to the desktop's opener: a fake `xdg-open`

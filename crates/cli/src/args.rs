@@ -256,11 +256,14 @@ pub(crate) enum GroupByArg {
 #[command(
     after_help = "The server binds 127.0.0.1 only and answers only requests that carry \
 the printed token (then kept in a cookie) and name the loopback in their Host header. It serves \
-the dumps named here and nothing else. The API behind the page is documented in docs/api.md."
+the dumps named here and nothing else. The API behind the page is documented in docs/api.md. \
+A CUDA memory snapshot or a recording is shown as the GPU view or the timeline of its report, \
+with its JSON at /api/v1/gpu or /api/v1/timeline."
 )]
 pub(crate) struct ServeArgs {
     /// The heap dump to explore (V8 .heapsnapshot, Java .hprof, IBM .phd, or a .hgd; a .hgd
-    /// with its stored analysis opens fastest)
+    /// with its stored analysis opens fastest), or a PyTorch CUDA memory snapshot or a
+    /// recording (heapgraph record) to look at
     #[arg(value_name = "DUMP")]
     pub(crate) file: PathBuf,
     /// An earlier dump of the same program to compare with (the Comparison view, /api/v1/diff)

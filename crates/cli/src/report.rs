@@ -56,19 +56,9 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
                 });
             }
             Evidence::Alloc(snapshot) if snapshot.cuda.is_some() && files.len() == 1 => {
-                let mut sites = SiteOptions::new(SiteKey::Traceback);
-                sites.user_frames_only = true;
-                let options = GpuOptions {
-                    n: 50,
-                    all_frames: false,
-                    timeline: true,
-                    sites,
-                };
-                let view = heapgraph_analyzer::gpu::gpu(&snapshot, &options)
-                    .context("a CUDA snapshot without allocator state")?;
                 gpu = Some((
                     DumpInfo::for_alloc(&file.display().to_string(), &snapshot.meta),
-                    view,
+                    gpu_view(&snapshot)?,
                 ));
             }
             Evidence::Timeline(timeline) => {
@@ -209,6 +199,23 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         output.display(),
         html.len().div_ceil(1024)
     ))
+}
+
+/// The GPU section's view of a CUDA snapshot (also `serve`'s page of one): the 50 largest
+/// stacks of the user's code, and the timeline.
+pub(crate) fn gpu_view(
+    snapshot: &heapgraph_model::AllocSnapshot,
+) -> anyhow::Result<heapgraph_analyzer::gpu::GpuView> {
+    let mut sites = SiteOptions::new(SiteKey::Traceback);
+    sites.user_frames_only = true;
+    let options = GpuOptions {
+        n: 50,
+        all_frames: false,
+        timeline: true,
+        sites,
+    };
+    heapgraph_analyzer::gpu::gpu(snapshot, &options)
+        .context("a CUDA snapshot without allocator state")
 }
 
 /// Where the page of `file` goes when `-o` is not given: beside it, named after it without

@@ -129,8 +129,12 @@ pub(crate) async fn check(
         }
     };
     let headers = response.headers_mut();
+    // A page that carries inline code sets its own policy, which allows that code by hash and
+    // nothing more (`recorded`); every other answer gets the page's.
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     for (name, value) in [
-        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::REFERRER_POLICY, "no-referrer"),
         (header::CACHE_CONTROL, "no-store"),

@@ -1,12 +1,15 @@
 //! `heapgraph serve`: the dump loaded and analysed once, then explored from a browser through a
 //! read-only JSON API (`api`) and one page embedded in the binary (`page/`), on the loopback,
-//! behind a token (`guard`).
+//! behind a token (`guard`). A CUDA memory snapshot or a recording is shown as its report
+//! section, with its one answer (`recorded`).
 
 pub(crate) mod api;
 mod guard;
+mod recorded;
 
 use crate::args::{ReadArgs, ServeArgs};
-use anyhow::Context;
+use crate::load::Evidence;
+use anyhow::{Context, bail};
 use api::{Dumped, Rendered, Served};
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -22,11 +25,27 @@ use std::sync::Arc;
 
 /// Loads and analyses the dumps, then serves until the process is stopped.
 pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
-    let (dump, baseline) = rayon::join(
-        || load(&args.file, &args.read),
+    let (evidence, baseline) = rayon::join(
+        || crate::load::load_evidence(&args.file, &args.read),
         || args.baseline.as_deref().map(|path| load(path, &args.read)),
     );
-    let dump = dump?;
+    let loaded = match evidence? {
+        Evidence::Graph(loaded) => *loaded,
+        other => {
+            if args.baseline.is_some() {
+                bail!(
+                    "{}: --baseline compares heap dumps; `heapgraph diff` compares snapshots",
+                    args.file.display()
+                );
+            }
+            let recorded = recorded::Recorded::new(&args.file, other)?;
+            return listen(args, |guard| {
+                recorded::router(recorded)
+                    .layer(axum::middleware::from_fn_with_state(guard, guard::check))
+            });
+        }
+    };
+    let dump = explore(&args.file, loaded)?;
     let baseline = baseline.transpose()?;
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let served = Arc::new(Served {
@@ -46,7 +65,15 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
         warming.rendered();
         dump.explorer.warm(&dump.graph, &dump.analysis);
     });
+    listen(args, |guard| router(served, guard))
+}
 
+/// Binds the loopback, prints the URL with a fresh token, and serves `routes` until the
+/// process is stopped.
+fn listen(
+    args: &ServeArgs,
+    routes: impl FnOnce(Arc<guard::Guard>) -> Router,
+) -> anyhow::Result<String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_io()
         .build()
@@ -67,7 +94,7 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
         if args.open {
             open_browser(&url);
         }
-        axum::serve(listener, router(served, guard))
+        axum::serve(listener, routes(guard))
             .await
             .context("the server stopped")
     })?;
