@@ -63,6 +63,8 @@ pub fn suspects_with_drop(
     };
     let children = DominatorChildren::build(graph, tree);
     let mut found = Vec::new();
+    // Per suspect, in order: the node its chain leads to, and its entry's, if any.
+    let mut chains: Vec<(NodeId, Option<NodeId>)> = Vec::new();
     // Rule 1: the topmost big objects (their dominator is the root or synthetic, or not big).
     for node in graph.nodes() {
         let index = node.index();
@@ -84,12 +86,11 @@ pub fn suspects_with_drop(
             retained_size: tree.retained_size.get(index),
             accumulation_point: Some(object_view(graph, analysis, point)),
             accumulated,
-            path: chain_to(graph, analysis, point),
-            entry_path: representative
-                .map(|entry| chain_to(graph, analysis, entry))
-                .unwrap_or_default(),
+            path: Vec::new(),
+            entry_path: Vec::new(),
             point_dominators: dominators_of(graph, tree, point),
         });
+        chains.push((point, representative));
     }
     // Rule 2: types whose top-level instances (held by no real object alone, so their
     // retained sets are disjoint) together retain much.
@@ -141,10 +142,26 @@ pub fn suspects_with_drop(
             retained_size: retained,
             accumulation_point: None,
             accumulated: Vec::new(),
-            path: chain_to(graph, analysis, largest),
+            path: Vec::new(),
             entry_path: Vec::new(),
             point_dominators: Vec::new(),
         });
+        chains.push((largest, None));
+    }
+    // Each chain searched alone costs one or two searches of the whole graph; past one chain,
+    // the chain index's two searches, done once, are cheaper (and give the same chains).
+    let n_chains: usize = chains
+        .iter()
+        .map(|(_, entry)| 1 + usize::from(entry.is_some()))
+        .sum();
+    if n_chains > 1 {
+        analysis.chain_index(graph);
+    }
+    for (suspect, (node, entry)) in found.iter_mut().zip(chains) {
+        suspect.path = chain_to(graph, analysis, node);
+        suspect.entry_path = entry
+            .map(|entry| chain_to(graph, analysis, entry))
+            .unwrap_or_default();
     }
     found.sort_by_key(|suspect| (Reverse(suspect.retained_size), suspect.rule));
     SuspectsView {
