@@ -216,7 +216,14 @@ fn python_dump_has_the_ballast(dir: &Path, install: bool) {
         .unwrap_or_else(|| panic!("no Ballast in the dump: {summary:#}"));
     let count = ballast["count"].as_u64().unwrap();
     assert!((60..=120).contains(&count), "{count} Ballast objects");
-    assert!(ballast["retained_size"].as_u64().unwrap() >= count << 20);
+    // Each holds its megabyte, but for one the dump may catch inside `__init__`: gdb stops the
+    // process anywhere, and a Ballast that exists before its payload is assigned retains
+    // almost nothing yet (CI saw it once).
+    let retained = ballast["retained_size"].as_u64().unwrap();
+    assert!(
+        retained >= (count - 1) << 20,
+        "{count} Ballast objects retain {retained}"
+    );
 }
 
 #[test]
