@@ -20,8 +20,9 @@ use std::sync::Arc;
 pub(crate) struct Recorded {
     /// The page, the report's section for it.
     page: String,
-    /// The page's content security policy: the serve page's, with the page's one inline style
-    /// and one inline script allowed by their hashes (a report is one self-contained file).
+    /// The page's content security policy: the serve page's, with the page's inline style,
+    /// script and style attributes allowed by their hashes (a report is one self-contained
+    /// file; [`policy_for`]).
     policy: String,
     /// The one API answer: `gpu` or `timeline`.
     view: &'static str,
