@@ -451,7 +451,15 @@ mod tests {
             assert_eq!(tree.reachable, original.reachable);
             assert_eq!(adopted.distances(&graph), analysis.distances(&graph));
             assert_eq!(adopted.type_totals(&graph), analysis.type_totals(&graph));
+            // The chain parents are adopted as stored, not computed on first use.
+            assert_eq!(
+                adopted.known_chain_parents(),
+                Some(analysis.chain_parents(&graph))
+            );
         }
+        let mut outside = stored.clone();
+        outside.chain_parent[1] = graph.node_count() as u32;
+        assert!(adopt(&graph, outside).is_err());
     }
 
     #[test]
