@@ -167,6 +167,24 @@ impl Explorer {
         position.and_then(|index| graph.node(index))
     }
 
+    /// The node indices of every instance of `type_name` (real objects), in [`Self::instances`]'
+    /// order; `None` when no string of the dump is that name.
+    ///
+    /// Complexity: O(log V) once the type order is built.
+    pub fn instances_of(
+        &self,
+        graph: &HeapGraph,
+        analysis: &Analysis,
+        type_name: &str,
+    ) -> Option<&[u32]> {
+        let type_id = graph.strings().find(type_name)?;
+        let types = &graph.parts().node_type;
+        let order = self.type_order(graph, analysis);
+        let start = partition(order.len(), |i| types.get(order[i] as usize) < type_id);
+        let end = partition(order.len(), |i| types.get(order[i] as usize) <= type_id);
+        Some(&order[start..end])
+    }
+
     /// The instances of `type_name` (real objects), largest retained size first, then largest
     /// shallow size, then node order; `None` when no string of the dump is that name.
     ///
@@ -178,12 +196,7 @@ impl Explorer {
         type_name: &str,
         page: Page,
     ) -> Option<InstancesView> {
-        let type_id = graph.strings().find(type_name)?;
-        let types = &graph.parts().node_type;
-        let order = self.type_order(graph, analysis);
-        let start = partition(order.len(), |i| types.get(order[i] as usize) < type_id);
-        let end = partition(order.len(), |i| types.get(order[i] as usize) <= type_id);
-        let run = &order[start..end];
+        let run = self.instances_of(graph, analysis, type_name)?;
         Some(InstancesView {
             type_name: type_name.to_owned(),
             total: run.len() as u64,

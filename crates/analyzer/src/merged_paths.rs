@@ -21,7 +21,7 @@ use crate::queries::edge_text;
 use crate::view::ObjectView;
 use heapgraph_model::{HeapGraph, NodeId};
 use rayon::prelude::*;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cmp::Reverse;
 
 /// Nodes a merged tree lists at most; the rest are counted in their parents' hidden totals.
@@ -120,12 +120,34 @@ pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
 /// O(V + E) time for the search (less when it finds every target early), O(V) auxiliary space
 /// (a parent and a place in the search order per node, and three bits), then O(P) for the P
 /// nodes on the chains, and O(c log c) to rank the c children of each of the listed nodes.
+/// With [`Analysis::known_chain_parents`] there is no search: O(P + V/64) for a few targets
+/// (their chains' places in a map), O(P + V) for many.
 pub fn merged_paths(
     graph: &HeapGraph,
     analysis: &Analysis,
     targets: &[NodeId],
     branches: usize,
     order: ChainOrder,
+) -> MergedPathsView {
+    merged_paths_placed(
+        graph,
+        analysis,
+        targets,
+        branches,
+        order,
+        Places::for_targets,
+    )
+}
+
+/// [`merged_paths`], with the chain nodes' places for stored parents chosen by `places`
+/// (from the graph's node count and the targets').
+fn merged_paths_placed(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    targets: &[NodeId],
+    branches: usize,
+    order: ChainOrder,
+    places: fn(usize, usize) -> Places,
 ) -> MergedPathsView {
     let n_nodes = graph.node_count();
     let mut is_target = Bits::new(n_nodes);
@@ -142,7 +164,10 @@ pub fn merged_paths(
         parent: chain_parent,
         place,
     } = stored
-        .and_then(|parents| chains_up_from(graph, parents, &is_target))
+        .and_then(|parents| {
+            let places = places(n_nodes, n_targets as usize);
+            chains_up_from(graph, parents, &is_target, places)
+        })
         .unwrap_or_else(|| {
             let search = search(graph, analysis, Some((&is_target, n_targets)), order);
             chains_in_search_order(graph, search, &is_target)
@@ -158,7 +183,7 @@ pub fn merged_paths(
         if node == root || dominator == root || dominator == NO_NODE {
             continue;
         }
-        let above = place[dominator as usize];
+        let above = place.get(dominator);
         if (above as usize) < at && chain_nodes[above as usize] == dominator {
             nearest_target_dominator[at] = if is_target.get(dominator as usize) {
                 above
@@ -167,11 +192,9 @@ pub fn merged_paths(
             };
         }
     }
-    // The places' allocation, touched already, holds the children's offsets next; the nearest
-    // dominators' holds the children (a fresh 4 bytes per node costs its page faults).
-    let mut first = place;
-    first.clear();
-    first.resize(chain_nodes.len() + 1, 0);
+    // The places' allocation holds the children's offsets next; the nearest dominators' holds
+    // the children.
+    let mut first = place.into_zeroed(chain_nodes.len() + 1);
     let mut counts = vec![0u32; chain_nodes.len()];
     // Sums that a subtraction may take below zero on the way; the totals are exact.
     let mut retained = vec![0u64; chain_nodes.len()];
@@ -247,7 +270,60 @@ fn node_id(graph: &HeapGraph, raw: u32) -> NodeId {
 struct ChainNodes {
     nodes: Vec<u32>,
     parent: Vec<u32>,
-    place: Vec<u32>,
+    place: Places,
+}
+
+/// Each chain node's place among the chain nodes, by node: a column of the graph's length, or,
+/// for a few targets' chains read up through stored parents, a hash map (filling a column of
+/// 35M entries took most of an answer for a type of a thousand objects).
+enum Places {
+    Dense(Vec<u32>),
+    Sparse(FxHashMap<u32, u32>),
+}
+
+impl Places {
+    /// For the chains of `targets` objects of a graph of `n_nodes`.
+    fn for_targets(n_nodes: usize, targets: usize) -> Places {
+        // A chain is tens of nodes at most, and chains share their upper parts.
+        if targets.saturating_mul(64) < n_nodes {
+            Places::Sparse(FxHashMap::default())
+        } else {
+            Places::Dense(vec![NO_NODE; n_nodes])
+        }
+    }
+
+    /// The place of `node`, or [`NO_NODE`] where none was set (in a dense column, meaningless
+    /// where none was set: [`ChainNodes`]).
+    #[inline]
+    fn get(&self, node: u32) -> u32 {
+        match self {
+            Places::Dense(places) => places[node as usize],
+            Places::Sparse(places) => places.get(&node).copied().unwrap_or(NO_NODE),
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, node: u32, at: u32) {
+        match self {
+            Places::Dense(places) => places[node as usize] = at,
+            Places::Sparse(places) => {
+                places.insert(node, at);
+            }
+        }
+    }
+
+    /// A zeroed column of `len`, in the dense column's allocation where there is one (touched
+    /// already: a fresh allocation of 4 bytes per node costs its page faults).
+    fn into_zeroed(self, len: usize) -> Vec<u32> {
+        match self {
+            Places::Dense(mut places) => {
+                places.clear();
+                places.resize(len, 0);
+                places
+            }
+            Places::Sparse(_) => vec![0; len],
+        }
+    }
 }
 
 /// The chain nodes of a search: those on the way up from each target, in search order.
@@ -305,7 +381,7 @@ fn chains_in_search_order(graph: &HeapGraph, search: SearchTree, is_target: &Bit
     ChainNodes {
         nodes,
         parent: chain_parent,
-        place,
+        place: Places::Dense(place),
     }
 }
 
@@ -313,21 +389,26 @@ fn chains_in_search_order(graph: &HeapGraph, search: SearchTree, is_target: &Bit
 /// order, up to the root or to a node an earlier target's chain passed. None where the parents
 /// do not lead to the root (a stored column that is not a tree), for the caller to search.
 ///
-/// Complexity: O(P + T) for the P chain nodes and T targets, O(V) auxiliary space (the places).
-fn chains_up_from(graph: &HeapGraph, parents: &[u32], is_target: &Bits) -> Option<ChainNodes> {
+/// Complexity: O(P + T) for the P chain nodes and T targets, and the places (`place`: O(V), or
+/// O(P) in a map).
+fn chains_up_from(
+    graph: &HeapGraph,
+    parents: &[u32],
+    is_target: &Bits,
+    mut place: Places,
+) -> Option<ChainNodes> {
     let n_nodes = graph.node_count();
     if parents.len() != n_nodes {
         return None;
     }
     let root = graph.root().to_raw();
-    let mut place = vec![NO_NODE; n_nodes];
     let mut nodes = Vec::new();
     let mut chain_parent = Vec::new();
     let mut walk = Vec::new();
     for target in is_target.ones() {
         let mut node = target as u32;
         walk.clear();
-        while node != root && place[node as usize] == NO_NODE {
+        while node != root && place.get(node) == NO_NODE {
             let above = parents[node as usize];
             if above == NO_NODE {
                 break;
@@ -339,7 +420,7 @@ fn chains_up_from(graph: &HeapGraph, parents: &[u32], is_target: &Bits) -> Optio
             walk.push(node);
             node = above;
         }
-        let reached_up = node == root || place[node as usize] != NO_NODE;
+        let reached_up = node == root || place.get(node) != NO_NODE;
         if !reached_up {
             // Only the target itself may be unreached: a reached node's parent is reached.
             if !walk.is_empty() {
@@ -348,13 +429,13 @@ fn chains_up_from(graph: &HeapGraph, parents: &[u32], is_target: &Bits) -> Optio
             continue;
         }
         if nodes.is_empty() {
-            place[root as usize] = 0;
+            place.set(root, 0);
             nodes.push(root);
             chain_parent.push(NO_NODE);
         }
         for &step in walk.iter().rev() {
-            place[step as usize] = nodes.len() as u32;
-            chain_parent.push(place[parents[step as usize] as usize]);
+            place.set(step, nodes.len() as u32);
+            chain_parent.push(place.get(parents[step as usize]));
             nodes.push(step);
         }
     }
@@ -768,6 +849,11 @@ mod tests {
             let searched = merged_paths(&graph, &analysis, &targets, 3, ChainOrder::Explain);
             analysis.chain_parents(&graph);
             let read_up = merged_paths(&graph, &analysis, &targets, 3, ChainOrder::Explain);
+            assert_eq!(read_up, searched);
+            // Small graphs take the column of places; the map must place the same.
+            let sparse = |_, _| Places::Sparse(FxHashMap::default());
+            let read_up =
+                merged_paths_placed(&graph, &analysis, &targets, 3, ChainOrder::Explain, sparse);
             assert_eq!(read_up, searched);
             assert_eq!(searched.reached, view.reached);
             assert_eq!(searched.retained_size, view.retained_size);

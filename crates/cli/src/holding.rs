@@ -20,6 +20,7 @@ pub(crate) fn paths(args: &PathsArgs) -> anyhow::Result<String> {
         baseline.as_ref().map(|baseline| &baseline.graph),
         &args.targets,
         &args.common.file,
+        None,
     )?;
     let order = match args.order {
         ChainOrderArg::Explain => ChainOrder::Explain,
@@ -43,6 +44,7 @@ pub(crate) fn dominated_by(args: &DominatedByArgs) -> anyhow::Result<String> {
         baseline.as_ref().map(|baseline| &baseline.graph),
         &args.targets,
         &args.common.file,
+        None,
     )?;
     let view = immediate_dominators(&loaded.graph, &analysis, &targets, &skip);
     let info = info(&args.common, &loaded);
@@ -82,26 +84,47 @@ fn load_with_baseline_of(
     Ok((loaded?, baseline?))
 }
 
+/// A server's indexes of a dump, which find a type's instances and an id's object without a
+/// pass over the graph.
+#[derive(Clone, Copy)]
+pub(crate) struct Indexes<'a> {
+    pub(crate) explorer: &'a heapgraph_analyzer::explore::Explorer,
+    pub(crate) analysis: &'a Analysis,
+}
+
 /// The objects `targets` names in `graph`, and how the output says which they are (also the
-/// targets of `heapgraph mcp`'s `paths`).
+/// targets of `serve`'s and `mcp`'s `paths`, which pass their `indexes`).
 pub(crate) fn targets(
     graph: &HeapGraph,
     baseline: Option<&HeapGraph>,
     targets: &TargetArgs,
     file: &Path,
+    indexes: Option<Indexes>,
 ) -> anyhow::Result<(Vec<NodeId>, Selection)> {
     let mut selection = Selection::default();
     let mut nodes: Option<Vec<NodeId>> = None;
     if let Some(name) = &targets.type_name {
         let name = resolve_type(graph, name, file)?;
-        nodes = Some(objects_of_type(graph, &name));
+        nodes = Some(match indexes {
+            Some(Indexes { explorer, analysis }) => explorer
+                .instances_of(graph, analysis, &name)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|&node| graph.node(node as usize))
+                .collect(),
+            None => objects_of_type(graph, &name),
+        });
         selection.type_name = Some(name);
     }
     if !targets.ids.is_empty() {
         let mut by_id = Vec::with_capacity(targets.ids.len());
         for text in &targets.ids {
             let id = parse_object_id(text)?;
-            let Some(node) = graph.find_object(id) else {
+            let found = match indexes {
+                Some(Indexes { explorer, .. }) => explorer.find(graph, id),
+                None => graph.find_object(id),
+            };
+            let Some(node) = found else {
                 bail!(
                     "{}: no object has id {}; ids come from `heapgraph top` or `who-holds`",
                     file.display(),

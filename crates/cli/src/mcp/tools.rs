@@ -549,7 +549,16 @@ fn paths(dumps: &Dumps, args: JsonObject) -> anyhow::Result<String> {
         baseline: None,
         new: false,
     };
-    let (targets, selection) = crate::holding::targets(&dump.graph, None, &chosen, &opened.path)?;
+    let (targets, selection) = crate::holding::targets(
+        &dump.graph,
+        None,
+        &chosen,
+        &opened.path,
+        Some(crate::holding::Indexes {
+            explorer: &dump.explorer,
+            analysis: &dump.analysis,
+        }),
+    )?;
     let order = args.order.unwrap_or_default().into();
     if order == heapgraph_analyzer::ChainOrder::Explain {
         // As `serve`'s paths: one search of the whole graph, kept for the next questions.

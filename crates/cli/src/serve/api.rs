@@ -39,6 +39,9 @@ pub(crate) struct Served {
     /// The baseline, until the comparison is rendered (then dropped: nothing else reads it).
     pub(crate) baseline: std::sync::Mutex<Option<Dumped>>,
     pub(crate) rendered: std::sync::OnceLock<Rendered>,
+    /// The [`MAX_STRINGS`] first strings, all (`[0]`) and duplicated (`[1]`), found on the
+    /// first request of each: a request for fewer reads the first of them.
+    pub(crate) strings: [std::sync::OnceLock<heapgraph_analyzer::StringsView>; 2],
 }
 
 /// The answers that do not depend on the request, rendered once (`super::render`).
@@ -409,6 +412,10 @@ pub(crate) async fn paths(
             None,
             &chosen,
             std::path::Path::new(&dump.info.file),
+            Some(crate::holding::Indexes {
+                explorer: &dump.explorer,
+                analysis: &dump.analysis,
+            }),
         )
         .map_err(|error| Refusal::missing(format!("{error:#}")))?;
         // One search of the whole graph on the first request (none for a converted dump, which
@@ -449,7 +456,11 @@ pub(crate) async fn strings(
             }
         };
         let dump = &served.dump;
-        let view = heapgraph_analyzer::strings(&dump.graph, duplicates, n);
+        // The ranking is a total order, so the first n of the longest list are the first n.
+        let mut view = served.strings[usize::from(duplicates)]
+            .get_or_init(|| heapgraph_analyzer::strings(&dump.graph, duplicates, MAX_STRINGS))
+            .clone();
+        view.values.truncate(n);
         Ok(json::strings(&view, duplicates, &dump.info))
     })
     .await

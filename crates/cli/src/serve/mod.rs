@@ -54,6 +54,7 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
         has_baseline: baseline.is_some(),
         baseline: std::sync::Mutex::new(baseline),
         rendered: std::sync::OnceLock::new(),
+        strings: Default::default(),
     });
     // What the views read is built behind the first answers, on a thread of its own: the
     // chain index first (the suspects' chains read it), then the answers rendered once, then
