@@ -52,7 +52,7 @@ pub use queries::{
 };
 pub use suspects::{
     ACCUMULATION_SHARE, BigDrop, BigDropsView, DEFAULT_MIN_DROP, DEFAULT_SUSPECT_THRESHOLD,
-    big_drops, strings, suspects, suspects_with_drop,
+    StringValues, big_drops, strings, suspects, suspects_with_drop,
 };
 pub use tree_columns::{NodeCounts, NodeFlags};
 pub use view::{

@@ -474,110 +474,209 @@ fn string_types(runtime: Runtime) -> (&'static [&'static str], Option<&'static s
 /// compared as the dump names them: Java strings longer than 1024 characters by their first
 /// 1024 and their length.
 pub fn strings(graph: &HeapGraph, duplicates_only: bool, n: usize) -> StringsView {
-    let (types, value_edge) = string_types(graph.meta().runtime);
-    let type_ids: Vec<u32> = types
-        .iter()
-        .filter_map(|name| graph.strings().find(name))
-        .map(|id| id.to_raw())
-        .collect();
-    #[derive(Default)]
-    struct Group {
-        count: u64,
-        string_bytes: u64,
-        array_bytes: u64,
-        /// The copy kept when the others go: the largest of the value's own arrays.
-        kept_array_size: u64,
-    }
-    /// The value array of a string, and whether strings of one value only hold it.
-    struct Array {
-        value: u32,
-        size: u64,
-        shared_by_values: bool,
-    }
-    let mut values: FxHashMap<&str, u32> = FxHashMap::default();
-    let mut groups: Vec<(&str, Group)> = Vec::new();
-    let mut arrays: FxHashMap<usize, Array> = FxHashMap::default();
-    let mut n_strings = 0u64;
-    let mut total_bytes = 0u64;
-    for node in graph.nodes() {
-        if graph.is_synthetic(node) || !type_ids.contains(&graph.type_id(node).to_raw()) {
-            continue;
+    StringValues::of(graph).ranked(duplicates_only, n)
+}
+
+/// A dump's strings grouped by value, for [`strings`]' two rankings (one pass over the dump
+/// gives both).
+pub struct StringValues<'a> {
+    strings: u64,
+    total_bytes: u64,
+    values: Vec<StringValue<'a>>,
+}
+
+/// One value's strings.
+struct StringValue<'a> {
+    value: &'a str,
+    count: u64,
+    total_bytes: u64,
+    wasted_bytes: u64,
+}
+
+impl<'a> StringValues<'a> {
+    /// The strings of `graph`, grouped by value ([`strings`]).
+    ///
+    /// Complexity: O(V) time, a hash entry per distinct value and per value array.
+    pub fn of(graph: &'a HeapGraph) -> StringValues<'a> {
+        let (types, value_edge) = string_types(graph.meta().runtime);
+        let type_ids: Vec<u32> = types
+            .iter()
+            .filter_map(|name| graph.strings().find(name))
+            .map(|id| id.to_raw())
+            .collect();
+        #[derive(Default)]
+        struct Group {
+            count: u64,
+            string_bytes: u64,
+            array_bytes: u64,
+            /// The copy kept when the others go: the largest of the value's own arrays.
+            kept_array_size: u64,
         }
-        n_strings += 1;
-        let name = graph.name(node);
-        let value = *values.entry(name).or_insert_with(|| {
-            groups.push((name, Group::default()));
-            (groups.len() - 1) as u32
-        });
-        let group = &mut groups[value as usize].1;
-        group.count += 1;
-        group.string_bytes += graph.shallow_size(node);
-        total_bytes += graph.shallow_size(node);
-        if let Some(value_edge) = value_edge
-            && let Some(edge) = graph
-                .edge_range(node)
-                .find(|&edge| graph.edge_name(edge) == EdgeName::Named(value_edge))
-        {
-            let target = graph.edge_target(edge);
-            let array = arrays.entry(target.index()).or_insert_with(|| {
-                total_bytes += graph.shallow_size(target);
-                Array {
-                    value,
-                    size: graph.shallow_size(target),
-                    shared_by_values: false,
-                }
-            });
-            array.shared_by_values |= array.value != value;
+        /// The value array of a string, and whether strings of one value only hold it.
+        struct Array {
+            value: u32,
+            size: u64,
+            shared_by_values: bool,
         }
-    }
-    for array in arrays.values() {
-        if !array.shared_by_values {
-            let group = &mut groups[array.value as usize].1;
-            group.kept_array_size = group.kept_array_size.max(array.size);
-            group.array_bytes += array.size;
-        }
-    }
-    let distinct = groups.len() as u64;
-    let mut rows: Vec<DuplicateString> = groups
-        .into_iter()
-        .map(|(value, group)| {
-            let string_size = group.string_bytes / group.count.max(1);
-            DuplicateString {
-                value: value.to_owned(),
-                count: group.count,
-                total_bytes: group.string_bytes + group.array_bytes,
-                wasted_bytes: group.string_bytes - string_size + group.array_bytes
-                    - group.kept_array_size,
+        let mut values: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut groups: Vec<(&str, Group)> = Vec::new();
+        let mut arrays: FxHashMap<usize, Array> = FxHashMap::default();
+        let mut n_strings = 0u64;
+        let mut total_bytes = 0u64;
+        for node in graph.nodes() {
+            if graph.is_synthetic(node) || !type_ids.contains(&graph.type_id(node).to_raw()) {
+                continue;
             }
-        })
-        .collect();
-    let duplicated_values = rows.iter().filter(|row| row.count > 1).count() as u64;
-    let wasted_bytes = rows.iter().map(|row| row.wasted_bytes).sum();
-    if duplicates_only {
-        rows.retain(|row| row.count > 1);
-        rows.sort_by(|a, b| {
-            (Reverse(a.wasted_bytes), Reverse(a.count), &a.value).cmp(&(
-                Reverse(b.wasted_bytes),
-                Reverse(b.count),
-                &b.value,
-            ))
-        });
-    } else {
-        rows.sort_by(|a, b| {
-            (Reverse(a.total_bytes), Reverse(a.count), &a.value).cmp(&(
-                Reverse(b.total_bytes),
-                Reverse(b.count),
-                &b.value,
-            ))
-        });
+            n_strings += 1;
+            let name = graph.name(node);
+            let value = *values.entry(name).or_insert_with(|| {
+                groups.push((name, Group::default()));
+                (groups.len() - 1) as u32
+            });
+            let group = &mut groups[value as usize].1;
+            group.count += 1;
+            group.string_bytes += graph.shallow_size(node);
+            total_bytes += graph.shallow_size(node);
+            if let Some(value_edge) = value_edge
+                && let Some(edge) = graph
+                    .edge_range(node)
+                    .find(|&edge| graph.edge_name(edge) == EdgeName::Named(value_edge))
+            {
+                let target = graph.edge_target(edge);
+                let array = arrays.entry(target.index()).or_insert_with(|| {
+                    total_bytes += graph.shallow_size(target);
+                    Array {
+                        value,
+                        size: graph.shallow_size(target),
+                        shared_by_values: false,
+                    }
+                });
+                array.shared_by_values |= array.value != value;
+            }
+        }
+        drop(values);
+        for array in arrays.values() {
+            if !array.shared_by_values {
+                let group = &mut groups[array.value as usize].1;
+                group.kept_array_size = group.kept_array_size.max(array.size);
+                group.array_bytes += array.size;
+            }
+        }
+        drop(arrays);
+        let values = groups
+            .into_iter()
+            .map(|(value, group)| {
+                let string_size = group.string_bytes / group.count.max(1);
+                StringValue {
+                    value,
+                    count: group.count,
+                    total_bytes: group.string_bytes + group.array_bytes,
+                    wasted_bytes: group.string_bytes - string_size + group.array_bytes
+                        - group.kept_array_size,
+                }
+            })
+            .collect();
+        StringValues {
+            strings: n_strings,
+            total_bytes,
+            values,
+        }
     }
-    rows.truncate(n);
-    StringsView {
-        strings: n_strings,
-        total_bytes,
-        distinct_values: distinct,
-        duplicated_values,
-        wasted_bytes,
-        values: rows,
+
+    /// The first `n` values in [`strings`]' ranking, with the totals of all.
+    ///
+    /// Complexity: O(D) time for D distinct values, and O(n log n) to order the listed ones.
+    pub fn ranked(&self, duplicates_only: bool, n: usize) -> StringsView {
+        let duplicated_values = self.values.iter().filter(|row| row.count > 1).count() as u64;
+        let wasted_bytes = self.values.iter().map(|row| row.wasted_bytes).sum();
+        // Most bytes first, then most copies, then the value: a total order, so the first n
+        // are found by a partial selection and only they are sorted and copied.
+        let key = |row: &StringValue<'a>| {
+            let bytes = if duplicates_only {
+                row.wasted_bytes
+            } else {
+                row.total_bytes
+            };
+            (Reverse(bytes), Reverse(row.count), row.value)
+        };
+        let mut rows: Vec<&StringValue> = self
+            .values
+            .iter()
+            .filter(|row| !duplicates_only || row.count > 1)
+            .collect();
+        if rows.len() > n && n > 0 {
+            rows.select_nth_unstable_by(n - 1, |a, b| key(a).cmp(&key(b)));
+        }
+        rows.truncate(n);
+        rows.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
+        StringsView {
+            strings: self.strings,
+            total_bytes: self.total_bytes,
+            distinct_values: self.values.len() as u64,
+            duplicated_values,
+            wasted_bytes,
+            values: rows
+                .into_iter()
+                .map(|row| DuplicateString {
+                    value: row.value.to_owned(),
+                    count: row.count,
+                    total_bytes: row.total_bytes,
+                    wasted_bytes: row.wasted_bytes,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first n of the partial selection are the first n of a full sort, for every n, with
+    /// ties on bytes and counts broken by the value.
+    #[test]
+    fn ranked_strings_are_the_first_of_a_full_sort() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        let texts: Vec<String> = (0..300).map(|i| format!("v{i}")).collect();
+        let values = StringValues {
+            strings: 0,
+            total_bytes: 0,
+            values: texts
+                .iter()
+                .map(|text| StringValue {
+                    value: text,
+                    count: 1 + next(3),
+                    total_bytes: 8 * next(6),
+                    wasted_bytes: 8 * next(4),
+                })
+                .collect(),
+        };
+        for duplicates_only in [false, true] {
+            let mut expected: Vec<&StringValue> = values
+                .values
+                .iter()
+                .filter(|row| !duplicates_only || row.count > 1)
+                .collect();
+            expected.sort_by_key(|row| {
+                let bytes = if duplicates_only {
+                    row.wasted_bytes
+                } else {
+                    row.total_bytes
+                };
+                (Reverse(bytes), Reverse(row.count), row.value)
+            });
+            for n in [0, 1, 2, 17, 150, 299, 300, 1000] {
+                let view = values.ranked(duplicates_only, n);
+                let listed: Vec<&str> = view.values.iter().map(|row| row.value.as_str()).collect();
+                let want: Vec<&str> = expected.iter().take(n).map(|row| row.value).collect();
+                assert_eq!(listed, want, "duplicates_only {duplicates_only}, n {n}");
+            }
+        }
     }
 }

@@ -39,9 +39,9 @@ pub(crate) struct Served {
     /// The baseline, until the comparison is rendered (then dropped: nothing else reads it).
     pub(crate) baseline: std::sync::Mutex<Option<Dumped>>,
     pub(crate) rendered: std::sync::OnceLock<Rendered>,
-    /// The [`MAX_STRINGS`] first strings, all (`[0]`) and duplicated (`[1]`), found on the
-    /// first request of each: a request for fewer reads the first of them.
-    pub(crate) strings: [std::sync::OnceLock<heapgraph_analyzer::StringsView>; 2],
+    /// The [`MAX_STRINGS`] first strings of both rankings, all (`[0]`) and duplicated (`[1]`),
+    /// found by one pass on the first request: a request for fewer reads the first of them.
+    pub(crate) strings: std::sync::OnceLock<[heapgraph_analyzer::StringsView; 2]>,
 }
 
 /// The answers that do not depend on the request, rendered once (`super::render`).
@@ -457,9 +457,11 @@ pub(crate) async fn strings(
         };
         let dump = &served.dump;
         // The ranking is a total order, so the first n of the longest list are the first n.
-        let mut view = served.strings[usize::from(duplicates)]
-            .get_or_init(|| heapgraph_analyzer::strings(&dump.graph, duplicates, MAX_STRINGS))
-            .clone();
+        let rankings = served.strings.get_or_init(|| {
+            let values = heapgraph_analyzer::StringValues::of(&dump.graph);
+            [false, true].map(|duplicates| values.ranked(duplicates, MAX_STRINGS))
+        });
+        let mut view = rankings[usize::from(duplicates)].clone();
         view.values.truncate(n);
         Ok(json::strings(&view, duplicates, &dump.info))
     })
