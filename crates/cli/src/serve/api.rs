@@ -418,8 +418,8 @@ pub(crate) async fn paths(
             }),
         )
         .map_err(|error| Refusal::missing(format!("{error:#}")))?;
-        // One search of the whole graph on the first request (none for a converted dump, which
-        // stores it), kept: every later request reads its chains up from its objects.
+        // Built behind the first answers (or stored in a converted dump); a request before
+        // then waits for them. Every request reads its chains up from its objects.
         dump.analysis.chain_parents(&dump.graph);
         let view = heapgraph_analyzer::merged_paths::merged_paths(
             &dump.graph,
