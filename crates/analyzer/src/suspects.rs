@@ -20,9 +20,12 @@ use crate::view::{
     AccumulatedType, DuplicateString, ObjectView, PathStep, StringsView, Suspect, SuspectRule,
     SuspectsView,
 };
+use hashbrown::HashTable;
 use heapgraph_model::{EdgeName, HeapGraph, NodeId, Runtime};
-use rustc_hash::FxHashMap;
+use rayon::slice::ParallelSliceMut;
+use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
+use std::hash::Hasher;
 
 /// Share of its parent's retained size that a child must keep for the walk down to continue.
 pub const ACCUMULATION_SHARE: f64 = 0.8;
@@ -512,26 +515,41 @@ impl<'a> StringValues<'a> {
             /// The copy kept when the others go: the largest of the value's own arrays.
             kept_array_size: u64,
         }
-        /// The value array of a string, and whether strings of one value only hold it.
-        struct Array {
-            value: u32,
-            size: u64,
-            shared_by_values: bool,
-        }
-        let mut values: FxHashMap<&str, u32> = FxHashMap::default();
-        let mut groups: Vec<(&str, Group)> = Vec::new();
-        let mut arrays: FxHashMap<usize, Array> = FxHashMap::default();
+        // Each value's group, found through a table of group numbers hashed by the value's
+        // text (4 bytes a value, where a map keyed by the text took 24), and each string's
+        // value array with its value, sorted by array after the pass (8 bytes a string, where
+        // a map by array took about 40): on tens of millions of objects these were most of
+        // the pass's memory.
+        let hash = |text: &str| {
+            let mut hasher = FxHasher::default();
+            hasher.write(text.as_bytes());
+            hasher.finish()
+        };
+        let is_string =
+            |node| !graph.is_synthetic(node) && type_ids.contains(&graph.type_id(node).to_raw());
+        // Sized ahead: growing the table rehashed every value's text again.
+        let expected = graph.nodes().filter(|&node| is_string(node)).count();
+        let mut lookup: HashTable<u32> = HashTable::with_capacity(expected);
+        let mut groups: Vec<(&str, Group)> = Vec::with_capacity(expected);
+        let mut held: Vec<(u32, u32)> =
+            Vec::with_capacity(if value_edge.is_some() { expected } else { 0 });
         let mut n_strings = 0u64;
         let mut total_bytes = 0u64;
         for node in graph.nodes() {
-            if graph.is_synthetic(node) || !type_ids.contains(&graph.type_id(node).to_raw()) {
+            if !is_string(node) {
                 continue;
             }
             n_strings += 1;
             let name = graph.name(node);
-            let value = *values.entry(name).or_insert_with(|| {
+            let name_hash = hash(name);
+            let found = lookup
+                .find(name_hash, |&group| groups[group as usize].0 == name)
+                .copied();
+            let value = found.unwrap_or_else(|| {
                 groups.push((name, Group::default()));
-                (groups.len() - 1) as u32
+                let group = (groups.len() - 1) as u32;
+                lookup.insert_unique(name_hash, group, |&group| hash(groups[group as usize].0));
+                group
             });
             let group = &mut groups[value as usize].1;
             group.count += 1;
@@ -542,27 +560,24 @@ impl<'a> StringValues<'a> {
                     .edge_range(node)
                     .find(|&edge| graph.edge_name(edge) == EdgeName::Named(value_edge))
             {
-                let target = graph.edge_target(edge);
-                let array = arrays.entry(target.index()).or_insert_with(|| {
-                    total_bytes += graph.shallow_size(target);
-                    Array {
-                        value,
-                        size: graph.shallow_size(target),
-                        shared_by_values: false,
-                    }
-                });
-                array.shared_by_values |= array.value != value;
+                held.push((graph.edge_target(edge).to_raw(), value));
             }
         }
-        drop(values);
-        for array in arrays.values() {
-            if !array.shared_by_values {
-                let group = &mut groups[array.value as usize].1;
-                group.kept_array_size = group.kept_array_size.max(array.size);
-                group.array_bytes += array.size;
+        drop(lookup);
+        // Each array once: its bytes in the total, and in its value's unless strings of
+        // different values share it.
+        held.par_sort_unstable();
+        for run in held.chunk_by(|a, b| a.0 == b.0) {
+            let (array, value) = run[0];
+            let size = graph.shallow_size(graph.node(array as usize).unwrap_or(graph.root()));
+            total_bytes += size;
+            if run.iter().all(|&(_, other)| other == value) {
+                let group = &mut groups[value as usize].1;
+                group.kept_array_size = group.kept_array_size.max(size);
+                group.array_bytes += size;
             }
         }
-        drop(arrays);
+        drop(held);
         let values = groups
             .into_iter()
             .map(|(value, group)| {
