@@ -120,8 +120,8 @@ pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
 /// O(V + E) time for the search (less when it finds every target early), O(V) auxiliary space
 /// (a parent and a place in the search order per node, and three bits), then O(P) for the P
 /// nodes on the chains, and O(c log c) to rank the c children of each of the listed nodes.
-/// With [`Analysis::known_chain_parents`] there is no search: O(P + V/64) for a few targets
-/// (their chains' places in a map), O(P + V) for many.
+/// With the chain parents stored or already built ([`Analysis::chain_parents`]) there is no
+/// search: O(P + V/64) for a few targets (their chains' places in a map), O(P + V) for many.
 pub fn merged_paths(
     graph: &HeapGraph,
     analysis: &Analysis,
