@@ -499,7 +499,8 @@ struct StringValue<'a> {
 impl<'a> StringValues<'a> {
     /// The strings of `graph`, grouped by value ([`strings`]).
     ///
-    /// Complexity: O(V) time, a hash entry per distinct value and per value array.
+    /// Complexity: O(V) time, and O(S log S) to sort the S strings' value arrays; 4 bytes of
+    /// hash table and a group per distinct value, 8 bytes per string.
     pub fn of(graph: &'a HeapGraph) -> StringValues<'a> {
         let (types, value_edge) = string_types(graph.meta().runtime);
         let type_ids: Vec<u32> = types
@@ -528,18 +529,16 @@ impl<'a> StringValues<'a> {
         let is_string =
             |node| !graph.is_synthetic(node) && type_ids.contains(&graph.type_id(node).to_raw());
         // Sized ahead: growing the table rehashed every value's text again.
-        let expected = graph.nodes().filter(|&node| is_string(node)).count();
-        let mut lookup: HashTable<u32> = HashTable::with_capacity(expected);
-        let mut groups: Vec<(&str, Group)> = Vec::with_capacity(expected);
+        let n_strings = graph.nodes().filter(|&node| is_string(node)).count();
+        let mut lookup: HashTable<u32> = HashTable::with_capacity(n_strings);
+        let mut groups: Vec<(&str, Group)> = Vec::with_capacity(n_strings);
         let mut held: Vec<(u32, u32)> =
-            Vec::with_capacity(if value_edge.is_some() { expected } else { 0 });
-        let mut n_strings = 0u64;
+            Vec::with_capacity(if value_edge.is_some() { n_strings } else { 0 });
         let mut total_bytes = 0u64;
         for node in graph.nodes() {
             if !is_string(node) {
                 continue;
             }
-            n_strings += 1;
             let name = graph.name(node);
             let name_hash = hash(name);
             let found = lookup
@@ -592,7 +591,7 @@ impl<'a> StringValues<'a> {
             })
             .collect();
         StringValues {
-            strings: n_strings,
+            strings: n_strings as u64,
             total_bytes,
             values,
         }

@@ -561,7 +561,8 @@ fn paths(dumps: &Dumps, args: JsonObject) -> anyhow::Result<String> {
     )?;
     let order = args.order.unwrap_or_default().into();
     if order == heapgraph_analyzer::ChainOrder::Explain {
-        // As `serve`'s paths: one search of the whole graph, kept for the next questions.
+        // One search of the whole graph on the first question (none for a converted dump, which
+        // stores the parents), kept for the next ones.
         dump.analysis.chain_parents(&dump.graph);
     }
     let view = heapgraph_analyzer::merged_paths::merged_paths(
