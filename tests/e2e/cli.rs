@@ -413,3 +413,73 @@ fn usages_name_their_arguments() {
     let capture = heapgraph_ok(&["capture", "python", "--help"]);
     assert!(capture.contains("--timeout <DURATION>"), "{capture}");
 }
+
+/// `--timings` lists the passes that ran, on stderr, and changes nothing on stdout: on a Java
+/// dump read from its file (the parse's steps, the dominator tree) and from its `.hgd` (the
+/// stored analysis adopted, no dominator pass).
+#[test]
+fn timings_list_the_passes_that_ran_and_leave_the_answer_unchanged() {
+    let dump = fixture("java/default.hprof.gz");
+    let hgd = temp_dir("timings").join("default.hgd");
+    heapgraph_ok(&["convert", path_str(&dump), "-o", path_str(&hgd)]);
+    let passes = |file: &str| {
+        let plain = heapgraph_ok(&["summary", file, "--format", "json"]);
+        let output = crate::support::heapgraph(&["--timings", "summary", file, "--format", "json"]);
+        assert!(output.status.success(), "{file}: --timings failed");
+        assert_eq!(
+            String::from_utf8(output.stdout).expect("utf-8"),
+            plain,
+            "{file}"
+        );
+        let stderr = String::from_utf8(output.stderr).expect("utf-8");
+        let mut lines = stderr.lines();
+        let heading = lines.next().expect("a heading");
+        assert!(heading.starts_with("passes ("), "{heading}");
+        lines
+            .map(|line| {
+                // "    0.012 s     0.003 s  hprof: id lookup index"
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                assert!(
+                    fields.len() > 4 && fields[1] == "s" && fields[3] == "s",
+                    "{line}"
+                );
+                let start: f64 = fields[0].parse().expect("a start");
+                let wall: f64 = fields[2].parse().expect("a wall time");
+                assert!(start >= 0.0 && wall >= 0.0, "{line}");
+                fields[4..].join(" ")
+            })
+            .collect::<Vec<String>>()
+    };
+    let from_dump = passes(path_str(&dump));
+    for pass in [
+        "read the dump",
+        "hprof: objects and references",
+        "hprof: id lookup index",
+        "graph checked",
+        "dominator tree and retained sizes",
+        "dominators: depth-first search",
+        "summary view",
+        "suspects",
+    ] {
+        assert!(
+            from_dump.iter().any(|name| name == pass),
+            "{pass} not in {from_dump:?}"
+        );
+    }
+    let from_hgd = passes(path_str(&hgd));
+    for pass in [
+        "read the .hgd",
+        "stored analysis adopted",
+        "summary view",
+        "suspects",
+    ] {
+        assert!(
+            from_hgd.iter().any(|name| name == pass),
+            "{pass} not in {from_hgd:?}"
+        );
+    }
+    assert!(
+        !from_hgd.iter().any(|name| name.starts_with("dominator")),
+        "the .hgd's analysis is adopted, not computed: {from_hgd:?}"
+    );
+}

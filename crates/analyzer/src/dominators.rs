@@ -27,7 +27,7 @@ use crate::edge_rule::EdgeRule;
 use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
-use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column};
+use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column, timed};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -188,14 +188,16 @@ fn dominators_with<O: Offset>(
     let root_ordinal = graph.root().to_raw();
 
     // Step 1, while another worker marks the nodes step 2 must not start from.
-    let (mut search, has_referrer) = rayon::join(
-        || {
-            let mut search = Search::new(parts, rule, root_ordinal);
-            search.run(root_ordinal, 0);
-            search
-        },
-        || rule.orphans_under_root.then(|| non_weak_referrers(parts)),
-    );
+    let (mut search, has_referrer) = timed("dominators: depth-first search", || {
+        rayon::join(
+            || {
+                let mut search = Search::new(parts, rule, root_ordinal);
+                search.run(root_ordinal, 0);
+                search
+            },
+            || rule.orphans_under_root.then(|| non_weak_referrers(parts)),
+        )
+    });
     let n_reachable = search.n_numbered;
 
     // Step 2: nodes with only weak or shortcut referrers, and their unvisited descendants.
@@ -253,21 +255,34 @@ fn dominators_with<O: Offset>(
         drop(parent);
         parent = Vec::new();
     }
-    let preds = Preds::<O>::build(parts, rule, root_ordinal, &number, len, lists);
+    let preds = timed("dominators: predecessor lists", || {
+        Preds::<O>::build(parts, rule, root_ordinal, &number, len, lists)
+    });
     match method {
         IdomMethod::SemiNca => {
             drop(number);
             let mut preds = preds;
             if order == Order::Lean {
-                preds.pack_long_lists();
-                parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
+                timed(
+                    "dominators: depth-first search again, for the parents",
+                    || {
+                        preds.pack_long_lists();
+                        parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
+                    },
+                );
             }
-            let semi = semi_nca(preds, parent);
-            let mut finish = Finish::new(graph, rule, semi, n_reachable);
-            finish.run(root_ordinal, 0);
-            for &start in &orphan_starts {
-                finish.run(start, ROOT);
-            }
+            let semi = timed("dominators: semidominators", || semi_nca(preds, parent));
+            let finish = timed(
+                "dominators: immediate dominators and retained sizes",
+                || {
+                    let mut finish = Finish::new(graph, rule, semi, n_reachable);
+                    finish.run(root_ordinal, 0);
+                    for &start in &orphan_starts {
+                        finish.run(start, ROOT);
+                    }
+                    finish
+                },
+            );
             debug_assert_eq!(
                 finish.n_numbered, n,
                 "the second search numbers as the first"
@@ -282,10 +297,15 @@ fn dominators_with<O: Offset>(
                 }
             }
             drop(number);
-            let dom = lengauer_tarjan(&preds, &parent);
+            let dom = timed("dominators: semidominators and buckets", || {
+                lengauer_tarjan(&preds, &parent)
+            });
             drop(preds);
             drop(parent);
-            finish_by_vertex(parts, &dom, &vertex, n_reachable)
+            timed(
+                "dominators: immediate dominators and retained sizes",
+                || finish_by_vertex(parts, &dom, &vertex, n_reachable),
+            )
         }
     }
 }

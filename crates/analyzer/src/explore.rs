@@ -128,8 +128,11 @@ impl Explorer {
             scope.spawn(|| self.id_index(graph));
             scope.spawn(|| self.type_order(graph, analysis));
             scope.spawn(|| graph.reverse());
-            scope.spawn(|| analysis.chain_index(graph));
-            scope.spawn(|| analysis.distances(graph).len());
+            // The distances after the index, which gives them without a search of their own.
+            scope.spawn(|| {
+                analysis.chain_index(graph);
+                analysis.distances(graph).len()
+            });
             scope.spawn(|| analysis.type_totals(graph).types.len());
         });
     }
@@ -619,6 +622,17 @@ mod tests {
     }
 
     proptest! {
+        /// Once the chain index is built, the distances come from it (the nearer of each node's
+        /// distances from the named and from the other roots); they must be the plain search's.
+        #[test]
+        fn distances_from_the_chain_index_are_the_search_s(graph in rooted_graphs()) {
+            let analysis = analysed(&graph);
+            prop_assert!(!analysis.edge_rule.devtools_distances);
+            analysis.chain_index(&graph);
+            let searched = crate::bfs_distances(&graph, &analysis.edge_rule);
+            prop_assert_eq!(analysis.distances(&graph), searched.as_slice());
+        }
+
         /// The holders from the chain index must be `who_holds`' own answer (the oracle: the
         /// same search, whose distances are computed afresh for each object) for every object,
         /// in both orders, for one chain and for several.

@@ -62,7 +62,7 @@ pub use view::{
 };
 pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
-use heapgraph_model::{HeapGraph, StoredAnalysis, TypeTotals};
+use heapgraph_model::{HeapGraph, StoredAnalysis, TypeTotals, timed};
 use std::sync::OnceLock;
 
 /// What an analysis needs to be told: the caller knows which edges retain, so there is no
@@ -104,7 +104,9 @@ pub const NO_DISTANCE: u32 = u32::MAX;
 pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
     Analysis {
         edge_rule: options.edge_rule.clone(),
-        dominators: dominators(graph, &options.edge_rule),
+        dominators: timed("dominator tree and retained sizes", || {
+            dominators(graph, &options.edge_rule)
+        }),
         distance: OnceLock::new(),
         type_totals: OnceLock::new(),
         weak: OnceLock::new(),
@@ -113,14 +115,56 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
     }
 }
 
+/// Runs `beside` on a thread of its own while this one runs `here`, where rayon has more than
+/// one thread (`RAYON_NUM_THREADS=1` runs one after the other, on one core); for whole-graph
+/// passes that are each one thread's, or that may build the analysis's cells, which a rayon
+/// job must not wait on (docs/architecture.md, "Performance"). Call it from a thread that is
+/// not rayon's.
+pub fn side_by_side<A: Send, B>(
+    beside: impl FnOnce() -> A + Send,
+    here: impl FnOnce() -> B,
+) -> (A, B) {
+    if rayon::current_num_threads() == 1 {
+        let beside = beside();
+        return (beside, here());
+    }
+    std::thread::scope(|scope| {
+        let beside = scope.spawn(beside);
+        let here = here();
+        let beside = beside
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (beside, here)
+    })
+}
+
 impl Analysis {
     /// Distance from the root per node, [`NO_DISTANCE`] where the search does not reach, by the
     /// runtime's rules; computed on the first call (O(V + E)). For V8 these are DevTools' raw
     /// values: nodes reached only from system roots count from [`BASE_SYSTEM_DISTANCE`]
     /// ([`edges_from_root`] removes it).
     pub fn distances(&self, graph: &HeapGraph) -> &[u32] {
-        self.distance
-            .get_or_init(|| bfs_distances(graph, &self.edge_rule))
+        self.distance.get_or_init(|| match self.chains.get() {
+            Some(index) if !self.edge_rule.devtools_distances => {
+                timed("distances, from the chain index", || {
+                    index.plain_distances()
+                })
+            }
+            _ => timed("distances", || bfs_distances(graph, &self.edge_rule)),
+        })
+    }
+
+    /// Builds what the chains of many objects read (suspects, findings, the explorer's holders):
+    /// the reverse edges and the [`ChainIndex`], side by side where rayon has more than one
+    /// thread, then the distances, from the index where the runtime's distances are the plain
+    /// breadth-first ones. Call it from a thread that is not rayon's (docs/architecture.md,
+    /// "Performance").
+    ///
+    /// Complexity: O(V + E); as [`Analysis::chain_index`] and [`HeapGraph::reverse`] together.
+    pub fn prepare_chains(&self, graph: &HeapGraph) {
+        // The searches of the index are one thread's; the reverse edges take the others.
+        side_by_side(|| graph.reverse(), || self.chain_index(graph));
+        self.distances(graph);
     }
 
     /// The reachable heap: the shallow sizes of the reachable real objects, summed. The root's
@@ -139,8 +183,11 @@ impl Analysis {
     /// phantom references, or nothing), and the references that hold them; computed on the
     /// first call ([`weak_reach`], O(V + E)).
     pub fn weak_reach(&self, graph: &HeapGraph) -> &WeakReach {
-        self.weak
-            .get_or_init(|| weak_reach(graph, &self.edge_rule, &self.dominators))
+        self.weak.get_or_init(|| {
+            timed("weak reach", || {
+                weak_reach(graph, &self.edge_rule, &self.dominators)
+            })
+        })
     }
 
     /// What holds `node`: strong references, only references of one kind, or nothing.
@@ -157,7 +204,8 @@ impl Analysis {
     /// analysis (`who_holds`, the suspects' and findings' chains) reads them instead of
     /// searching the whole graph twice per object; the chains are the same.
     pub fn chain_index(&self, graph: &HeapGraph) -> &ChainIndex {
-        self.chains.get_or_init(|| ChainIndex::new(graph, self))
+        self.chains
+            .get_or_init(|| timed("chain index", || ChainIndex::new(graph, self)))
     }
 
     /// Each node's parent on the chain from the root that `paths` merges and that explains it
@@ -168,7 +216,7 @@ impl Analysis {
     /// up from its targets instead of searching.
     pub fn chain_parents(&self, graph: &HeapGraph) -> &[u32] {
         self.chain_parent
-            .get_or_init(|| merged_paths::chain_parents(graph, self))
+            .get_or_init(|| timed("chain parents", || merged_paths::chain_parents(graph, self)))
     }
 
     /// [`Analysis::chain_parents`], where stored or already computed.
@@ -179,8 +227,11 @@ impl Analysis {
     /// Per-type totals (count, shallow and retained size per type); computed on the first call
     /// (O(V), a walk of the dominator tree).
     pub fn type_totals(&self, graph: &HeapGraph) -> &TypeTotals {
-        self.type_totals
-            .get_or_init(|| histogram::type_totals(graph, &self.dominators))
+        self.type_totals.get_or_init(|| {
+            timed("type totals", || {
+                histogram::type_totals(graph, &self.dominators)
+            })
+        })
     }
 
     /// Adopts analysis columns saved with the graph (the `.hgd` format's trailing section),

@@ -58,6 +58,10 @@ pub fn summary_of_kind(graph: &HeapGraph, analysis: &Analysis, kind: &str) -> Op
 }
 
 fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> SummaryView {
+    heapgraph_model::timed("summary view", || summary_of_untimed(graph, analysis, kind))
+}
+
+fn summary_of_untimed(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> SummaryView {
     let tree = &analysis.dominators;
     let parts = graph.parts();
     let kept = |node: usize| kind.is_none_or(|kind| parts.node_kind[node] == kind);

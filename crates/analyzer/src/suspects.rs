@@ -56,6 +56,17 @@ pub fn suspects_with_drop(
     threshold: f64,
     min_drop: f64,
 ) -> SuspectsView {
+    heapgraph_model::timed("suspects", || {
+        suspects_untimed(graph, analysis, threshold, min_drop)
+    })
+}
+
+fn suspects_untimed(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    threshold: f64,
+    min_drop: f64,
+) -> SuspectsView {
     let keep_share = 1.0 - min_drop.clamp(0.0, 1.0);
     let tree = &analysis.dominators;
     let root = graph.root();
@@ -68,6 +79,9 @@ pub fn suspects_with_drop(
     let mut found = Vec::new();
     // Per suspect, in order: the node its chain leads to, and its entry's, if any.
     let mut chains: Vec<(NodeId, Option<NodeId>)> = Vec::new();
+    // Per suspect, in order: its object, and its accumulation point, if any. Their views are
+    // made once the chains' indexes are built, which give their distances too.
+    let mut objects: Vec<(NodeId, Option<NodeId>)> = Vec::new();
     // Rule 1: the topmost big objects (their dominator is the root or synthetic, or not big).
     for node in graph.nodes() {
         let index = node.index();
@@ -83,17 +97,18 @@ pub fn suspects_with_drop(
         found.push(Suspect {
             rule: SuspectRule::SingleObject,
             share: share(tree.retained_size.get(index), total),
-            object: Some(object_view(graph, analysis, node)),
+            object: None,
             type_name: graph.type_name(node).to_owned(),
             count: 1,
             retained_size: tree.retained_size.get(index),
-            accumulation_point: Some(object_view(graph, analysis, point)),
+            accumulation_point: None,
             accumulated,
             path: Vec::new(),
             entry_path: Vec::new(),
             point_dominators: dominators_of(graph, tree, point),
         });
         chains.push((point, representative));
+        objects.push((node, Some(point)));
     }
     // Rule 2: types whose top-level instances (held by no real object alone, so their
     // retained sets are disjoint) together retain much.
@@ -139,7 +154,7 @@ pub fn suspects_with_drop(
         found.push(Suspect {
             rule: SuspectRule::ManyInstances,
             share: share(retained, total),
-            object: Some(object_view(graph, analysis, largest)),
+            object: None,
             type_name: graph.type_name(largest).to_owned(),
             count,
             retained_size: retained,
@@ -150,6 +165,7 @@ pub fn suspects_with_drop(
             point_dominators: Vec::new(),
         });
         chains.push((largest, None));
+        objects.push((largest, None));
     }
     // Each chain searched alone costs one or two searches of the whole graph; past one chain,
     // the chain index's two searches, done once, are cheaper (and give the same chains).
@@ -158,9 +174,11 @@ pub fn suspects_with_drop(
         .map(|(_, entry)| 1 + usize::from(entry.is_some()))
         .sum();
     if n_chains > 1 {
-        analysis.chain_index(graph);
+        analysis.prepare_chains(graph);
     }
-    for (suspect, (node, entry)) in found.iter_mut().zip(chains) {
+    for ((suspect, (node, entry)), (object, point)) in found.iter_mut().zip(chains).zip(objects) {
+        suspect.object = Some(object_view(graph, analysis, object));
+        suspect.accumulation_point = point.map(|point| object_view(graph, analysis, point));
         suspect.path = chain_to(graph, analysis, node);
         suspect.entry_path = entry
             .map(|entry| chain_to(graph, analysis, entry))

@@ -90,6 +90,11 @@ record -- COMMAND exits with the command's code."
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Print the wall time of each pass (the parse's steps, the dominator tree, the indexes
+    /// built on first use) to stderr when the command ends, with the threads it had
+    /// (RAYON_NUM_THREADS sets them)
+    #[arg(long, global = true)]
+    pub(crate) timings: bool,
 }
 
 #[derive(Subcommand, Debug)]

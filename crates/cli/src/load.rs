@@ -238,12 +238,17 @@ pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evid
     };
     if is_hgd(path).with_context(context)? {
         // Mapped and decoded in parallel: fast enough that a byte count would only flicker.
-        let (dump, stored) =
-            hgd::import_path_with_analysis(path, &hgd::Options::default()).with_context(context)?;
+        let (dump, stored) = heapgraph_model::timed("read the .hgd", || {
+            hgd::import_path_with_analysis(path, &hgd::Options::default())
+        })
+        .with_context(context)?;
         bar.0.finish_and_clear();
         return evidence(dump, stored, path);
     }
-    let dump = heapgraph_import::import_path(path, &options).with_context(context)?;
+    let dump = heapgraph_model::timed("read the dump", || {
+        heapgraph_import::import_path(path, &options)
+    })
+    .with_context(context)?;
     bar.0.finish_and_clear();
     evidence(dump, None, path)
 }
@@ -294,7 +299,10 @@ impl Loaded {
         if let Some(stored) = self.stored.take()
             && !include_weak
         {
-            match Analysis::from_stored(&self.graph, edge_rule.clone(), stored) {
+            let adopted = heapgraph_model::timed("stored analysis adopted", || {
+                Analysis::from_stored(&self.graph, edge_rule.clone(), stored)
+            });
+            match adopted {
                 Ok(analysis) => return Ok(analysis),
                 Err(reason) => self.graph.add_note(format!(
                     "the stored analysis was ignored ({reason}); recomputed"

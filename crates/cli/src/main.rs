@@ -37,6 +37,9 @@ fn main() -> ExitCode {
 
 /// Runs one command. Exit codes: 0 success, 1 a gate failed, 2 bad usage or unreadable input.
 fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
+    if cli.timings {
+        heapgraph_model::keep_timings();
+    }
     let mut code = ExitCode::SUCCESS;
     let output = match cli.command {
         args::Command::Summary(args) => verbs::summary(&args)?,
@@ -81,7 +84,30 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(output.as_bytes())?;
     stdout.flush()?;
+    if cli.timings {
+        write_timings(&mut std::io::stderr().lock())?;
+    }
     Ok(code)
+}
+
+/// `--timings`: each pass kept, in the order they started, with the start's offset so that
+/// passes run inside or beside others show as such.
+fn write_timings(out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "passes ({} threads): start, wall time, pass",
+        rayon::current_num_threads()
+    )?;
+    for pass in heapgraph_model::take_timings() {
+        writeln!(
+            out,
+            "{:>9.3} s {:>9.3} s  {}",
+            pass.start.as_secs_f64(),
+            pass.wall.as_secs_f64(),
+            pass.name
+        )?;
+    }
+    Ok(())
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -28,33 +28,39 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
     if let Some(by) = args.group_by {
         return crate::waste::grouped(args, &loaded, &analysis, by);
     }
-    let view = match &args.kind {
-        None => heapgraph_analyzer::summary(&loaded.graph, &analysis),
-        Some(kind) => {
-            let Some(view) = heapgraph_analyzer::summary_of_kind(&loaded.graph, &analysis, kind)
-            else {
-                let kinds: Vec<&str> = loaded
-                    .graph
-                    .parts()
-                    .node_kinds
-                    .iter()
-                    .map(|info| info.name.as_str())
-                    .collect();
-                bail!(
-                    "{}: no object is of kind {kind:?}; the kinds in this dump are {}",
-                    args.common.file.display(),
-                    kinds.join(", ")
-                );
-            };
-            view
-        }
-    };
-    let info = info(&args.common, &loaded);
-    let suspects = heapgraph_analyzer::suspects(
-        &loaded.graph,
-        &analysis,
-        heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+    let graph = &loaded.graph;
+    if let Some(kind) = &args.kind
+        && !graph
+            .parts()
+            .node_kinds
+            .iter()
+            .any(|info| &info.name == kind)
+    {
+        let kinds: Vec<&str> = (graph.parts().node_kinds.iter())
+            .map(|info| info.name.as_str())
+            .collect();
+        bail!(
+            "{}: no object is of kind {kind:?}; the kinds in this dump are {}",
+            args.common.file.display(),
+            kinds.join(", ")
+        );
+    }
+    // The per-type totals and the suspects' chains are whole-graph passes of their own.
+    let (view, suspects) = heapgraph_analyzer::side_by_side(
+        || match &args.kind {
+            None => Some(heapgraph_analyzer::summary(graph, &analysis)),
+            Some(kind) => heapgraph_analyzer::summary_of_kind(graph, &analysis, kind),
+        },
+        || {
+            heapgraph_analyzer::suspects(
+                graph,
+                &analysis,
+                heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+            )
+        },
     );
+    let view = view.expect("the kind was checked above");
+    let info = info(&args.common, &loaded);
     let findings = heapgraph_analyzer::findings::accumulations(&suspects);
     Ok(match args.common.format {
         OutputFormat::Text => {

@@ -31,7 +31,7 @@ use crate::{Format, ImportError};
 use columns::{EdgeColumns, NodeColumns};
 use cursor::{BlockSource, Cursor, ReadPlan};
 use header::Layout;
-use heapgraph_model::HeapGraph;
+use heapgraph_model::{HeapGraph, timed};
 use std::io::BufRead;
 use strings::StringColumn;
 
@@ -247,7 +247,9 @@ fn parse<S: BlockSource>(mut cursor: Cursor<S>) -> Result<HeapGraph, ImportError
             ),
         ));
     }
-    columns::assemble(sections, end_offset)
+    timed("v8: columns assembled", || {
+        columns::assemble(sections, end_offset)
+    })
 }
 
 /// What a snapshot cut short between sections still lacks, for a truncation error.
@@ -314,8 +316,10 @@ fn read_section<S: BlockSource>(
             let section = match &sections.layout {
                 Some(layout) => {
                     let mut nodes = NodeColumns::new(layout);
-                    numbers::read_array(cursor, "nodes", layout.node_fields, |records, wide| {
-                        nodes.push(layout, records, wide, offset)
+                    timed("v8: nodes", || {
+                        numbers::read_array(cursor, "nodes", layout.node_fields, |records, wide| {
+                            nodes.push(layout, records, wide, offset)
+                        })
                     })?;
                     NumberSection::Columns(nodes)
                 }
@@ -331,8 +335,10 @@ fn read_section<S: BlockSource>(
             let section = match &sections.layout {
                 Some(layout) => {
                     let mut edges = EdgeColumns::new(layout);
-                    numbers::read_array(cursor, "edges", layout.edge_fields, |records, wide| {
-                        edges.push(layout, records, wide, offset)
+                    timed("v8: edges", || {
+                        numbers::read_array(cursor, "edges", layout.edge_fields, |records, wide| {
+                            edges.push(layout, records, wide, offset)
+                        })
                     })?;
                     NumberSection::Columns(edges)
                 }
@@ -346,7 +352,9 @@ fn read_section<S: BlockSource>(
         b"strings" => {
             json::start_of_value(cursor, "the `strings` array")?;
             let expected_strings = expected_strings(sections, cursor.offset());
-            sections.strings = Some(StringColumn::read(cursor, expected_strings)?);
+            sections.strings = Some(timed("v8: strings", || {
+                StringColumn::read(cursor, expected_strings)
+            })?);
         }
         _ => {
             let what = format!("the `{}` section", String::from_utf8_lossy(key));

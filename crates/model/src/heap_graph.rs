@@ -278,6 +278,15 @@ impl HeapGraph {
         strings: StringTable,
         parts: HeapGraphParts,
     ) -> Result<HeapGraph, InvalidGraph> {
+        crate::timed("graph checked", || Self::checked(meta, strings, parts))
+    }
+
+    /// [`HeapGraph::from_parts`], untimed.
+    fn checked(
+        meta: GraphMeta,
+        strings: StringTable,
+        parts: HeapGraphParts,
+    ) -> Result<HeapGraph, InvalidGraph> {
         let n_nodes = parts.node_kind.len();
         let n_edges = parts.edge_to.len();
         let bad = |what: String| Err(InvalidGraph(what));
@@ -495,7 +504,7 @@ impl HeapGraph {
     /// The retainers of every node: the CSR transpose, built once on first use (in parallel).
     pub fn reverse(&self) -> &ReverseEdges {
         self.reverse
-            .get_or_init(|| ReverseEdges::build(&self.parts))
+            .get_or_init(|| crate::timed("reverse edges", || ReverseEdges::build(&self.parts)))
     }
 
     /// Records the lengths of the graph's object arrays (`ArrayLengths`), which only some

@@ -36,6 +36,7 @@ mod alloc;
 mod array_lengths;
 mod columns;
 mod heap_graph;
+mod passes;
 mod reverse;
 mod stored;
 mod strings;
@@ -54,6 +55,7 @@ pub use heap_graph::{
     EdgeKind, EdgeName, FileDump, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId,
     NodeKindInfo, Runtime,
 };
+pub use passes::{PassTime, keep_timings, take_timings, timed};
 pub use reverse::ReverseEdges;
 pub use stored::{StoredAnalysis, TypeTotals};
 pub use strings::{StringId, StringTable};

@@ -58,15 +58,11 @@ impl Index for u64 {
     }
 }
 
-/// Each worker fills the retainers of one contiguous range of targets, scanning every edge;
-/// more ranges than threads keeps the cores busy when in-degrees are skewed.
-const TARGET_RANGES_PER_THREAD: usize = 4;
-
 impl ReverseEdges {
     /// Builds the transpose of `parts`' edges.
     ///
-    /// Complexity: O(V + E · R) time where R is the number of target ranges (a few per thread,
-    /// each a sequential scan of the edge targets), O(V + E) space.
+    /// Complexity: O(V + E · T) time over T threads (each scans every edge, and fills the
+    /// retainers of its own range of targets), O(V + E) space.
     pub fn build(parts: &HeapGraphParts) -> ReverseEdges {
         if u32::try_from(parts.edge_to.len()).is_ok() {
             let (first_retainer, retainer_from, retainer_edge) = transpose::<u32>(parts);
@@ -129,8 +125,9 @@ fn transpose<I: Index>(parts: &HeapGraphParts) -> (Vec<I>, Vec<u32>, Vec<I>) {
     let mut retainer_from = vec![0u32; n_edges];
     let mut retainer_edge = vec![I::default(); n_edges];
     // Split the targets into ranges of about equal retainer counts; each range owns a
-    // disjoint slice of the output, so workers write without sharing.
-    let n_ranges = (rayon::current_num_threads() * TARGET_RANGES_PER_THREAD).max(1);
+    // disjoint slice of the output, so workers write without sharing. One range per thread:
+    // every range costs a scan of all the edges, and equal counts already balance the writes.
+    let n_ranges = rayon::current_num_threads().max(1);
     let mut boundaries = vec![0usize];
     for range in 1..n_ranges {
         let wanted = (n_edges as u64 * range as u64 / n_ranges as u64) as usize;

@@ -10,7 +10,7 @@ use crate::ImportError;
 use heapgraph_model::{
     ArrayLengths, EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, FileDump, GraphMeta, HeapGraph,
     HeapGraphParts, NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId,
-    StringTable,
+    StringTable, timed,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -209,7 +209,9 @@ fn build_with(
 ) -> Result<(HeapGraph, jvm::Decision, scan::Header, bool), ImportError> {
     let header = scan::header(bytes)?;
     let id_size = header.id_size;
-    let top = scan::top_level(bytes, header.body_start, id_size)?;
+    let top = timed("hprof: top-level records", || {
+        scan::top_level(bytes, header.body_start, id_size)
+    })?;
     let cut_in_segment = top.cut.is_some_and(|cut| {
         matches!(
             cut.tag,
@@ -238,11 +240,13 @@ fn build_with(
         release(body.clone());
         index
     };
-    let mut indexes: Vec<SegmentIndex> = segments
-        .par_iter()
-        .enumerate()
-        .map(|(i, body)| index(body, cut_in_segment && is_last_dump && i + 1 == n_segments))
-        .collect();
+    let mut indexes: Vec<SegmentIndex> = timed("hprof: objects' ids, classes and roots", || {
+        segments
+            .par_iter()
+            .enumerate()
+            .map(|(i, body)| index(body, cut_in_segment && is_last_dump && i + 1 == n_segments))
+            .collect()
+    });
     if let Some((offset, message)) = indexes.iter().find_map(|index| match &index.stop {
         Some(Stop::Corrupt { offset, message }) => Some((*offset, message.clone())),
         _ => None,
@@ -305,18 +309,21 @@ fn build_with(
         indexes.iter().map(|index| index.object_ids.len()).collect();
     // Ids are addresses in allocation order: about 2 bytes each as steps from the first of
     // their block, gathered segment by segment so that they are never held at 8 bytes each.
-    let alignment = PackedU64::alignment(
-        indexes
-            .iter()
-            .flat_map(|index| index.object_ids.iter().copied()),
-    );
-    let mut object_ids = PackedU64::with_shift(n_objects, alignment);
-    for index in &mut indexes {
-        for &id in &index.object_ids {
-            object_ids.push(id);
+    let object_ids = timed("hprof: ids packed", || {
+        let alignment = PackedU64::alignment(
+            indexes
+                .iter()
+                .flat_map(|index| index.object_ids.iter().copied()),
+        );
+        let mut object_ids = PackedU64::with_shift(n_objects, alignment);
+        for index in &mut indexes {
+            for &id in &index.object_ids {
+                object_ids.push(id);
+            }
+            index.object_ids = Vec::new();
         }
-        index.object_ids = Vec::new();
-    }
+        object_ids
+    });
     // The smallest object takes 16 bytes on a 64-bit JVM (8-byte ids), 8 on a 32-bit one;
     // serial numbers are 1 apart.
     let granule_shift = match (ids_are_addresses, id_size) {
@@ -324,7 +331,9 @@ fn build_with(
         (true, 8) => 4,
         (true, _) => 3,
     };
-    let (ids, duplicate_ids) = IdIndex::new(&object_ids, 0, granule_shift);
+    let (ids, duplicate_ids) = timed("hprof: id lookup index", || {
+        IdIndex::new(&object_ids, 0, granule_shift)
+    });
     let roots: Vec<Root> = indexes
         .iter_mut()
         .flat_map(|index| std::mem::take(&mut index.roots))
@@ -395,46 +404,50 @@ fn build_with(
     // Runs of about an eighth of the segments per thread: enough to balance the threads, and
     // small, because assembling the graph holds one run's copy beside it.
     let runs = split_runs(segments, rayon::current_num_threads() * 4);
-    let parts: Vec<Result<Part, ImportError>> = runs
-        .par_iter()
-        .map(|run| {
-            let n_nodes: usize = run.clone().map(|segment| objects_per_segment[segment]).sum();
-            let n_bytes: usize = run.clone().map(|segment| segments[segment].len()).sum();
-            // Sized once for the most the run can hold, so that the columns never move while
-            // they grow; untouched capacity costs address space, not memory.
-            let mut part = Part::with_capacity(n_nodes, n_nodes + n_bytes / id_size);
-            for segment in run.clone() {
-                let before = part.node_kind.len();
-                walk_segment(&context, segments[segment].clone(), &mut part);
-                release(segments[segment].clone());
-                let walked = part.node_kind.len() - before;
-                if walked != objects_per_segment[segment] {
-                    return Err(scan::malformed(
-                        segments[segment].start,
-                        format!(
-                            "the second pass read {walked} objects in this segment where the first read {}",
-                            objects_per_segment[segment]
-                        ),
-                    ));
+    let parts: Vec<Result<Part, ImportError>> = timed("hprof: objects and references", || {
+        runs
+            .par_iter()
+            .map(|run| {
+                let n_nodes: usize = run.clone().map(|segment| objects_per_segment[segment]).sum();
+                let n_bytes: usize = run.clone().map(|segment| segments[segment].len()).sum();
+                // Sized once for the most the run can hold, so that the columns never move while
+                // they grow; untouched capacity costs address space, not memory.
+                let mut part = Part::with_capacity(n_nodes, n_nodes + n_bytes / id_size);
+                for segment in run.clone() {
+                    let before = part.node_kind.len();
+                    walk_segment(&context, segments[segment].clone(), &mut part);
+                    release(segments[segment].clone());
+                    let walked = part.node_kind.len() - before;
+                    if walked != objects_per_segment[segment] {
+                        return Err(scan::malformed(
+                            segments[segment].start,
+                            format!(
+                                "the second pass read {walked} objects in this segment where the first read {}",
+                                objects_per_segment[segment]
+                            ),
+                        ));
+                    }
                 }
-            }
-            Ok(part)
-        })
-        .collect();
+                Ok(part)
+            })
+            .collect()
+    });
     let parts = parts
         .into_iter()
         .collect::<Result<Vec<Part>, ImportError>>()?;
     drop(ids);
 
-    let (mut graph_parts, array_lengths) = assemble(
-        bytes,
-        release,
-        parts,
-        &plan,
-        object_ids,
-        &mut strings,
-        &mut meta,
-    );
+    let (mut graph_parts, array_lengths) = timed("hprof: columns assembled", || {
+        assemble(
+            bytes,
+            release,
+            parts,
+            &plan,
+            object_ids,
+            &mut strings,
+            &mut meta,
+        )
+    });
     graph_parts.node_kinds = node_kinds();
     if let Some(cut) = top.cut.filter(|_| is_last_dump) {
         meta.notes.push(cut_note(&cut, bytes.len()));
