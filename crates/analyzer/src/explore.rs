@@ -9,7 +9,6 @@
 //! ([`crate::ChainIndex`]). A page of a node's children is chosen with a bounded heap, so that the
 //! first page of a million-long list costs one pass over it and no list-sized buffer.
 
-use crate::histogram::DominatorChildren;
 use crate::queries::{edge_text, object_view};
 use crate::view::{DominatorTreeNode, ObjectView};
 use crate::{Analysis, ChainOrder, HoldersView};
@@ -97,7 +96,6 @@ enum IdIndex {
 /// already answered): a view waits only for the index it reads.
 #[derive(Default)]
 pub struct Explorer {
-    children: OnceLock<DominatorChildren>,
     ids: OnceLock<IdIndex>,
     /// The real objects in order of (type, retained size largest first, shallow size largest
     /// first, node index): a type's instances are one run of it, already in page order.
@@ -124,7 +122,7 @@ impl Explorer {
         // be holding, lower on its stack, the very sort job the cell's builder waits for (a
         // work-stealing deadlock). Threads that are not rayon's may wait on a cell safely.
         std::thread::scope(|scope| {
-            scope.spawn(|| self.tree_children(graph, analysis));
+            scope.spawn(|| analysis.dominator_children(graph));
             scope.spawn(|| self.id_index(graph));
             scope.spawn(|| self.type_order(graph, analysis));
             scope.spawn(|| graph.reverse());
@@ -135,11 +133,6 @@ impl Explorer {
             });
             scope.spawn(|| analysis.type_totals(graph).types.len());
         });
-    }
-
-    fn tree_children(&self, graph: &HeapGraph, analysis: &Analysis) -> &DominatorChildren {
-        self.children
-            .get_or_init(|| DominatorChildren::build(graph, &analysis.dominators))
     }
 
     fn id_index(&self, graph: &HeapGraph) -> &IdIndex {
@@ -341,12 +334,12 @@ impl Explorer {
 
     /// The dominator-tree children of `node` by index, in index order.
     fn kids<'a>(
-        &'a self,
+        &self,
         graph: &HeapGraph,
-        analysis: &Analysis,
+        analysis: &'a Analysis,
         node: NodeId,
     ) -> impl Iterator<Item = u32> + 'a {
-        self.tree_children(graph, analysis).of(node.index())
+        analysis.dominator_children(graph).of(node.index())
     }
 }
 

@@ -7,7 +7,6 @@
 //! counted twice (MAT's "group by package" and "group by class loader" count the same way).
 
 use crate::Analysis;
-use crate::histogram::DominatorChildren;
 use heapgraph_model::{EdgeKind, HeapGraph, NodeId, Runtime, StringId};
 use rustc_hash::FxHashMap;
 
@@ -357,7 +356,7 @@ fn totals(
         types[group as usize].insert(graph.type_id(node));
     }
     let mut retained = vec![0u64; n_groups];
-    let children = DominatorChildren::build(graph, tree);
+    let children = analysis.dominator_children(graph);
     let mut open = vec![0u32; n_groups];
     let mut enter = |node: usize, open: &mut [u32]| {
         let group = group_of[node];

@@ -5,24 +5,33 @@ use crate::leb128;
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{HeapGraph, StringId, TypeTotals};
 
-/// Computes [`TypeTotals`] from the dominator tree.
+/// Computes [`TypeTotals`] from the dominator tree, whose children `children` gives (built
+/// beside the count of each type).
 ///
 /// Complexity: O(V) time and space.
-pub(crate) fn type_totals(graph: &HeapGraph, tree: &DominatorTree) -> TypeTotals {
-    type_totals_where(graph, tree, &|_| true)
+pub(crate) fn type_totals<C>(
+    graph: &HeapGraph,
+    tree: &DominatorTree,
+    children: impl FnOnce() -> C + Send,
+) -> TypeTotals
+where
+    C: std::ops::Deref<Target = DominatorChildren> + Send,
+{
+    type_totals_where(graph, tree, children, &|_| true)
 }
 
 /// [`type_totals`] over the real objects that `keep` accepts (by node index); the others count
 /// nowhere, and the each-byte-once rule applies among the kept instances.
-pub(crate) fn type_totals_where(
+pub(crate) fn type_totals_where<C>(
     graph: &HeapGraph,
     tree: &DominatorTree,
+    children: impl FnOnce() -> C + Send,
     keep: &(dyn Fn(usize) -> bool + Sync),
-) -> TypeTotals {
-    let (children, (types, mut totals)) = rayon::join(
-        || DominatorChildren::build(graph, tree),
-        || type_counts(graph, keep),
-    );
+) -> TypeTotals
+where
+    C: std::ops::Deref<Target = DominatorChildren> + Send,
+{
+    let (children, (types, mut totals)) = rayon::join(children, || type_counts(graph, keep));
     add_retained(graph, tree, &children, &types, &mut totals);
     totals
 }
@@ -113,6 +122,12 @@ fn zigzag(child: usize, parent: usize) -> u64 {
 
 impl DominatorChildren {
     pub(crate) fn build(graph: &HeapGraph, tree: &DominatorTree) -> Self {
+        heapgraph_model::timed("dominator tree's children", || {
+            Self::build_untimed(graph, tree)
+        })
+    }
+
+    fn build_untimed(graph: &HeapGraph, tree: &DominatorTree) -> Self {
         let n_nodes = graph.node_count();
         let root = graph.root().index();
         let has_parent = |node: usize| node != root && tree.reachable[node];

@@ -63,6 +63,7 @@ pub use view::{
 pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
 use heapgraph_model::{HeapGraph, StoredAnalysis, TypeTotals, timed};
+use histogram::DominatorChildren;
 use std::sync::OnceLock;
 
 /// What an analysis needs to be told: the caller knows which edges retain, so there is no
@@ -91,6 +92,9 @@ pub struct Analysis {
     /// Each node's parent on the explaining chain from the root, once stored or asked for
     /// ([`Analysis::chain_parents`]).
     chain_parent: OnceLock<Vec<u32>>,
+    /// The dominator tree's children of every node, once asked for
+    /// ([`Analysis::dominator_children`]).
+    children: OnceLock<DominatorChildren>,
 }
 
 /// The marker for "no distance" in [`Analysis::distances`].
@@ -112,6 +116,7 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
         weak: OnceLock::new(),
         chains: OnceLock::new(),
         chain_parent: OnceLock::new(),
+        children: OnceLock::new(),
     }
 }
 
@@ -162,8 +167,18 @@ impl Analysis {
     ///
     /// Complexity: O(V + E); as [`Analysis::chain_index`] and [`HeapGraph::reverse`] together.
     pub fn prepare_chains(&self, graph: &HeapGraph) {
-        // The searches of the index are one thread's; the reverse edges take the others.
-        side_by_side(|| graph.reverse(), || self.chain_index(graph));
+        // The searches of the index are one thread's; the reverse edges take the others, then
+        // the distances' own search where they need one.
+        let own_search = self.edge_rule.devtools_distances;
+        side_by_side(
+            || {
+                graph.reverse();
+                if own_search {
+                    self.distances(graph);
+                }
+            },
+            || self.chain_index(graph),
+        );
         self.distances(graph);
     }
 
@@ -229,9 +244,18 @@ impl Analysis {
     pub fn type_totals(&self, graph: &HeapGraph) -> &TypeTotals {
         self.type_totals.get_or_init(|| {
             timed("type totals", || {
-                histogram::type_totals(graph, &self.dominators)
+                histogram::type_totals(graph, &self.dominators, || self.dominator_children(graph))
             })
         })
+    }
+
+    /// The children of every node in the dominator tree (about a byte per reachable node),
+    /// built on the first call: the per-type totals, the suspects, the big drops, the tree
+    /// views and the explorer all walk the tree down. Its builder uses no rayon job, so a
+    /// rayon worker may wait on it.
+    pub(crate) fn dominator_children(&self, graph: &HeapGraph) -> &DominatorChildren {
+        self.children
+            .get_or_init(|| DominatorChildren::build(graph, &self.dominators))
     }
 
     /// Adopts analysis columns saved with the graph (the `.hgd` format's trailing section),
@@ -327,6 +351,7 @@ impl Analysis {
             weak: OnceLock::new(),
             chains: OnceLock::new(),
             chain_parent,
+            children: OnceLock::new(),
         })
     }
 
@@ -344,11 +369,18 @@ impl Analysis {
             weak: _,
             chains: _,
             chain_parent,
+            children,
         } = self;
         let chain_parent = chain_parent.into_inner().unwrap_or_default();
-        let type_totals = type_totals
-            .into_inner()
-            .unwrap_or_else(|| histogram::type_totals(graph, &dominators));
+        let type_totals = type_totals.into_inner().unwrap_or_else(|| {
+            histogram::type_totals(graph, &dominators, || {
+                Box::new(
+                    children
+                        .into_inner()
+                        .unwrap_or_else(|| DominatorChildren::build(graph, &dominators)),
+                )
+            })
+        });
         let distance = distance
             .into_inner()
             .unwrap_or_else(|| bfs_distances(graph, &edge_rule));
@@ -381,7 +413,7 @@ impl Analysis {
 fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Vec<u32>, String> {
     let n_nodes = graph.node_count();
     let root = graph.root().index();
-    let children = histogram::DominatorChildren::build(graph, tree);
+    let children = DominatorChildren::build(graph, tree);
     let mut preorder = Vec::with_capacity(n_nodes);
     let mut stack = vec![root as u32];
     while let Some(node) = stack.pop() {

@@ -3,7 +3,6 @@
 use crate::Analysis;
 use crate::chains::{ChainIndex, ChainOrder, RankedChain, ranked_chains_with};
 use crate::distances::edges_from_root;
-use crate::histogram::DominatorChildren;
 use crate::paths::{Chain, shortest_weak_chains};
 use crate::view::{
     DominatorTreeNode, DominatorTreeView, HELD_THROUGH_ROWS, HeldThroughRow, HoldersView,
@@ -106,7 +105,12 @@ fn summary_of_untimed(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) 
     let totals = match kind {
         None => analysis.type_totals(graph),
         Some(_) => {
-            filtered = crate::histogram::type_totals_where(graph, tree, &kept);
+            filtered = crate::histogram::type_totals_where(
+                graph,
+                tree,
+                || analysis.dominator_children(graph),
+                &kept,
+            );
             &filtered
         }
     };
@@ -406,7 +410,7 @@ pub fn dominator_tree(
     min_share: f64,
 ) -> DominatorTreeView {
     let tree = &analysis.dominators;
-    let children = DominatorChildren::build(graph, tree);
+    let children = analysis.dominator_children(graph);
     let root = graph.root();
     let total = tree.retained_size.get(root.index());
     let share_of = |node: usize| {

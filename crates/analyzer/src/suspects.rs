@@ -75,7 +75,7 @@ fn suspects_untimed(
     let big = |node: usize| {
         tree.reachable[node] && tree.retained_size.get(node) >= limit && node != root.index()
     };
-    let children = DominatorChildren::build(graph, tree);
+    let children = analysis.dominator_children(graph);
     let mut found = Vec::new();
     // Per suspect, in order: the node its chain leads to, and its entry's, if any.
     let mut chains: Vec<(NodeId, Option<NodeId>)> = Vec::new();
@@ -92,8 +92,8 @@ fn suspects_untimed(
         if big(parent) && graph.node(parent).is_some_and(|p| !graph.is_synthetic(p)) {
             continue;
         }
-        let point = accumulation_point(graph, tree, &children, node, keep_share);
-        let (accumulated, representative) = accumulated_types(graph, tree, &children, point);
+        let point = accumulation_point(graph, tree, children, node, keep_share);
+        let (accumulated, representative) = accumulated_types(graph, tree, children, point);
         found.push(Suspect {
             rule: SuspectRule::SingleObject,
             share: share(tree.retained_size.get(index), total),
@@ -380,7 +380,7 @@ pub fn big_drops(
     let root = graph.root();
     let total = tree.retained_size.get(root.index());
     let limit = (threshold * total as f64).ceil().max(1.0) as u64;
-    let children = DominatorChildren::build(graph, tree);
+    let children = analysis.dominator_children(graph);
     let mut drops = Vec::new();
     let mut stack = vec![root.to_raw()];
     while let Some(node) = stack.pop() {
