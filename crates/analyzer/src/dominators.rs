@@ -98,11 +98,16 @@ impl DominatorTree {
 /// node and a DFS stack of at most V entries. Lengauer–Tarjan's forest takes four `u32` per
 /// vertex, its buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
-    let order = if memory_bound(graph) {
-        Order::Lean
-    } else {
-        Order::Fast
-    };
+    dominators_trading_memory(graph, rule, memory_bound(graph))
+}
+
+/// [`dominators`], trading time for memory (the lean order) only when `lean`.
+pub(crate) fn dominators_trading_memory(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    lean: bool,
+) -> DominatorTree {
+    let order = if lean { Order::Lean } else { Order::Fast };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
         dominators_with::<u32>(graph, rule, true, order)
     } else {

@@ -106,10 +106,22 @@ pub const NO_DISTANCE: u32 = u32::MAX;
 /// Complexity: as [`dominators`], O((V + E) log V) worst case and near-linear in practice;
 /// O(V + E) auxiliary space.
 pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
+    analyze_trading_memory(graph, options, memory_bound(graph))
+}
+
+/// [`analyze`] for a caller that goes on to the chains of many objects (the suspects and
+/// findings of `summary`, `suspects` and `report`; the explorer): the reverse edges and the
+/// chain index they need hold more than the dominator pass does at its peak, so the pass never
+/// trades time for memory ([`memory_bound`]), which would lower no peak of the run.
+pub fn analyze_before_chains(graph: &HeapGraph, options: &Options) -> Analysis {
+    analyze_trading_memory(graph, options, false)
+}
+
+fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> Analysis {
     Analysis {
         edge_rule: options.edge_rule.clone(),
         dominators: timed("dominator tree and retained sizes", || {
-            dominators(graph, &options.edge_rule)
+            dominators::dominators_trading_memory(graph, &options.edge_rule, lean)
         }),
         distance: OnceLock::new(),
         type_totals: OnceLock::new(),
@@ -145,7 +157,9 @@ pub fn side_by_side<A: Send, B>(
 
 impl Analysis {
     /// Distance from the root per node, [`NO_DISTANCE`] where the search does not reach, by the
-    /// runtime's rules; computed on the first call (O(V + E)). For V8 these are DevTools' raw
+    /// runtime's rules; computed on the first call (O(V + E); O(V) from the [`ChainIndex`] once
+    /// that is built, for every runtime but V8, whose distances follow rules of their own
+    /// ([`Analysis::prepare_chains`])). For V8 these are DevTools' raw
     /// values: nodes reached only from system roots count from [`BASE_SYSTEM_DISTANCE`]
     /// ([`edges_from_root`] removes it).
     pub fn distances(&self, graph: &HeapGraph) -> &[u32] {

@@ -69,7 +69,7 @@ fn export_one(
     let analysis;
     let source = match &mut evidence {
         Evidence::Graph(loaded) => {
-            analysis = loaded.analyze(false)?;
+            analysis = loaded.analyze_before_chains(false)?;
             Source::Graph {
                 graph: &loaded.graph,
                 analysis: &analysis,

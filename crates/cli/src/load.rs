@@ -294,6 +294,17 @@ impl Loaded {
     /// The analysis under the runtime's default edge rule, or with weak edges retaining.
     /// A stored analysis is used when it was made under the same rule (the default).
     pub(crate) fn analyze(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
+        self.analyze_then(include_weak, false)
+    }
+
+    /// [`Loaded::analyze`] for a verb that goes on to the suspects' chains, whose indexes hold
+    /// more than the dominator pass: the pass never trades time for memory
+    /// ([`heapgraph_analyzer::analyze_before_chains`]).
+    pub(crate) fn analyze_before_chains(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
+        self.analyze_then(include_weak, true)
+    }
+
+    fn analyze_then(&mut self, include_weak: bool, chains: bool) -> anyhow::Result<Analysis> {
         let mut edge_rule = EdgeRule::for_runtime(self.graph.meta().runtime);
         edge_rule.include_weak = include_weak;
         if let Some(stored) = self.stored.take()
@@ -313,7 +324,12 @@ impl Loaded {
         if heapgraph_analyzer::memory_bound(&self.graph) {
             release_freed_memory();
         }
-        let analysis = heapgraph_analyzer::analyze(&self.graph, &Options { edge_rule });
+        let options = Options { edge_rule };
+        let analysis = if chains {
+            heapgraph_analyzer::analyze_before_chains(&self.graph, &options)
+        } else {
+            heapgraph_analyzer::analyze(&self.graph, &options)
+        };
         spinner.finish_and_clear();
         Ok(analysis)
     }

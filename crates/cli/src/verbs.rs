@@ -24,7 +24,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         Evidence::Alloc(snapshot) => return alloc_summary(args, &snapshot),
         Evidence::Timeline(timeline) => return Ok(timeline_summary(args, &timeline)),
     };
-    let analysis = loaded.analyze(args.common.include_weak)?;
+    let analysis = loaded.analyze_before_chains(args.common.include_weak)?;
     if let Some(by) = args.group_by {
         return crate::waste::grouped(args, &loaded, &analysis, by);
     }
@@ -291,7 +291,7 @@ pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {
 
 pub(crate) fn suspects(args: &SuspectsArgs) -> anyhow::Result<String> {
     let mut loaded = load_for(&args.common)?;
-    let analysis = loaded.analyze(args.common.include_weak)?;
+    let analysis = loaded.analyze_before_chains(args.common.include_weak)?;
     let view = heapgraph_analyzer::suspects_with_drop(
         &loaded.graph,
         &analysis,
