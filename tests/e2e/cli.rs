@@ -486,3 +486,20 @@ fn timings_list_the_passes_that_ran_and_leave_the_answer_unchanged() {
         "the .hgd's analysis is adopted, not computed: {from_hgd:?}"
     );
 }
+
+/// `summary --kind` with a kind the dump has no object of names the kinds it has, and fails
+/// before any analysis is printed.
+#[test]
+fn summary_of_a_kind_the_dump_lacks_names_the_kinds_it_has() {
+    let dump = fixture("v8/app-after.heapsnapshot.gz");
+    let output = crate::support::heapgraph(&["summary", path_str(&dump), "--kind", "no-such-kind"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8(output.stderr).expect("utf-8");
+    assert!(
+        stderr.contains("no object is of kind \"no-such-kind\"")
+            && stderr.contains("the kinds in this dump are")
+            && stderr.contains("string"),
+        "{stderr}"
+    );
+}
