@@ -24,10 +24,11 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         Evidence::Alloc(snapshot) => return alloc_summary(args, &snapshot),
         Evidence::Timeline(timeline) => return Ok(timeline_summary(args, &timeline)),
     };
-    let analysis = loaded.analyze_before_chains(args.common.include_weak)?;
     if let Some(by) = args.group_by {
+        let analysis = loaded.analyze(args.common.include_weak)?;
         return crate::waste::grouped(args, &loaded, &analysis, by);
     }
+    let analysis = loaded.analyze_before_chains(args.common.include_weak)?;
     let graph = &loaded.graph;
     if let Some(kind) = &args.kind
         && !graph
