@@ -7,7 +7,7 @@
 //! are one, with a count. This is objgraph's `find_backref_chain(obj, is_proper_module)`
 //! generalised: when a module reaches the object, its chain is among the answer.
 
-use crate::edge_rule::StrongEdges;
+use crate::edge_rule::{EdgeRule, StrongEdges};
 use crate::merged_paths::Bits;
 use crate::paths::{Chain, distances_entering, shortest_chains, shortest_chains_entering_with};
 use crate::{Analysis, NO_DISTANCE};
@@ -86,7 +86,11 @@ impl ChainIndex {
     ///
     /// Complexity: two breadth-first searches, O(V + E) time each; about 4 bytes per node kept.
     pub fn new(graph: &HeapGraph, analysis: &Analysis) -> ChainIndex {
-        let rule = &analysis.edge_rule;
+        ChainIndex::for_rule(graph, &analysis.edge_rule)
+    }
+
+    /// [`ChainIndex::new`] before the analysis exists: the searches need its edge rule only.
+    pub(crate) fn for_rule(graph: &HeapGraph, rule: &EdgeRule) -> ChainIndex {
         let named = CompactDistances::new(distances_entering(graph, rule, &|edge| {
             is_named_root_edge(graph, edge)
         }));

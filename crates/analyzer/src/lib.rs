@@ -110,11 +110,36 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 }
 
 /// [`analyze`] for a caller that goes on to the chains of many objects (the suspects and
-/// findings of `summary`, `suspects` and `report`; the explorer): the reverse edges and the
-/// chain index they need hold more than the dominator pass does at its peak, so the pass never
-/// trades time for memory ([`memory_bound`]), which would lower no peak of the run.
+/// findings of `summary`, `suspects` and `report`; the explorer), with what those chains read
+/// built beside the dominator pass, which is one thread's: the reverse edges, the
+/// [`ChainIndex`] and, where the runtime's distances need a search of their own (V8's), the
+/// distances; none of them depends on the dominator tree ([`Analysis::prepare_chains`] then
+/// finds them built). They hold more than the dominator pass does at its peak, so the pass
+/// never trades time for memory ([`memory_bound`]), which would lower no peak of the run.
+/// Call it from a thread that is not rayon's.
 pub fn analyze_before_chains(graph: &HeapGraph, options: &Options) -> Analysis {
-    analyze_trading_memory(graph, options, false)
+    let rule = &options.edge_rule;
+    let ((chains, distances), analysis) = side_by_side(
+        || {
+            graph.reverse();
+            let chains = timed("chain index", || ChainIndex::for_rule(graph, rule));
+            let distances = rule
+                .devtools_distances
+                .then(|| timed("distances", || bfs_distances(graph, rule)));
+            (chains, distances)
+        },
+        || analyze_trading_memory(graph, options, false),
+    );
+    let distances = distances.unwrap_or_else(|| {
+        timed("distances, from the chain index", || {
+            chains.plain_distances()
+        })
+    });
+    Analysis {
+        chains: OnceLock::from(chains),
+        distance: OnceLock::from(distances),
+        ..analysis
+    }
 }
 
 fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> Analysis {
