@@ -8,6 +8,9 @@
 # Environment:
 #   SIZE        medium | large (default large: 2.5 GB, 1.6M leaked sessions; generating it takes
 #               about a minute and an 8 GB Java heap; medium is 499 MB)
+#   DUMP        time this .hprof instead of the generator's (a real application's dump from
+#               benches/corpus/gen_apps.sh, say); SIZE is then ignored and the .hgd is written
+#               beside it
 #   BENCH_DIR   where the dump and the .hgd are kept between runs (default /tmp/heapgraph-bench);
 #               the dump is made once, as BENCH_DIR/hprof/java-SIZE.hprof
 #   PEERS_ROOT  cargo install root holding bin/hprof-slurp and bin/hprof-analyzer (default
@@ -84,14 +87,20 @@ ANALYZER_V="$("$ANALYZER" --version | awk '{print $NF}')"
 [[ "$ANALYZER_V" == "$HPROF_ANALYZER_VERSION" ]] ||
   echo "warning: $ANALYZER is version $ANALYZER_V, not $HPROF_ANALYZER_VERSION" >&2
 
-DUMP_DIR="$BENCH_DIR/hprof"
-mkdir -p "$DUMP_DIR"
-DUMP="$DUMP_DIR/java-$SIZE.hprof"
-if [[ ! -s "$DUMP" ]]; then
-  echo "generating $DUMP (once)" >&2
-  python3 "$CORPUS/gen_hprof.py" --size "$SIZE" --out "$DUMP_DIR" >&2
+if [[ -n "${DUMP:-}" ]]; then
+  [[ -s "$DUMP" ]] || { echo "DUMP=$DUMP is not a file" >&2; exit 2; }
+  SIZE="$(basename "$DUMP" .hprof)"
+  HGD="${DUMP%.hprof}.hgd"
+else
+  DUMP_DIR="$BENCH_DIR/hprof"
+  mkdir -p "$DUMP_DIR"
+  DUMP="$DUMP_DIR/java-$SIZE.hprof"
+  if [[ ! -s "$DUMP" ]]; then
+    echo "generating $DUMP (once)" >&2
+    python3 "$CORPUS/gen_hprof.py" --size "$SIZE" --out "$DUMP_DIR" >&2
+  fi
+  HGD="$DUMP_DIR/java-$SIZE.hgd"
 fi
-HGD="$DUMP_DIR/java-$SIZE.hgd"
 
 if [[ "$SKIP_HEAPGRAPH" == 1 ]]; then
   HG=""

@@ -6,6 +6,9 @@
 # Environment:
 #   SIZE        small | medium | large (default large: 698 MB, 8.8M nodes;
 #               generating it takes about 2 minutes and 12 GB of heap)
+#   SNAP        time this .heapsnapshot instead of the generator's (a real application's
+#               snapshot from benches/corpus/gen_apps.sh, say); SIZE is then ignored and the
+#               .hgd is written beside it
 #   BENCH_DIR   where the snapshot and the .hgd are kept between runs
 #               (default /tmp/heapgraph-bench); the snapshot is made once
 #   HEAPGRAPH_MEMLAB_DIR  folder with node_modules/@memlab/core (memlab 2.0.5);
@@ -50,13 +53,19 @@ if [[ ! -d "$MEMLAB_DIR/node_modules/@memlab/core" ]]; then
   fi
 fi
 
-mkdir -p "$BENCH_DIR"
-SNAP="$BENCH_DIR/v8-$SIZE-target.heapsnapshot"
-if [[ ! -s "$SNAP" ]]; then
-  echo "generating $SNAP (once)" >&2
-  node --max-old-space-size=12000 "$CORPUS/gen_v8.js" --size "$SIZE" --out "$BENCH_DIR" --phases target >&2
+if [[ -n "${SNAP:-}" ]]; then
+  [[ -s "$SNAP" ]] || { echo "SNAP=$SNAP is not a file" >&2; exit 2; }
+  SIZE="$(basename "$SNAP" .heapsnapshot)"
+  HGD="${SNAP%.heapsnapshot}.hgd"
+else
+  mkdir -p "$BENCH_DIR"
+  SNAP="$BENCH_DIR/v8-$SIZE-target.heapsnapshot"
+  if [[ ! -s "$SNAP" ]]; then
+    echo "generating $SNAP (once)" >&2
+    node --max-old-space-size=12000 "$CORPUS/gen_v8.js" --size "$SIZE" --out "$BENCH_DIR" --phases target >&2
+  fi
+  HGD="$BENCH_DIR/v8-$SIZE-target.hgd"
 fi
-HGD="$BENCH_DIR/v8-$SIZE-target.hgd"
 
 if [[ -n "${HEAPGRAPH_BIN:-}" ]]; then
   HG="$HEAPGRAPH_BIN"
@@ -68,6 +77,9 @@ fi
 
 LOGS="$(mktemp -d "${TMPDIR:-/tmp}/heapgraph-bench-logs.XXXXXX")"
 trap 'rm -rf "$LOGS"' EXIT
+
+# Warm the page cache, so that no step pays for the first read of the snapshot.
+cat "$SNAP" >/dev/null
 
 rm -f "$HGD"
 median memlab "$MEMLAB_REPEAT" node --max-old-space-size="$MEMLAB_HEAP_MB" \
@@ -86,7 +98,7 @@ awk -v size="$SIZE" -v bytes="$(stat -c %s "$SNAP")" -v hgd="$(stat -c %s "$HGD"
   function mib(k) { return k / 1024 }
   function ratio(a, b) { return b > 0 ? sprintf("%.1f×", a / b) : "n/a" }
   BEGIN {
-    printf "\nV8 snapshot `%s` target: %.0f MB; .hgd %.0f MB\n\n", size, bytes / 1e6, hgd / 1e6
+    printf "\nV8 snapshot `%s`: %.0f MB; .hgd %.0f MB\n\n", size, bytes / 1e6, hgd / 1e6
     print "| step | wall s | peak RSS MiB | memlab/this wall | memlab/this RSS |"
     print "| --- | ---: | ---: | ---: | ---: |"
     printf "| memlab full (parse + paths + dominators + retained) | %.3f | %.0f | | |\n", mw, mib(mr)

@@ -937,10 +937,91 @@ fn frame_label(
     format!("{class}.{method}({location})")
 }
 
+/// Each part's copy of every column, in part order.
+#[derive(Default)]
+struct PartColumns {
+    node_kind: Vec<NodeKinds>,
+    node_type: Vec<NodeTypes>,
+    shallow: Vec<PackedU64>,
+    edge_end: Vec<EdgeOffsets>,
+    edge_to: Vec<Vec<u32>>,
+    edge_kind: Vec<EdgeKinds>,
+    edge_name: Vec<EdgeNames>,
+    names: Vec<Vec<(u32, StringId)>>,
+    array_lengths: Vec<Vec<(u32, u32)>>,
+    strings: Vec<Vec<StringRef>>,
+    text_arrays: Vec<Vec<(u32, usize, u32, u8)>>,
+}
+
+impl PartColumns {
+    fn push(&mut self, part: Part) {
+        self.node_kind.push(part.node_kind);
+        self.node_type.push(part.node_type);
+        self.shallow.push(part.shallow);
+        self.edge_end.push(part.edge_end);
+        self.edge_to.push(part.edge_to);
+        self.edge_kind.push(part.edge_kind);
+        self.edge_name.push(part.edge_name);
+        self.names.push(part.names);
+        self.array_lengths.push(part.array_lengths);
+        self.strings.push(part.strings);
+        self.text_arrays.push(part.text_arrays);
+    }
+}
+
+/// A column the parts' copies of which are joined end to end.
+trait Joined: Default {
+    fn len(&self) -> usize;
+    fn reserve_exact(&mut self, additional: usize);
+    fn append(&mut self, part: &Self);
+}
+
+macro_rules! joined {
+    ($($column:ty),*) => {$(
+        impl Joined for $column {
+            fn len(&self) -> usize {
+                <$column>::len(self)
+            }
+            fn reserve_exact(&mut self, additional: usize) {
+                <$column>::reserve_exact(self, additional);
+            }
+            fn append(&mut self, part: &Self) {
+                self.extend_from(part);
+            }
+        }
+    )*};
+}
+joined!(NodeKinds, NodeTypes, PackedU64, EdgeKinds, EdgeNames);
+
+impl Joined for Vec<u32> {
+    fn len(&self) -> usize {
+        <[u32]>::len(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        Vec::reserve_exact(self, additional);
+    }
+    fn append(&mut self, part: &Self) {
+        self.extend_from_slice(part);
+    }
+}
+
+/// The parts' copies of one column joined in order into a column of `total` entries: the first
+/// part's copy becomes the column, and each later copy is dropped once appended.
+fn join_column<C: Joined>(parts: Vec<C>, total: usize) -> C {
+    let mut parts = parts.into_iter();
+    let mut column = parts.next().unwrap_or_default();
+    column.reserve_exact(total.saturating_sub(column.len()));
+    for part in parts {
+        column.append(&part);
+    }
+    column
+}
+
 /// Joins the parts, adds the frames and the super-root, and names strings and threads.
 ///
-/// The first part's columns become the graph's and the others are appended one by one, each
-/// dropped once copied, so that the parts and the graph are not all held at once.
+/// Each column is joined on a task of its own ([`join_column`]): the first part's copy becomes
+/// the graph's and the others are appended in order, each dropped once copied, so that the
+/// parts and the graph are not all held at once.
 fn assemble(
     bytes: &[u8],
     release: &(dyn Fn(Range<usize>) + Sync),
@@ -960,82 +1041,113 @@ fn assemble(
             .iter()
             .map(|(_, locals)| locals.len())
             .sum::<usize>();
-    let (mut dangling, mut unknown_class, mut layout_mismatch) = (0, 0, 0);
-    let mut string_refs = Vec::new();
-    let mut text_arrays = Vec::new();
-    let mut names: Vec<(u32, StringId)> = Vec::new();
-    let mut array_lengths: Vec<(u32, u32)> = Vec::new();
     let mut graph = HeapGraphParts {
         node_object_id: object_ids,
-        first_edge: EdgeOffsets::with_capacity(n_nodes + 1),
         root: (n_nodes - 1) as u32,
         ..HeapGraphParts::default()
     };
-    graph.first_edge.push(0);
-    let mut parts = parts.into_iter();
-    if let Some(first) = parts.next() {
-        let mut first = first;
-        graph.node_kind = std::mem::take(&mut first.node_kind);
-        graph.node_type = std::mem::take(&mut first.node_type);
-        graph.node_shallow_size = std::mem::take(&mut first.shallow);
-        graph.edge_to = std::mem::take(&mut first.edge_to);
-        graph.edge_kind = std::mem::take(&mut first.edge_kind);
-        graph.edge_name = std::mem::take(&mut first.edge_name);
-        for end in first.edge_end.iter() {
-            graph.first_edge.push(end);
-        }
-        names = std::mem::take(&mut first.names);
-        array_lengths = std::mem::take(&mut first.array_lengths);
-        string_refs = std::mem::take(&mut first.strings);
-        text_arrays = std::mem::take(&mut first.text_arrays);
-        dangling += first.dangling;
-        unknown_class += first.unknown_class;
-        layout_mismatch += first.layout_mismatch;
-    }
-    graph
-        .node_kind
-        .reserve_exact(n_nodes - graph.node_kind.len());
-    graph
-        .node_type
-        .reserve_exact(n_nodes - graph.node_type.len());
-    graph
-        .node_shallow_size
-        .reserve_exact(n_nodes - graph.node_shallow_size.len());
-    graph.edge_to.reserve_exact(n_edges - graph.edge_to.len());
-    graph
-        .edge_kind
-        .reserve_exact(n_edges - graph.edge_kind.len());
-    graph
-        .edge_name
-        .reserve_exact(n_edges - graph.edge_name.len());
+    let (mut dangling, mut unknown_class, mut layout_mismatch) = (0, 0, 0);
+    let mut columns = PartColumns::default();
     for part in parts {
-        let base = graph.edge_to.len() as u64;
-        let node_base = graph.node_kind.len() as u32;
-        graph.node_kind.extend_from(&part.node_kind);
-        graph.node_type.extend_from(&part.node_type);
-        graph.node_shallow_size.extend_from(&part.shallow);
-        for end in part.edge_end.iter() {
-            graph.first_edge.push(base + end);
-        }
-        graph.edge_to.extend_from_slice(&part.edge_to);
-        graph.edge_kind.extend_from(&part.edge_kind);
-        graph.edge_name.extend_from(&part.edge_name);
-        names.extend(
-            part.names
-                .iter()
-                .map(|&(node, name)| (node_base + node, name)),
-        );
-        array_lengths.extend(
-            part.array_lengths
-                .iter()
-                .map(|&(node, length)| (node_base + node, length)),
-        );
-        string_refs.extend_from_slice(&part.strings);
-        text_arrays.extend_from_slice(&part.text_arrays);
         dangling += part.dangling;
         unknown_class += part.unknown_class;
         layout_mismatch += part.layout_mismatch;
+        columns.push(part);
     }
+    let mut names: Vec<(u32, StringId)> =
+        Vec::with_capacity(columns.names.iter().map(Vec::len).sum());
+    let mut array_lengths: Vec<(u32, u32)> =
+        Vec::with_capacity(columns.array_lengths.iter().map(Vec::len).sum());
+    let mut string_refs: Vec<StringRef> =
+        Vec::with_capacity(columns.strings.iter().map(Vec::len).sum());
+    let mut text_arrays: Vec<(u32, usize, u32, u8)> =
+        Vec::with_capacity(columns.text_arrays.iter().map(Vec::len).sum());
+    let HeapGraphParts {
+        node_kind,
+        node_type,
+        node_shallow_size,
+        first_edge,
+        edge_to,
+        edge_kind,
+        edge_name,
+        ..
+    } = &mut graph;
+    let PartColumns {
+        node_kind: part_kinds,
+        node_type: part_types,
+        shallow: part_shallow,
+        edge_end: part_ends,
+        edge_to: part_to,
+        edge_kind: part_edge_kinds,
+        edge_name: part_edge_names,
+        names: part_names,
+        array_lengths: part_array_lengths,
+        strings: part_strings,
+        text_arrays: part_text_arrays,
+    } = columns;
+    let node_bases: Vec<u32> = part_kinds
+        .iter()
+        .scan(0u32, |base, kinds| {
+            let this = *base;
+            *base += kinds.len() as u32;
+            Some(this)
+        })
+        .collect();
+    let edge_bases: Vec<u64> = part_to
+        .iter()
+        .scan(0u64, |base, to| {
+            let this = *base;
+            *base += to.len() as u64;
+            Some(this)
+        })
+        .collect();
+    rayon::scope(|scope| {
+        scope.spawn(|_| {
+            *node_kind = join_column(part_kinds, n_nodes);
+        });
+        scope.spawn(|_| {
+            *node_type = join_column(part_types, n_nodes);
+        });
+        scope.spawn(|_| {
+            *node_shallow_size = join_column(part_shallow, n_nodes);
+        });
+        scope.spawn(|_| {
+            *first_edge = EdgeOffsets::with_capacity(n_nodes + 1);
+            first_edge.push(0);
+            for (ends, base) in part_ends.into_iter().zip(&edge_bases) {
+                for end in ends.iter() {
+                    first_edge.push(base + end);
+                }
+            }
+        });
+        scope.spawn(|_| {
+            *edge_to = join_column(part_to, n_edges);
+        });
+        scope.spawn(|_| {
+            *edge_kind = join_column(part_edge_kinds, n_edges);
+        });
+        scope.spawn(|_| {
+            *edge_name = join_column(part_edge_names, n_edges);
+        });
+        for (part, &node_base) in part_names.into_iter().zip(&node_bases) {
+            names.extend(
+                part.into_iter()
+                    .map(|(node, name)| (node_base + node, name)),
+            );
+        }
+        for (part, &node_base) in part_array_lengths.into_iter().zip(&node_bases) {
+            array_lengths.extend(
+                part.into_iter()
+                    .map(|(node, length)| (node_base + node, length)),
+            );
+        }
+        for part in part_strings {
+            string_refs.extend_from_slice(&part);
+        }
+        for part in part_text_arrays {
+            text_arrays.extend_from_slice(&part);
+        }
+    });
     let push_node =
         |graph: &mut HeapGraphParts, names: &mut Vec<(u32, StringId)>, kind, type_name, name| {
             names.push((graph.node_kind.len() as u32, name));
@@ -1065,14 +1177,16 @@ fn assemble(
     );
     push_edges(&mut graph, &plan.root_edges);
     graph.edge_name.settle();
-    name_strings(
-        &mut names,
-        bytes,
-        release,
-        string_refs,
-        &text_arrays,
-        strings,
-    );
+    timed("hprof: strings named", || {
+        name_strings(
+            &mut names,
+            bytes,
+            release,
+            string_refs,
+            &text_arrays,
+            strings,
+        )
+    });
     graph.node_name = NodeNames::from_pairs(n_nodes, names);
     name_threads(&mut graph, plan, strings);
     if dangling > 0 {
@@ -1102,6 +1216,18 @@ fn assemble(
 /// Strings named per batch: decoded in parallel, then added to the table in order.
 const STRINGS_PER_BATCH: usize = 1 << 16;
 
+/// Strings a task decodes into one buffer.
+const STRINGS_PER_TASK: usize = 1 << 10;
+
+/// One task's decoded strings: their texts end to end, and each string's node and end.
+#[derive(Default)]
+struct Decoded {
+    text: String,
+    ends: Vec<(u32, usize)>,
+    /// Where the last value array read starts in the dump.
+    read_to: usize,
+}
+
 /// Names each `java.lang.String` by its value (up to [`STRING_NAME_CHARS`] characters).
 ///
 /// The strings go in the order of their value arrays, which is file order, so the dump's pages
@@ -1117,84 +1243,104 @@ fn name_strings(
     string_refs.par_sort_unstable_by_key(|string| string.array);
     let mut released_to = 0;
     for batch in string_refs.chunks(STRINGS_PER_BATCH) {
-        // Arrays come in node order within each part, and parts in order: sorted by node.
-        let texts: Vec<Option<(usize, String)>> = batch
-            .par_iter()
-            .map(|string| {
-                let at = text_arrays
-                    .binary_search_by_key(&string.array, |array| array.0)
-                    .ok()?;
-                let (_, data, length, element) = text_arrays[at];
-                // A string that views part of a shared `char[]` is its slice, kept inside the
-                // array however its fields disagree with it.
-                let (start, length) = match string.slice {
-                    Some((offset, count)) if element == basic::CHAR => {
-                        let offset = offset.min(length);
-                        (data + 2 * offset as usize, count.min(length - offset))
+        // Arrays come in node order within each part, and parts in order: sorted by node, as
+        // the strings now are by array, so each task finds its first array and walks on.
+        let decoded: Vec<Decoded> = batch
+            .par_chunks(STRINGS_PER_TASK)
+            .map(|task| {
+                let mut out = Decoded::default();
+                let mut at = task.first().map_or(0, |first| {
+                    text_arrays.partition_point(|array| array.0 < first.array)
+                });
+                for string in task {
+                    while at < text_arrays.len() && text_arrays[at].0 < string.array {
+                        at += 1;
                     }
-                    _ => (data, length),
-                };
-                Some((
-                    data,
-                    decode_string(bytes, start, length, element, string.coder),
-                ))
+                    let Some(&(array, data, length, element)) = text_arrays.get(at) else {
+                        break;
+                    };
+                    if array != string.array {
+                        continue;
+                    }
+                    // A string that views part of a shared `char[]` is its slice, kept inside
+                    // the array however its fields disagree with it.
+                    let (start, length) = match string.slice {
+                        Some((offset, count)) if element == basic::CHAR => {
+                            let offset = offset.min(length);
+                            (data + 2 * offset as usize, count.min(length - offset))
+                        }
+                        _ => (data, length),
+                    };
+                    decode_string(bytes, start, length, element, string.coder, &mut out.text);
+                    out.ends.push((string.node, out.text.len()));
+                    out.read_to = out.read_to.max(data);
+                }
+                out
             })
             .collect();
         let mut read_to = released_to;
-        for (string, text) in batch.iter().zip(texts) {
-            let node = string.node;
-            if let Some((data, text)) = text {
-                names.push((node, strings.push(&text)));
-                read_to = read_to.max(data);
+        for task in &decoded {
+            let mut from = 0;
+            for &(node, end) in &task.ends {
+                names.push((node, strings.push(&task.text[from..end])));
+                from = end;
             }
+            read_to = read_to.max(task.read_to);
         }
         release(released_to..read_to);
         released_to = read_to;
     }
 }
 
-/// Decodes a string value, keeping its first [`STRING_NAME_CHARS`] characters: Latin-1
-/// (`coder` 0) or UTF-16 in the JVM's byte order, little-endian on the platforms HotSpot runs
-/// on (`coder` 1), for a `byte[]`; big-endian UTF-16 code units for a `char[]` (JDK 8 and
-/// before; HPROF writes every value big-endian). The array's data was bounds-checked by the
-/// pass that found it.
-fn decode_string(bytes: &[u8], data: usize, length: u32, element: u8, coder: Option<u8>) -> String {
+/// Appends a string value to `text`, keeping its first [`STRING_NAME_CHARS`] characters:
+/// Latin-1 (`coder` 0) or UTF-16 in the JVM's byte order, little-endian on the platforms
+/// HotSpot runs on (`coder` 1), for a `byte[]`; big-endian UTF-16 code units for a `char[]`
+/// (JDK 8 and before; HPROF writes every value big-endian). The array's data was
+/// bounds-checked by the pass that found it.
+fn decode_string(
+    bytes: &[u8],
+    data: usize,
+    length: u32,
+    element: u8,
+    coder: Option<u8>,
+    text: &mut String,
+) {
     let length = length as usize;
-    let (n_chars, mut text) = match (element, coder) {
+    let utf16 = |text: &mut String, units: &[u8], unit: fn([u8; 2]) -> u16| {
+        text.extend(
+            char::decode_utf16(units.chunks_exact(2).map(|pair| unit([pair[0], pair[1]])))
+                .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)),
+        );
+    };
+    let n_chars = match (element, coder) {
         (basic::BYTE, Some(1)) => {
             let n_units = length / 2;
             let kept = n_units.min(STRING_NAME_CHARS);
-            let units: Vec<u16> = bytes[data..data + 2 * kept]
-                .chunks_exact(2)
-                .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
-                .collect();
-            (n_units, String::from_utf16_lossy(&units))
+            utf16(text, &bytes[data..data + 2 * kept], u16::from_le_bytes);
+            n_units
         }
         (basic::BYTE, _) => {
             let kept = length.min(STRING_NAME_CHARS);
             let latin1 = &bytes[data..data + kept];
             // Most values are ASCII, which is already UTF-8: one check and one copy instead
             // of a char at a time.
-            let text = if latin1.is_ascii() {
-                String::from_utf8_lossy(latin1).into_owned()
+            if latin1.is_ascii() {
+                text.push_str(std::str::from_utf8(latin1).unwrap_or_default());
             } else {
-                latin1.iter().map(|&b| char::from(b)).collect()
-            };
-            (length, text)
+                text.extend(latin1.iter().map(|&b| char::from(b)));
+            }
+            length
         }
         _ => {
             let kept = length.min(STRING_NAME_CHARS);
-            let units: Vec<u16> = bytes[data..data + 2 * kept]
-                .chunks_exact(2)
-                .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
-                .collect();
-            (length, String::from_utf16_lossy(&units))
+            utf16(text, &bytes[data..data + 2 * kept], u16::from_be_bytes);
+            length
         }
     };
     if n_chars > STRING_NAME_CHARS {
-        text.push_str(&format!("… ({n_chars} chars)"));
+        use std::fmt::Write;
+        let _ = write!(text, "… ({n_chars} chars)");
     }
-    text
 }
 
 /// Names each thread object by the string its `name` field holds.
