@@ -489,6 +489,15 @@ fn timings_list_the_passes_that_ran_and_leave_the_answer_unchanged() {
                 || name.starts_with("dominators:")),
         "the .hgd's analysis is adopted, not computed: {from_hgd:?}"
     );
+    // The findings' chains are read up the stored chain parents and their steps' distances
+    // are stored: no search of the graph, no reverse edges.
+    for pass in ["chain parents", "distances", "chain index", "reverse edges"] {
+        assert!(
+            !from_hgd.iter().any(|name| name == pass),
+            "{pass} in {from_hgd:?}"
+        );
+    }
+    lists_all(&from_dump, &["chain parents", "distances"]);
 }
 
 /// `summary --kind` with a kind the dump has no object of names the kinds it has, and fails

@@ -301,6 +301,48 @@ fn a_converted_dump_merges_the_paths_its_source_does() {
     }
 }
 
+/// A converted dump stores the chain parents and the distances, and its suspects' chains are
+/// read up the stored parents with no search of the graph: they must be the chains the dump
+/// it came from gives, where the parents are searched for afresh (the oracle), suspect for
+/// suspect and step for step.
+#[test]
+fn a_converted_dump_finds_the_suspects_its_source_does() {
+    let dir = crate::support::temp_dir("suspects-converted");
+    let cases = [
+        "java/default.hprof.gz",
+        "java/nocoops.hprof.gz",
+        "java/javac.hprof.gz",
+        "v8/app-after.heapsnapshot.gz",
+        "v8/julia-shaped.heapsnapshot.gz",
+    ];
+    for name in cases {
+        let source = fixture(name);
+        let converted = dir.join(format!("{}.hgd", name.replace('/', "-")));
+        crate::support::heapgraph_ok(&["convert", path_str(&source), "-o", path_str(&converted)]);
+        let suspects = |file: &std::path::Path| {
+            let mut report = json(&["suspects", path_str(file), "--format", "json"]);
+            report.as_object_mut().map(|report| report.remove("dump"));
+            report
+        };
+        let searched = suspects(&source);
+        let paths = searched["suspects"].as_array().map(|suspects| {
+            suspects
+                .iter()
+                .filter(|suspect| {
+                    suspect["path"]
+                        .as_array()
+                        .is_some_and(|path| path.len() > 1)
+                })
+                .count()
+        });
+        assert!(
+            paths.is_some_and(|n| n > 0),
+            "{name}: no suspect with a chain"
+        );
+        assert_eq!(suspects(&converted), searched, "{name}");
+    }
+}
+
 /// The dominator facts of `expected.json` (make_fixtures.py's own dominator tree), grouped.
 #[test]
 fn immediate_dominators_group_the_planted_objects_by_their_holders() {

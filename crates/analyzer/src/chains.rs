@@ -8,9 +8,9 @@
 //! generalised: when a module reaches the object, its chain is among the answer.
 
 use crate::edge_rule::{EdgeRule, StrongEdges};
-use crate::merged_paths::Bits;
+use crate::merged_paths::{Bits, edge_into};
 use crate::paths::{Chain, distances_entering, shortest_chains, shortest_chains_entering_with};
-use crate::{Analysis, NO_DISTANCE};
+use crate::{Analysis, NO_DISTANCE, NO_NODE};
 use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId, Runtime};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -208,9 +208,12 @@ pub(crate) fn ranked_chains_with(
         )
     };
     if k == 1 || target == graph.root() {
-        // The first chain is the shortest from a named root, or else from any: one search
-        // each, which the chain index's distances lead straight to the target (suspects and
-        // findings ask for one per object).
+        // The first chain is the shortest from a named root, or else from any: the one the
+        // explaining search's tree holds, which `paths` merges too (suspects and findings ask
+        // for one per object, and read them all from that one search).
+        if let Some(chain) = chain_from_parents(graph, analysis, target) {
+            return vec![RankedChain { chain, count: 1 }];
+        }
         let named = search(1, true);
         let chains = if named.is_empty() {
             search(1, false)
@@ -239,6 +242,43 @@ pub(crate) fn ranked_chains_with(
         ranked.push(RankedChain { chain, count: 1 });
     }
     ranked
+}
+
+/// The chain from the root to `target` in the explaining search's tree
+/// ([`Analysis::chain_parents`], built on the first call unless stored): up through each node's
+/// parent, each step entered by the first retaining edge from its parent, a named root's where
+/// the search entered through one. Of the shortest chains through a named root (or, where none
+/// reaches `target`, through any) it is the one the search met first. `None` where the search
+/// did not reach `target`, or where stored parents do not lead to the root along retaining
+/// edges (a damaged file).
+///
+/// Complexity: O(the chain's length × its nodes' out-degrees).
+pub(crate) fn chain_from_parents(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    target: NodeId,
+) -> Option<Chain> {
+    let parents = analysis.chain_parents(graph);
+    let root = graph.root().to_raw();
+    let mut up = vec![target.to_raw()];
+    let mut at = target.to_raw();
+    while at != root {
+        at = *parents.get(at as usize)?;
+        // Parents that go round a cycle never reach the root: the walk's length tells.
+        if at == NO_NODE || up.len() > graph.node_count() {
+            return None;
+        }
+        up.push(at);
+    }
+    let strong = StrongEdges::new(graph, &analysis.edge_rule);
+    let mut chain: Chain = Vec::with_capacity(up.len());
+    chain.push((graph.root(), None));
+    for step in up.windows(2).rev() {
+        let (child, parent) = (step[0], step[1]);
+        let edge = edge_into(&strong, parent, child, ChainOrder::Explain)?;
+        chain.push((graph.node(child as usize)?, Some(edge)));
+    }
+    Some(chain)
 }
 
 /// Bounds the search of [`chains_per_root_child`]: past this many objects visited the chains

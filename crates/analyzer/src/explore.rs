@@ -626,6 +626,48 @@ mod tests {
             prop_assert_eq!(analysis.distances(&graph), searched.as_slice());
         }
 
+        /// An object's first chain is read up the chain parents: it must be a chain of
+        /// retaining edges from the root to the object, entering by a named root where one
+        /// reaches the object, and as short as the search that ignores the parents finds (the
+        /// oracle: the shortest chain entering by the named roots, else by any).
+        #[test]
+        fn the_first_chain_read_up_the_parents_is_a_shortest_explaining_chain(graph in rooted_graphs()) {
+            let analysis = analysed(&graph);
+            let rule = &analysis.edge_rule;
+            let strong = crate::edge_rule::StrongEdges::new(&graph, rule);
+            let root = graph.root();
+            for target in graph.nodes() {
+                let entering = |named: bool| {
+                    crate::paths::shortest_chains_entering_with(&graph, rule, target, 1, &|edge| {
+                        crate::chains::is_named_root_edge(&graph, edge) == named
+                    }, None)
+                };
+                let named = entering(true);
+                let oracle = if named.is_empty() { entering(false) } else { named };
+                let first = crate::chains::ranked_chains(&graph, &analysis, target, 1, ChainOrder::Explain);
+                prop_assert_eq!(first.len(), oracle.len());
+                let (Some(first), Some(oracle)) = (first.first(), oracle.first()) else { continue };
+                let chain = &first.chain;
+                prop_assert_eq!(chain.len(), oracle.len());
+                prop_assert_eq!(chain[0], (root, None));
+                prop_assert_eq!(chain.last().map(|step| step.0), Some(target));
+                for pair in chain.windows(2) {
+                    let edge = pair[1].1.expect("an edge into each step");
+                    prop_assert_eq!(graph.edge_source(edge), pair[0].0);
+                    prop_assert_eq!(graph.edge_target(edge), pair[1].0);
+                    prop_assert!(strong.retains(pair[0].0.to_raw(), edge, pair[1].0.to_raw()));
+                }
+                if chain.len() > 1 {
+                    let entered = chain[1].1.expect("the root's edge");
+                    let oracle_entered = oracle[1].1.expect("the root's edge");
+                    prop_assert_eq!(
+                        crate::chains::is_named_root_edge(&graph, entered),
+                        crate::chains::is_named_root_edge(&graph, oracle_entered)
+                    );
+                }
+            }
+        }
+
         /// The holders from the chain index must be `who_holds`' own answer (the oracle: the
         /// same search, whose distances are computed afresh for each object) for every object,
         /// in both orders, for one chain and for several.

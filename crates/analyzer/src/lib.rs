@@ -111,32 +111,23 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 
 /// [`analyze`] for a caller that goes on to the chains of many objects (the suspects and
 /// findings of `summary`, `suspects` and `report`; the explorer), with what those chains read
-/// built beside the dominator pass, which is one thread's: the reverse edges, the
-/// [`ChainIndex`] and, where the runtime's distances need a search of their own (V8's), the
-/// distances; none of them depends on the dominator tree ([`Analysis::prepare_chains`] then
-/// finds them built). They hold more than the dominator pass does at its peak, so the pass
-/// never trades time for memory ([`memory_bound`]), which would lower no peak of the run.
+/// built beside the dominator pass, which is one thread's: the chain parents
+/// ([`Analysis::chain_parents`]) and the distances the chains' steps show; neither depends on
+/// the dominator tree ([`Analysis::prepare_chains`] then finds them built). Since the run
+/// holds them anyway, the pass never trades time for memory ([`memory_bound`]).
 /// Call it from a thread that is not rayon's.
 pub fn analyze_before_chains(graph: &HeapGraph, options: &Options) -> Analysis {
     let rule = &options.edge_rule;
-    let ((chains, distances), analysis) = side_by_side(
+    let ((chain_parents, distances), analysis) = side_by_side(
         || {
-            graph.reverse();
-            let chains = timed("chain index", || ChainIndex::for_rule(graph, rule));
-            let distances = rule
-                .devtools_distances
-                .then(|| timed("distances", || bfs_distances(graph, rule)));
-            (chains, distances)
+            let parents = timed("chain parents", || merged_paths::chain_parents(graph, rule));
+            let distances = timed("distances", || bfs_distances(graph, rule));
+            (parents, distances)
         },
         || analyze_trading_memory(graph, options, false),
     );
-    let distances = distances.unwrap_or_else(|| {
-        timed("distances, from the chain index", || {
-            chains.plain_distances()
-        })
-    });
     Analysis {
-        chains: OnceLock::from(chains),
+        chain_parent: OnceLock::from(chain_parents),
         distance: OnceLock::from(distances),
         ..analysis
     }
@@ -198,27 +189,14 @@ impl Analysis {
         })
     }
 
-    /// Builds what the chains of many objects read (suspects, findings, the explorer's holders):
-    /// the reverse edges and the [`ChainIndex`], side by side where rayon has more than one
-    /// thread, then the distances, from the index where the runtime's distances are the plain
-    /// breadth-first ones. Call it from a thread that is not rayon's (docs/architecture.md,
-    /// "Performance").
+    /// Builds what the first chains of many objects read (suspects, findings): the chain
+    /// parents ([`Analysis::chain_parents`]) and the distances their steps show, side by side
+    /// where rayon has more than one thread. Call it from a thread that is not rayon's
+    /// (docs/architecture.md, "Performance").
     ///
-    /// Complexity: O(V + E); as [`Analysis::chain_index`] and [`HeapGraph::reverse`] together.
+    /// Complexity: O(V + E), two breadth-first searches.
     pub fn prepare_chains(&self, graph: &HeapGraph) {
-        // The searches of the index are one thread's; the reverse edges take the others, then
-        // the distances' own search where they need one.
-        let own_search = self.edge_rule.devtools_distances;
-        side_by_side(
-            || {
-                graph.reverse();
-                if own_search {
-                    self.distances(graph);
-                }
-            },
-            || self.chain_index(graph),
-        );
-        self.distances(graph);
+        side_by_side(|| self.distances(graph), || self.chain_parents(graph));
     }
 
     /// The reachable heap: the shallow sizes of the reachable real objects, summed. The root's
@@ -269,8 +247,11 @@ impl Analysis {
     /// node kept) unless stored with the dump; from then on [`merged_paths::merged_paths`] walks
     /// up from its targets instead of searching.
     pub fn chain_parents(&self, graph: &HeapGraph) -> &[u32] {
-        self.chain_parent
-            .get_or_init(|| timed("chain parents", || merged_paths::chain_parents(graph, self)))
+        self.chain_parent.get_or_init(|| {
+            timed("chain parents", || {
+                merged_paths::chain_parents(graph, &self.edge_rule)
+            })
+        })
     }
 
     /// [`Analysis::chain_parents`], where stored or already computed.

@@ -16,7 +16,7 @@
 use crate::Analysis;
 use crate::NO_NODE;
 use crate::chains::{ChainOrder, is_named_root_edge};
-use crate::edge_rule::StrongEdges;
+use crate::edge_rule::{EdgeRule, StrongEdges};
 use crate::queries::edge_text;
 use crate::view::ObjectView;
 use heapgraph_model::{HeapGraph, NodeId};
@@ -169,7 +169,12 @@ fn merged_paths_placed(
             chains_up_from(graph, parents, &is_target, places)
         })
         .unwrap_or_else(|| {
-            let search = search(graph, analysis, Some((&is_target, n_targets)), order);
+            let search = search(
+                graph,
+                &analysis.edge_rule,
+                Some((&is_target, n_targets)),
+                order,
+            );
             chains_in_search_order(graph, search, &is_target)
         });
     let root = graph.root().to_raw();
@@ -450,10 +455,36 @@ fn chains_up_from(
 /// one search over the whole graph in the [`ChainOrder::Explain`] order.
 ///
 /// Complexity: O(V + E) time, O(V) auxiliary space.
-pub fn chain_parents(graph: &HeapGraph, analysis: &Analysis) -> Vec<u32> {
-    let mut parent = search(graph, analysis, None, ChainOrder::Explain).parent;
+pub fn chain_parents(graph: &HeapGraph, rule: &EdgeRule) -> Vec<u32> {
+    let mut parent = search(graph, rule, None, ChainOrder::Explain).parent;
     parent[graph.root().index()] = NO_NODE;
     parent
+}
+
+/// The edge a search in `order` took from `parent` into `child`: the first retaining edge
+/// between them, through a named root where the search entered through one.
+pub(crate) fn edge_into(
+    strong: &StrongEdges,
+    parent: u32,
+    child: u32,
+    order: ChainOrder,
+) -> Option<usize> {
+    let graph = strong.graph;
+    let parts = graph.parts();
+    let mut edges = parts
+        .first_edge
+        .range(parent as usize)
+        .filter(|&edge| parts.edge_to[edge] == child && strong.retains(parent, edge, child));
+    let first = edges.next()?;
+    if parent != graph.root().to_raw() || order == ChainOrder::Shortest {
+        return Some(first);
+    }
+    Some(
+        std::iter::once(first)
+            .chain(edges)
+            .find(|&edge| is_named_root_edge(graph, edge))
+            .unwrap_or(first),
+    )
 }
 
 /// The children of each chain node, by place: those of `at` are
@@ -513,11 +544,11 @@ struct SearchTree {
 /// how many are set) when given.
 fn search(
     graph: &HeapGraph,
-    analysis: &Analysis,
+    rule: &EdgeRule,
     targets: Option<(&Bits, u64)>,
     order: ChainOrder,
 ) -> SearchTree {
-    let strong = StrongEdges::new(graph, &analysis.edge_rule);
+    let strong = StrongEdges::new(graph, rule);
     let parts = graph.parts();
     let root = graph.root().to_raw();
     let mut parent = vec![NO_NODE; graph.node_count()];
@@ -700,28 +731,12 @@ impl TreeBuilder<'_> {
         node.hidden_retained += self.retained[kid as usize];
     }
 
-    /// The edge the search took into `raw`: the first retaining edge from its parent, through a
-    /// named root where the search entered through one.
+    /// The edge the search took into the chain node at place `at` ([`edge_into`]).
     fn edge_into(&self, at: u32) -> Option<usize> {
-        let graph = self.graph;
-        let parts = graph.parts();
         let raw = self.chain_nodes[at as usize];
         let parent = self.chain_nodes[*self.chain_parent.get(at as usize)? as usize];
-        let strong = StrongEdges::new(graph, &self.analysis.edge_rule);
-        let mut edges = parts
-            .first_edge
-            .range(parent as usize)
-            .filter(|&edge| parts.edge_to[edge] == raw && strong.retains(parent, edge, raw));
-        let first = edges.next()?;
-        if parent != graph.root().to_raw() || self.order == ChainOrder::Shortest {
-            return Some(first);
-        }
-        Some(
-            std::iter::once(first)
-                .chain(edges)
-                .find(|&edge| is_named_root_edge(graph, edge))
-                .unwrap_or(first),
-        )
+        let strong = StrongEdges::new(self.graph, &self.analysis.edge_rule);
+        edge_into(&strong, parent, raw, self.order)
     }
 
     /// Lists a node, or, past [`MAX_NODES`], counts it in its parent's hidden totals.

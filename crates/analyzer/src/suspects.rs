@@ -21,7 +21,7 @@ use crate::view::{
     SuspectsView,
 };
 use hashbrown::HashTable;
-use heapgraph_model::{EdgeName, HeapGraph, NodeId, Runtime};
+use heapgraph_model::{EdgeName, HeapGraph, NodeId, NodeTypes, Runtime};
 use rayon::slice::ParallelSliceMut;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
@@ -83,15 +83,35 @@ fn suspects_untimed(
     // made once the chains' indexes are built, which give their distances too.
     let mut objects: Vec<(NodeId, Option<NodeId>)> = Vec::new();
     // Rule 1: the topmost big objects (their dominator is the root or synthetic, or not big).
-    for node in graph.nodes() {
+    // A big object's dominators retain at least as much, so all are big: they are found down
+    // the tree from the root through big objects only, and taken in node order.
+    let mut topmost_big = Vec::new();
+    let mut stack = vec![root.to_raw()];
+    while let Some(parent) = stack.pop() {
+        let parent_is_big_object = big(parent as usize)
+            && graph
+                .node(parent as usize)
+                .is_some_and(|p| !graph.is_synthetic(p));
+        for child in children.of(parent as usize) {
+            if !big(child as usize) {
+                continue;
+            }
+            stack.push(child);
+            if !parent_is_big_object
+                && graph
+                    .node(child as usize)
+                    .is_some_and(|c| !graph.is_synthetic(c))
+            {
+                topmost_big.push(child);
+            }
+        }
+    }
+    topmost_big.sort_unstable();
+    for node in topmost_big
+        .into_iter()
+        .filter_map(|node| graph.node(node as usize))
+    {
         let index = node.index();
-        if !big(index) || graph.is_synthetic(node) {
-            continue;
-        }
-        let parent = tree.idom[index] as usize;
-        if big(parent) && graph.node(parent).is_some_and(|p| !graph.is_synthetic(p)) {
-            continue;
-        }
         let point = accumulation_point(graph, tree, children, node, keep_share);
         let (accumulated, representative) = accumulated_types(graph, tree, children, point);
         found.push(Suspect {
@@ -115,11 +135,8 @@ fn suspects_untimed(
     let mut groups: FxHashMap<u32, (u64, u64, NodeId)> = FxHashMap::default();
     let java = graph.meta().runtime == Runtime::Java;
     let loader_edge = graph.strings().find("<classloader>");
-    for node in graph.nodes() {
+    for node in top_level_objects(graph, children) {
         let index = node.index();
-        if graph.is_synthetic(node) || !tree.reachable[index] || !top_level(graph, tree, node) {
-            continue;
-        }
         // The JDK's own classes (loaded by the boot loader, which has no object) are every
         // Java heap's: together they retain much and point nowhere.
         if java
@@ -167,13 +184,9 @@ fn suspects_untimed(
         chains.push((largest, None));
         objects.push((largest, None));
     }
-    // Each chain searched alone costs one or two searches of the whole graph; past one chain,
-    // the chain index's two searches, done once, are cheaper (and give the same chains).
-    let n_chains: usize = chains
-        .iter()
-        .map(|(_, entry)| 1 + usize::from(entry.is_some()))
-        .sum();
-    if n_chains > 1 {
+    // Every chain is read from one search's tree, and its steps' distances from another: both
+    // at once, before the first chain asks for either.
+    if !chains.is_empty() {
         analysis.prepare_chains(graph);
     }
     for ((suspect, (node, entry)), (object, point)) in found.iter_mut().zip(chains).zip(objects) {
@@ -261,10 +274,11 @@ fn accumulated_types(
     children: &DominatorChildren,
     point: NodeId,
 ) -> (Vec<AccumulatedType>, Option<NodeId>) {
-    // Per type: count, retained of the topmost instances, and the largest topmost instance.
-    let mut by_type: FxHashMap<u32, (u64, u64, u32)> = FxHashMap::default();
-    let mut open: FxHashMap<u32, u32> = FxHashMap::default();
-    let type_of = |node: u32| graph.parts().node_type.get(node as usize).to_raw();
+    let types = &graph.parts().node_type;
+    // Per type: count, retained of the topmost instances, and the largest topmost instance;
+    // and how many instances of it are open on the walk's stack.
+    let mut by_type: PerType<(u64, u64, u32)> = PerType::new(types);
+    let mut open: PerType<u32> = PerType::new(types);
     // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
     let start = |node: u32| children.range(node as usize).0 as u64;
     let mut stack: Vec<(u32, u64)> = vec![(point.to_raw(), start(point.to_raw()))];
@@ -273,10 +287,13 @@ fn accumulated_types(
         if at < children.range(node as usize).1 {
             let (child, next) = children.decode(node as usize, at);
             top.1 = next as u64;
-            let type_id = type_of(child);
-            let entry = by_type.entry(type_id).or_insert((0, 0, child));
+            let key = PerType::<()>::key(types, child);
+            let entry = by_type.get_mut(key);
+            if entry.0 == 0 {
+                entry.2 = child;
+            }
             entry.0 += 1;
-            let open_count = open.entry(type_id).or_default();
+            let open_count = open.get_mut(key);
             if *open_count == 0 {
                 let retained = tree.retained_size.get(child as usize);
                 entry.1 += retained;
@@ -288,14 +305,13 @@ fn accumulated_types(
             stack.push((child, start(child)));
         } else {
             stack.pop();
-            if node != point.to_raw()
-                && let Some(count) = open.get_mut(&type_of(node))
-            {
-                *count -= 1;
+            if node != point.to_raw() {
+                *open.get_mut(PerType::<()>::key(types, node)) -= 1;
             }
         }
     }
     let mut rows: Vec<(AccumulatedType, u32)> = by_type
+        .into_seen(types)
         .into_iter()
         .map(|(type_id, (count, retained_size, largest))| {
             let row = AccumulatedType {
@@ -320,6 +336,59 @@ fn accumulated_types(
         rows.into_iter().map(|(row, _)| row).collect(),
         representative,
     )
+}
+
+/// A value per type, for a walk that touches millions of nodes of a few hundred types: an array
+/// by the type column's table position where it keeps one (at most 65,536 types), else a hash
+/// map by type id.
+enum PerType<T> {
+    Dense(Vec<T>),
+    Sparse(FxHashMap<u32, T>),
+}
+
+impl<T: Default + Clone + PartialEq> PerType<T> {
+    fn new(types: &NodeTypes) -> Self {
+        match types.distinct() {
+            Some(table) => PerType::Dense(vec![T::default(); table.len()]),
+            None => PerType::Sparse(FxHashMap::default()),
+        }
+    }
+
+    /// The value of the type under `key` ([`PerType::key`]), the default until set.
+    #[inline]
+    fn get_mut(&mut self, key: u32) -> &mut T {
+        match self {
+            PerType::Dense(values) => &mut values[key as usize],
+            PerType::Sparse(values) => values.entry(key).or_default(),
+        }
+    }
+
+    /// The types whose value is not the default (as raw type ids), with their values.
+    fn into_seen(self, types: &NodeTypes) -> Vec<(u32, T)> {
+        match self {
+            PerType::Dense(values) => {
+                let table = types.distinct().unwrap_or_default();
+                values
+                    .into_iter()
+                    .zip(table)
+                    .filter(|(value, _)| *value != T::default())
+                    .map(|(value, type_id)| (type_id.to_raw(), value))
+                    .collect()
+            }
+            PerType::Sparse(values) => values.into_iter().collect(),
+        }
+    }
+}
+
+impl PerType<()> {
+    /// The key of `node`'s type: its table position, or its id where the column keeps no table.
+    #[inline]
+    fn key(types: &NodeTypes, node: u32) -> u32 {
+        match types.slot(node as usize) {
+            Some(slot) => slot as u32,
+            None => types.get(node as usize).to_raw(),
+        }
+    }
 }
 
 /// An accumulation point: an object that retains much while its largest child retains much less.
@@ -448,16 +517,28 @@ fn programs_dominator(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> O
     }
 }
 
-/// Whether every dominator of `node` is synthetic (the root, V8's root groups, frames).
-fn top_level(graph: &HeapGraph, tree: &crate::DominatorTree, node: NodeId) -> bool {
-    let mut current = node;
-    while let Some(dominator) = tree.immediate_dominator(graph, current) {
-        if !graph.is_synthetic(dominator) {
-            return false;
+/// The reachable real objects every dominator of which is synthetic (the root, V8's root
+/// groups, frames), in node order: down the dominator tree from the root through synthetic
+/// nodes only.
+///
+/// Complexity: O(the synthetic nodes' children).
+fn top_level_objects(graph: &HeapGraph, children: &DominatorChildren) -> Vec<NodeId> {
+    let mut found = Vec::new();
+    let mut stack = vec![graph.root().to_raw()];
+    while let Some(parent) = stack.pop() {
+        for child in children.of(parent as usize) {
+            let Some(node) = graph.node(child as usize) else {
+                continue;
+            };
+            if graph.is_synthetic(node) {
+                stack.push(child);
+            } else {
+                found.push(node);
+            }
         }
-        current = dominator;
     }
-    true
+    found.sort_unstable();
+    found
 }
 
 /// The chain from the root to `node` that explains it best: through a named root (a module, a

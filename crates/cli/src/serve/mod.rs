@@ -57,14 +57,13 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
         strings: Default::default(),
     });
     // What the views read is built behind the first answers, on a thread of its own: the
-    // chain index first (the suspects' chains read it), then the answers rendered once, then
-    // the explorer's indexes, then the chain parents `paths` reads (stored in a converted
-    // dump; otherwise one search of the whole graph, whose scratch is better not held beside
-    // a large `paths` answer's). A view that needs one before it is ready waits for that one.
+    // answers rendered once (the suspects' chains read the chain parents, built beside the
+    // dominator pass or stored in a converted dump), then the explorer's indexes (the chain
+    // index `holders` searches by among them), then the chain parents `paths` reads where
+    // neither gave them. A view that needs one before it is ready waits for that one.
     let warming = Arc::clone(&served);
     std::thread::spawn(move || {
         let dump = &warming.dump;
-        dump.analysis.chain_index(&dump.graph);
         warming.rendered();
         dump.explorer.warm(&dump.graph, &dump.analysis);
         dump.analysis.chain_parents(&dump.graph);
