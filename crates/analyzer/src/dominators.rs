@@ -27,7 +27,7 @@ use crate::edge_rule::EdgeRule;
 use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
-use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column, timed};
+use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column, prefetch, timed};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -1110,20 +1110,6 @@ fn evaluate_compact(
 /// than the cache and the predecessors' numbers are known in advance, so their first loads
 /// can overlap.
 const PREFETCH_DISTANCE: usize = 8;
-
-/// Hints that `slice[index]` will be read soon (a no-op off x86-64 and out of range).
-#[inline]
-fn prefetch<T>(slice: &[T], index: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(item) = slice.get(index) {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: SSE is part of every x86-64 target, and a prefetch reads nothing: it is a
-        // hint about a valid address that cannot fault or change memory.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(item).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, index);
-}
 
 /// The nodes with a referrer whose edge is neither weak nor a shortcut (self edges included):
 /// memlab's `hasOnlyWeakReferrers` is "not among them", which step 2 starts from.

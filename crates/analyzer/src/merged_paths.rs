@@ -16,6 +16,7 @@
 use crate::Analysis;
 use crate::NO_NODE;
 use crate::chains::{ChainOrder, is_named_root_edge};
+use crate::distances::prefetch_queued;
 use crate::edge_rule::{EdgeRule, StrongEdges};
 use crate::queries::edge_text;
 use crate::view::ObjectView;
@@ -596,6 +597,7 @@ fn search(
             if remaining == 0 || head == visited.len() {
                 break;
             }
+            prefetch_queued(parts, &visited, head);
             node = visited[head];
             head += 1;
         }

@@ -80,7 +80,7 @@ fn suspects_untimed(
     // Per suspect, in order: the node its chain leads to, and its entry's, if any.
     let mut chains: Vec<(NodeId, Option<NodeId>)> = Vec::new();
     // Per suspect, in order: its object, and its accumulation point, if any. Their views are
-    // made once the chains' indexes are built, which give their distances too.
+    // made once the chain parents and the distances are built, beside each other.
     let mut objects: Vec<(NodeId, Option<NodeId>)> = Vec::new();
     // Rule 1: the topmost big objects (their dominator is the root or synthetic, or not big).
     // A big object's dominators retain at least as much, so all are big: they are found down
@@ -287,7 +287,7 @@ fn accumulated_types(
         if at < children.range(node as usize).1 {
             let (child, next) = children.decode(node as usize, at);
             top.1 = next as u64;
-            let key = PerType::<()>::key(types, child);
+            let key = type_key(types, child);
             let entry = by_type.get_mut(key);
             if entry.0 == 0 {
                 entry.2 = child;
@@ -306,7 +306,7 @@ fn accumulated_types(
         } else {
             stack.pop();
             if node != point.to_raw() {
-                *open.get_mut(PerType::<()>::key(types, node)) -= 1;
+                *open.get_mut(type_key(types, node)) -= 1;
             }
         }
     }
@@ -354,7 +354,7 @@ impl<T: Default + Clone + PartialEq> PerType<T> {
         }
     }
 
-    /// The value of the type under `key` ([`PerType::key`]), the default until set.
+    /// The value of the type under `key` ([`type_key`]), the default until set.
     #[inline]
     fn get_mut(&mut self, key: u32) -> &mut T {
         match self {
@@ -363,7 +363,7 @@ impl<T: Default + Clone + PartialEq> PerType<T> {
         }
     }
 
-    /// The types whose value is not the default (as raw type ids), with their values.
+    /// The types whose value is not the default (by raw type id), with their values.
     fn into_seen(self, types: &NodeTypes) -> Vec<(u32, T)> {
         match self {
             PerType::Dense(values) => {
@@ -380,14 +380,13 @@ impl<T: Default + Clone + PartialEq> PerType<T> {
     }
 }
 
-impl PerType<()> {
-    /// The key of `node`'s type: its table position, or its id where the column keeps no table.
-    #[inline]
-    fn key(types: &NodeTypes, node: u32) -> u32 {
-        match types.slot(node as usize) {
-            Some(slot) => slot as u32,
-            None => types.get(node as usize).to_raw(),
-        }
+/// The key of `node`'s type in a [`PerType`]: its table position, or its id where the column
+/// keeps no table.
+#[inline]
+fn type_key(types: &NodeTypes, node: u32) -> u32 {
+    match types.slot(node as usize) {
+        Some(slot) => slot as u32,
+        None => types.get(node as usize).to_raw(),
     }
 }
 

@@ -37,6 +37,7 @@ mod array_lengths;
 mod columns;
 mod heap_graph;
 mod passes;
+mod prefetch;
 mod reverse;
 mod stored;
 mod strings;
@@ -56,6 +57,7 @@ pub use heap_graph::{
     NodeKindInfo, Runtime,
 };
 pub use passes::{PassTime, keep_timings, take_timings, timed};
+pub use prefetch::prefetch;
 pub use reverse::ReverseEdges;
 pub use stored::{StoredAnalysis, TypeTotals};
 pub use strings::{StringId, StringTable};

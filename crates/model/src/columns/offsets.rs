@@ -128,6 +128,13 @@ impl EdgeOffsets {
         (!self.is_empty()).then_some(self.last)
     }
 
+    /// Hints that the offset at `position` will be read soon ([`crate::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, position: usize) {
+        crate::prefetch(&self.steps, position);
+        crate::prefetch(&self.bases, position >> OFFSET_BLOCK_BITS);
+    }
+
     /// The edge indices of node `node`: `get(node)..get(node + 1)`.
     #[inline]
     pub fn range(&self, node: usize) -> Range<usize> {
