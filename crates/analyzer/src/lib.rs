@@ -113,9 +113,10 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// findings of `summary`, `suspects` and `report`; the explorer), with what those chains read
 /// built beside the dominator pass, which is one thread's: the chain parents
 /// ([`Analysis::chain_parents`]) and the distances the chains' steps show; neither depends on
-/// the dominator tree ([`Analysis::prepare_chains`] then finds them built). Since the run
-/// holds them anyway, the pass never trades time for memory ([`memory_bound`]).
-/// Call it from a thread that is not rayon's.
+/// the dominator tree ([`Analysis::prepare_chains`] then finds them built). The pass takes
+/// its fast order whatever [`memory_bound`] says: the lean one costs a second search of the
+/// graph on the pass's thread, which is the run's longest. Call it from a thread that is not
+/// rayon's.
 pub fn analyze_before_chains(graph: &HeapGraph, options: &Options) -> Analysis {
     let rule = &options.edge_rule;
     let ((chain_parents, distances), analysis) = side_by_side(
