@@ -66,6 +66,9 @@ EOF
   rm -f "$log"
 }
 
+# Warm the page cache, so that neither `summary` nor a server's start pays for the first read.
+cat "$DUMP" "$HGD" >/dev/null
+
 read -r SUMMARY_RSS SUMMARY_WALL < <(peak "$HG" summary "$DUMP" --format json)
 echo "summary: ${SUMMARY_WALL} s, peak ${SUMMARY_RSS} MiB" >&2
 
