@@ -62,7 +62,7 @@ pub use view::{
 };
 pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
-use heapgraph_model::{HeapGraph, StoredAnalysis, TypeTotals, timed};
+use heapgraph_model::{HeapGraph, StoredAnalysis, TypeTotals, U64Column, timed};
 use histogram::DominatorChildren;
 use std::sync::OnceLock;
 
@@ -298,7 +298,7 @@ impl Analysis {
     ) -> Result<Analysis, String> {
         let n_nodes = graph.node_count();
         let StoredAnalysis {
-            mut idom,
+            idom,
             retained_size,
             retained_count,
             distance,
@@ -315,55 +315,19 @@ impl Analysis {
                 "the stored retained counts do not have {n_nodes} entries"
             ));
         }
-        // Parents are checked for their range here, and for cycles as `merged_paths` walks
-        // them (it searches instead where they do not lead to the root).
-        let chain_parent = if chain_parent.is_empty() {
-            OnceLock::new()
-        } else if chain_parent.len() != n_nodes {
-            return Err(format!(
-                "the stored chain parents do not have {n_nodes} entries"
-            ));
-        } else if let Some(node) = chain_parent
-            .iter()
-            .position(|&parent| parent != NO_NODE && parent as usize >= n_nodes)
-        {
-            return Err(format!(
-                "node {node} has chain parent {}, not a node",
-                chain_parent[node]
-            ));
-        } else {
-            OnceLock::from(chain_parent)
-        };
-        let root = graph.root().index();
-        idom[root] = root as u32;
-        if let Some(node) = idom
-            .iter()
-            .position(|&dominator| dominator != NO_NODE && dominator as usize >= n_nodes)
-        {
-            return Err(format!(
-                "node {node} has dominator {}, not a node",
-                idom[node]
-            ));
-        }
-        let reachable: NodeFlags = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
-        let mut tree = DominatorTree {
-            idom,
-            retained_size,
-            retained_count: NodeCounts::default(),
-            reachable,
-        };
-        tree.retained_count = if retained_count.is_empty() {
-            rebuilt_retained_counts(graph, &tree)?.into()
-        } else {
-            checked_retained_counts(graph, &tree, retained_count)?
-        };
-        let type_totals = match type_totals {
-            Some(totals) => {
-                check_type_totals(graph, &totals)?;
-                OnceLock::from(totals)
-            }
-            None => OnceLock::new(),
-        };
+        // The parents and type totals are checked on one core while the tree's columns are on
+        // the other: each check is a pass over every node.
+        let (side_checks, tree) = rayon::join(
+            || -> Result<_, String> {
+                Ok((
+                    checked_chain_parents(chain_parent, n_nodes)?,
+                    checked_type_totals(graph, type_totals)?,
+                ))
+            },
+            || checked_tree(graph, idom, retained_size, retained_count),
+        );
+        let (chain_parent, type_totals) = side_checks?;
+        let tree = tree?;
         Ok(Analysis {
             edge_rule,
             dominators: tree,
@@ -451,6 +415,81 @@ fn rebuilt_retained_counts(graph: &HeapGraph, tree: &DominatorTree) -> Result<Ve
         counts[dominator] += counts[node as usize];
     }
     Ok(counts)
+}
+
+/// Stored chain parents, checked for their range (and for cycles as `merged_paths` walks them:
+/// it searches instead where they do not lead to the root); unset when none were stored.
+fn checked_chain_parents(
+    chain_parent: Vec<u32>,
+    n_nodes: usize,
+) -> Result<OnceLock<Vec<u32>>, String> {
+    if chain_parent.is_empty() {
+        return Ok(OnceLock::new());
+    }
+    if chain_parent.len() != n_nodes {
+        return Err(format!(
+            "the stored chain parents do not have {n_nodes} entries"
+        ));
+    }
+    if let Some(node) = chain_parent
+        .iter()
+        .position(|&parent| parent != NO_NODE && parent as usize >= n_nodes)
+    {
+        return Err(format!(
+            "node {node} has chain parent {}, not a node",
+            chain_parent[node]
+        ));
+    }
+    Ok(OnceLock::from(chain_parent))
+}
+
+/// Stored type totals, checked ([`check_type_totals`]); unset when none were stored.
+fn checked_type_totals(
+    graph: &HeapGraph,
+    type_totals: Option<TypeTotals>,
+) -> Result<OnceLock<TypeTotals>, String> {
+    match type_totals {
+        Some(totals) => {
+            check_type_totals(graph, &totals)?;
+            Ok(OnceLock::from(totals))
+        }
+        None => Ok(OnceLock::new()),
+    }
+}
+
+/// The dominator tree from stored columns: dominators checked for their range, the reachable
+/// set read from them, retained counts checked ([`checked_retained_counts`]) or rebuilt.
+fn checked_tree(
+    graph: &HeapGraph,
+    mut idom: Vec<u32>,
+    retained_size: U64Column,
+    retained_count: Vec<u32>,
+) -> Result<DominatorTree, String> {
+    let n_nodes = graph.node_count();
+    let root = graph.root().index();
+    idom[root] = root as u32;
+    if let Some(node) = idom
+        .iter()
+        .position(|&dominator| dominator != NO_NODE && dominator as usize >= n_nodes)
+    {
+        return Err(format!(
+            "node {node} has dominator {}, not a node",
+            idom[node]
+        ));
+    }
+    let reachable: NodeFlags = idom.iter().map(|&dominator| dominator != NO_NODE).collect();
+    let mut tree = DominatorTree {
+        idom,
+        retained_size,
+        retained_count: NodeCounts::default(),
+        reachable,
+    };
+    tree.retained_count = if retained_count.is_empty() {
+        rebuilt_retained_counts(graph, &tree)?.into()
+    } else {
+        checked_retained_counts(graph, &tree, retained_count)?
+    };
+    Ok(tree)
 }
 
 /// Stored retained counts, checked against the tree (see [`Analysis::from_stored`]): with

@@ -370,6 +370,7 @@ impl HeapGraph {
     }
 
     /// The dump's metadata.
+    #[inline]
     pub fn meta(&self) -> &GraphMeta {
         &self.meta
     }
@@ -391,36 +392,43 @@ impl HeapGraph {
     }
 
     /// The string table.
+    #[inline]
     pub fn strings(&self) -> &StringTable {
         &self.strings
     }
 
     /// The columns, read-only, for algorithms that want plain slices and for serialisation.
+    #[inline]
     pub fn parts(&self) -> &HeapGraphParts {
         &self.parts
     }
 
     /// The number of nodes, synthetic ones included.
+    #[inline]
     pub fn node_count(&self) -> usize {
         self.parts.node_kind.len()
     }
 
     /// The number of edges.
+    #[inline]
     pub fn edge_count(&self) -> usize {
         self.parts.edge_to.len()
     }
 
     /// The root of the analyses.
+    #[inline]
     pub fn root(&self) -> NodeId {
         NodeId(self.parts.root)
     }
 
     /// The node at dense index `index`, if there is one.
+    #[inline]
     pub fn node(&self, index: usize) -> Option<NodeId> {
         (index < self.node_count()).then_some(NodeId(index as u32))
     }
 
     /// All nodes in index order.
+    #[inline]
     pub fn nodes(&self) -> impl ExactSizeIterator<Item = NodeId> + '_ {
         (0..self.node_count() as u32).map(NodeId)
     }
@@ -435,56 +443,67 @@ impl HeapGraph {
     }
 
     /// The runtime's id of `node`.
+    #[inline]
     pub fn object_id(&self, node: NodeId) -> u64 {
         self.parts.node_object_id.get(node.index())
     }
 
     /// The kind of `node`.
+    #[inline]
     pub fn kind(&self, node: NodeId) -> &NodeKindInfo {
         &self.parts.node_kinds[self.parts.node_kind[node.index()] as usize]
     }
 
     /// Whether `node` is synthetic (a root or a root group) rather than a real object.
+    #[inline]
     pub fn is_synthetic(&self, node: NodeId) -> bool {
         self.kind(node).synthetic
     }
 
     /// The type name of `node`.
+    #[inline]
     pub fn type_id(&self, node: NodeId) -> StringId {
         self.parts.node_type.get(node.index())
     }
 
     /// The type name of `node`, as text.
+    #[inline]
     pub fn type_name(&self, node: NodeId) -> &str {
         self.strings.get(self.type_id(node))
     }
 
     /// The label of `node`, as text.
+    #[inline]
     pub fn name(&self, node: NodeId) -> &str {
         self.strings.get(self.parts.node_name.get(node.index()))
     }
 
     /// The shallow size of `node` in bytes.
+    #[inline]
     pub fn shallow_size(&self, node: NodeId) -> u64 {
         self.parts.node_shallow_size.get(node.index())
     }
 
     /// The edge indices of `node`'s references.
+    #[inline]
     pub fn edge_range(&self, node: NodeId) -> std::ops::Range<usize> {
         self.parts.first_edge.range(node.index())
     }
 
     /// The target of edge `edge`.
+    #[inline]
     pub fn edge_target(&self, edge: usize) -> NodeId {
         NodeId(self.parts.edge_to[edge])
     }
 
     /// The kind of edge `edge`.
+    #[inline]
     pub fn edge_kind(&self, edge: usize) -> EdgeKind {
         self.parts.edge_kind[edge]
     }
 
     /// The name of edge `edge`.
+    #[inline]
     pub fn edge_name(&self, edge: usize) -> EdgeName<'_> {
         let raw = self.parts.edge_name.get(edge);
         if self.parts.edge_kind[edge].is_indexed() {
@@ -495,6 +514,7 @@ impl HeapGraph {
     }
 
     /// The node that edge `edge` leaves (a binary search over the CSR offsets).
+    #[inline]
     pub fn edge_source(&self, edge: usize) -> NodeId {
         let edge = edge as u64;
         let after = self.parts.first_edge.partition_point(|first| first <= edge);
@@ -526,6 +546,7 @@ impl HeapGraph {
     }
 
     /// The object array lengths the importer recorded (empty where the format has none).
+    #[inline]
     pub fn array_lengths(&self) -> &ArrayLengths {
         &self.array_lengths
     }
@@ -549,6 +570,7 @@ impl HeapGraph {
     }
 
     /// The collections' fill the importer recorded (empty where the dump has none).
+    #[inline]
     pub fn fill(&self) -> &CollectionFill {
         &self.fill
     }

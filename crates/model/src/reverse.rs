@@ -82,6 +82,7 @@ impl ReverseEdges {
     }
 
     /// The retainer-slot range of `node`.
+    #[inline]
     pub fn range(&self, node: NodeId) -> std::ops::Range<usize> {
         self.first_retainer.get(node.index())..self.first_retainer.get(node.index() + 1)
     }
@@ -97,6 +98,7 @@ impl ReverseEdges {
     }
 
     /// The number of retainers of `node`.
+    #[inline]
     pub fn in_degree(&self, node: NodeId) -> usize {
         self.range(node).len()
     }

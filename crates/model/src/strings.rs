@@ -81,6 +81,7 @@ impl StringTable {
     }
 
     /// The number of strings, findable or not.
+    #[inline]
     pub fn len(&self) -> usize {
         self.ends.len()
     }
@@ -98,6 +99,7 @@ impl StringTable {
     /// The text of `id`.
     ///
     /// Panics if `id` came from another table and is out of range here.
+    #[inline]
     pub fn get(&self, id: StringId) -> &str {
         let end = self.ends.get(id.index()) as usize;
         let start = if id.0 == 0 {
