@@ -6,6 +6,7 @@ mod args;
 mod capture;
 mod export;
 mod holding;
+mod huge_pages;
 mod load;
 mod mcp;
 mod record;
