@@ -4,6 +4,7 @@
 use crate::support::{V8_FIXTURES, fixture, heapgraph_ok, json, path_str, temp_dir};
 // `flate2` reads the fixtures themselves, as an oracle independent of our importers.
 use serde_json::Value;
+use std::path::Path;
 
 fn expected() -> Value {
     let text = std::fs::read_to_string(fixture("v8/expected.json")).expect("expected.json");
@@ -515,4 +516,98 @@ fn summary_of_a_kind_the_dump_lacks_names_the_kinds_it_has() {
             && stderr.contains("string"),
         "{stderr}"
     );
+}
+
+/// `--spill always` puts the large blocks in unnamed files under `--temp-dir` (every block of
+/// 64 KiB and more here, where the dumps are small) and changes no answer: `summary`, `top`
+/// and `convert`'s file are byte for byte those of a run in memory. The files are gone when
+/// the run ends, and a directory where none can be made is refused, named.
+#[test]
+fn spilled_columns_give_the_answers_kept_in_memory() {
+    let dir = temp_dir("spill");
+    let spill_dir = dir.join("spill");
+    std::fs::create_dir_all(&spill_dir).expect("the spill directory");
+    let spilling = [
+        "--spill",
+        "always",
+        "--spill-from",
+        "65536",
+        "--temp-dir",
+        path_str(&spill_dir),
+        "--timings",
+    ];
+    for dump in ["java/javac.hprof.gz", "v8/app-after.heapsnapshot.gz"] {
+        let dump = fixture(dump);
+        let hgd_in_memory = dir.join("in-memory.hgd");
+        let hgd_spilled = dir.join("spilled.hgd");
+        // Each run's arguments, and for `convert` the files the two runs write.
+        type Outputs<'a> = Option<(&'a Path, &'a Path)>;
+        let runs: [(&[&str], Outputs); 3] = [
+            (&["summary", path_str(&dump), "--format", "json"], None),
+            (
+                &["top", path_str(&dump), "--format", "json", "-n", "50"],
+                None,
+            ),
+            (
+                &["convert", path_str(&dump), "-o"],
+                Some((&hgd_in_memory, &hgd_spilled)),
+            ),
+        ];
+        for (args, outputs) in runs {
+            let mut in_memory = args.to_vec();
+            let mut spilled = [&spilling[..], args].concat();
+            if let Some((memory_file, spilled_file)) = outputs {
+                in_memory.push(path_str(memory_file));
+                spilled.push(path_str(spilled_file));
+            }
+            let expected = heapgraph_ok(&in_memory);
+            let output = crate::support::heapgraph(&spilled);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "{spilled:?}: {stderr}");
+            let mut stdout = String::from_utf8(output.stdout).expect("utf-8");
+            if let Some((memory_file, spilled_file)) = outputs {
+                stdout = stdout.replace(path_str(spilled_file), path_str(memory_file));
+            }
+            assert_eq!(stdout, expected, "{spilled:?}");
+            let blocks: usize = stderr
+                .lines()
+                .find_map(|line| line.strip_prefix("spilled: "))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|count| count.parse().ok())
+                .unwrap_or_else(|| panic!("no spilled line in {stderr}"));
+            assert!(blocks > 0, "{spilled:?} spilled nothing: {stderr}");
+            if let Some((memory_file, spilled_file)) = outputs {
+                assert!(
+                    std::fs::read(memory_file).expect("the .hgd")
+                        == std::fs::read(spilled_file).expect("the spilled run's .hgd"),
+                    "{spilled:?}: the .hgd differs"
+                );
+            }
+            assert_eq!(
+                std::fs::read_dir(&spill_dir)
+                    .expect("the spill directory")
+                    .count(),
+                0,
+                "the spilled blocks' files outlive the run"
+            );
+        }
+    }
+    let missing = dir.join("no-such-directory");
+    let output = crate::support::heapgraph(&[
+        "--spill",
+        "always",
+        "--temp-dir",
+        path_str(&missing),
+        "summary",
+        path_str(&fixture("java/javac.hprof.gz")),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot make a temporary file in")
+            && stderr.contains(path_str(&missing))
+            && stderr.contains("--temp-dir"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

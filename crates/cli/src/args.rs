@@ -95,6 +95,38 @@ pub(crate) struct Cli {
     /// (RAYON_NUM_THREADS sets them)
     #[arg(long, global = true)]
     pub(crate) timings: bool,
+    /// Where large columns spill to when a dump is larger than memory (default: the system's
+    /// temporary directory, $TMPDIR or /tmp); pick a local disk with room for about the
+    /// dump's size
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) temp_dir: Option<PathBuf>,
+    /// Whether large columns live in files under --temp-dir, which the kernel pages out
+    /// when memory runs short, instead of in memory: auto when a dump is larger than
+    /// three quarters of the memory available
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub(crate) spill: SpillArg,
+    /// The smallest block that spills, in bytes: hidden, since only the tests, whose dumps
+    /// are small, need another size than the columns of a dump larger than memory
+    #[arg(long, global = true, hide = true, value_name = "BYTES", default_value_t = crate::allocator::SPILL_FROM)]
+    pub(crate) spill_from: usize,
+}
+
+/// When columns spill to files (`--spill`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SpillArg {
+    /// When a dump is larger than three quarters of the memory available (a gzipped one
+    /// counting five times its size)
+    Auto,
+    /// Always, whatever the dump's size
+    Always,
+    /// Never: a dump larger than memory may then end in an out-of-memory kill
+    Never,
 }
 
 #[derive(Subcommand, Debug)]

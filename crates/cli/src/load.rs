@@ -1,14 +1,16 @@
 //! Loading a dump for a verb: import with a progress bar, then analyse (or adopt the analysis
 //! a `.hgd` file carries).
 
-use crate::args::{Common, ReadArgs};
+use crate::args::{Common, ReadArgs, SpillArg};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options};
 use heapgraph_import::{Contents, hgd};
 use heapgraph_model::{AllocSnapshot, HeapGraph, StoredAnalysis, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A loaded heap graph, with the analysis its file carried, if any.
@@ -226,9 +228,98 @@ pub(crate) fn load_cuda(path: &Path) -> anyhow::Result<AllocSnapshot> {
     }
 }
 
+/// `--spill` and `--temp-dir`, set once by [`set_spill`] before any dump is read.
+static SPILL: OnceLock<(SpillArg, PathBuf, usize)> = OnceLock::new();
+
+/// The bytes of the dumps read so far, as [`spill_if_large`] counts them.
+static READ_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Takes `--spill`, `--temp-dir` (default the system's temporary directory) and the
+/// smallest block that spills; `always` spills from here on.
+///
+/// # Errors
+/// When spilling is on and no file can be made in the directory.
+pub(crate) fn set_spill(when: SpillArg, dir: Option<PathBuf>, from: usize) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(std::env::temp_dir);
+    if when == SpillArg::Always {
+        crate::allocator::spill_to(&dir, from)?;
+    }
+    let _ = SPILL.set((when, dir, from));
+    Ok(())
+}
+
+/// Under `--spill auto`, turns spilling on before `path` is read when the dumps read so far
+/// and it are larger than three quarters of the memory available: about what reading and
+/// analysing them holds at its peak (0.7 to 1.0 bytes a byte of dump, docs/performance.md),
+/// beside the kernel's cache of the file.
+fn spill_if_large(path: &Path) -> anyhow::Result<()> {
+    let Some((SpillArg::Auto, dir, from)) = SPILL.get() else {
+        return Ok(());
+    };
+    let size = std::fs::metadata(path).map_or(0, |metadata| metadata.len());
+    let counted = if is_gzip(path) {
+        size.saturating_mul(5)
+    } else {
+        size
+    };
+    let read = READ_BYTES.fetch_add(counted, Ordering::Relaxed) + counted;
+    let Some(available) = available_memory() else {
+        return Ok(());
+    };
+    if read > available / 4 * 3 && crate::allocator::spilled().is_none() {
+        crate::allocator::spill_to(dir, *from)?;
+        // A line on stderr, as the progress bar's: the answer on stdout is unchanged.
+        let _ = writeln!(
+            std::io::stderr(),
+            "heapgraph: {} is larger than three quarters of the {} MiB of memory available: \
+             large columns spill to files in {} (--temp-dir names another place, --spill \
+             never keeps them in memory)",
+            path.display(),
+            available >> 20,
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether the file starts as a gzip stream does.
+fn is_gzip(path: &Path) -> bool {
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .is_ok_and(|()| magic == [0x1f, 0x8b])
+}
+
+/// The memory this process may still take: the kernel's estimate of what is available
+/// without swapping, or less where a cgroup (a container's limit) allows less.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    let available = kib * 1024;
+    let read = |name: &str| -> Option<u64> {
+        std::fs::read_to_string(Path::new("/sys/fs/cgroup").join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(match (read("memory.max"), read("memory.current")) {
+        (Some(max), Some(current)) => available.min(max.saturating_sub(current)),
+        _ => available,
+    })
+}
+
 /// Reads `path`, whatever it holds.
 pub(crate) fn load_evidence(path: &Path, read: &ReadArgs) -> anyhow::Result<Evidence> {
     let context = || format!("cannot read {}", path.display());
+    spill_if_large(path)?;
     let bar = Bar(progress_bar("reading"));
     let options = {
         let mut options = heapgraph_import::Options::default();

@@ -2,11 +2,25 @@
 //! lives in its own module, and `run` is the one place errors turn into exit codes.
 
 mod alloc;
+#[cfg(target_os = "linux")]
+mod allocator;
+/// Spilling needs Linux's unnamed files; elsewhere the system's allocator, and no spilling.
+#[cfg(not(target_os = "linux"))]
+mod allocator {
+    pub(crate) const SPILL_FROM: usize = 64 << 20;
+
+    pub(crate) fn spill_to(_dir: &std::path::Path, _from: usize) -> anyhow::Result<()> {
+        anyhow::bail!("--spill needs Linux; run with --spill never")
+    }
+
+    pub(crate) fn spilled() -> Option<(usize, usize, &'static std::path::Path)> {
+        None
+    }
+}
 mod args;
 mod capture;
 mod export;
 mod holding;
-mod huge_pages;
 mod load;
 mod mcp;
 mod record;
@@ -41,6 +55,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     if cli.timings {
         heapgraph_model::keep_timings();
     }
+    load::set_spill(cli.spill, cli.temp_dir.clone(), cli.spill_from)?;
     let mut code = ExitCode::SUCCESS;
     let output = match cli.command {
         args::Command::Summary(args) => verbs::summary(&args)?,
@@ -106,6 +121,14 @@ fn write_timings(out: &mut impl Write) -> std::io::Result<()> {
             pass.start.as_secs_f64(),
             pass.wall.as_secs_f64(),
             pass.name
+        )?;
+    }
+    if let Some((blocks, peak, dir)) = allocator::spilled() {
+        writeln!(
+            out,
+            "spilled: {blocks} blocks to files in {}, at most {} MiB at once",
+            dir.display(),
+            peak >> 20
         )?;
     }
     Ok(())

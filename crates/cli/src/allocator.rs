@@ -1,0 +1,384 @@
+//! The binary's allocator: the system's, with two things only a heap graph's shape asks for.
+//!
+//! A heap graph is a few dozen columns of millions of rows, each one block, most of them
+//! written end to end once (a dump's columns, the dominator pass's arrays).
+//!
+//! - **Huge pages.** In 4 KiB pages every block costs a page fault per page: on a 2.5 GB HPROF
+//!   dump about 1.3 million faults, 6 of the run's 32 CPU seconds in the kernel. Where
+//!   transparent huge pages are on for the regions that ask for them (Linux's `madvise` mode,
+//!   the usual default), one fault maps 2 MiB instead: 300 thousand faults, the kernel's share
+//!   halved, the peak resident set the same (docs/performance.md). Blocks under
+//!   [`HUGE_PAGES_FROM`] are left alone: a huge page there would be resident whole for a few
+//!   bytes' use.
+//! - **Spilling.** Once [`spill_to`] was called (a dump larger than the memory available, or
+//!   `--spill always`), blocks of [`SPILL_FROM`] bytes and more (by default) are pages of an unnamed file
+//!   in the temporary directory, mapped shared, instead of anonymous memory: the kernel writes
+//!   them out and drops them when memory runs short, and reads them back when touched, where
+//!   anonymous memory would end in an out-of-memory kill on a machine without swap. Disk
+//!   blocks are reserved when the block is made (`fallocate`), so a full disk means the block
+//!   stays in memory, never a fault later; any failure to spill does the same.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// The smallest block advised to take huge pages: two of them, so that at least one aligned
+/// huge page lies inside it wherever it starts.
+const HUGE_PAGES_FROM: usize = 4 << 20;
+
+/// The smallest block that spills by default: a graph's columns, not the many small buffers
+/// around them.
+pub(crate) const SPILL_FROM: usize = 64 << 20;
+
+/// The smallest block that spills in this run ([`spill_to`]).
+static SPILL_FROM_BYTES: AtomicUsize = AtomicUsize::new(SPILL_FROM);
+
+/// At most this many blocks spill at once; past it, blocks stay in memory. A graph has a few
+/// dozen columns and its analysis as many again.
+const MOST_SPILLED: usize = 1024;
+
+const PAGE: usize = 4096;
+
+/// [`System`], with huge pages for large blocks and, once asked, spilling.
+pub(crate) struct Allocator;
+
+#[global_allocator]
+static ALLOCATOR: Allocator = Allocator;
+
+/// Whether blocks spill; set once by [`spill_to`], never cleared.
+static SPILLING: AtomicBool = AtomicBool::new(false);
+
+/// The directory spilled blocks' files are made in, as the `open` call takes it.
+static SPILL_DIR: OnceLock<(PathBuf, CString)> = OnceLock::new();
+
+/// The blocks that spilled: (address, file descriptor, mapped length); address 0 is a free
+/// slot. A fixed table, since the allocator may not allocate for itself.
+static SPILLED: Mutex<[(usize, i32, usize); MOST_SPILLED]> = Mutex::new([FREE; MOST_SPILLED]);
+
+/// Bytes spilled now, their most at once, and the blocks ever spilled.
+static SPILLED_BYTES: AtomicUsize = AtomicUsize::new(0);
+static SPILLED_PEAK: AtomicUsize = AtomicUsize::new(0);
+static SPILLED_BLOCKS: AtomicUsize = AtomicUsize::new(0);
+
+/// From now on, blocks of `from` bytes and more (at least a page) spill to unnamed files in
+/// `dir`.
+///
+/// # Errors
+/// When `dir` is not a directory a file can be made in (checked by making one).
+pub(crate) fn spill_to(dir: &Path, from: usize) -> anyhow::Result<()> {
+    let (dir, c_dir) = SPILL_DIR.get_or_init(|| {
+        let c_dir = CString::new(dir.as_os_str().as_encoded_bytes()).unwrap_or_default();
+        (dir.to_path_buf(), c_dir)
+    });
+    let fd = unnamed_file(c_dir).ok_or_else(|| {
+        anyhow::anyhow!(
+            "cannot make a temporary file in {} to spill to ({}); name a directory on a local \
+             file system with --temp-dir",
+            dir.display(),
+            std::io::Error::last_os_error()
+        )
+    })?;
+    // SAFETY: `fd` was just opened here and is closed once.
+    unsafe { libc::close(fd) };
+    // Only ever lowered: a block that spilled is at least the smallest size, which is what
+    // `dealloc` and `realloc` look it up by.
+    SPILL_FROM_BYTES.fetch_min(from.max(PAGE), Ordering::Relaxed);
+    SPILLING.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// What spilled in this run, for `--timings`: (blocks, most bytes at once, the directory).
+pub(crate) fn spilled() -> Option<(usize, usize, &'static Path)> {
+    let (dir, _) = SPILL_DIR.get()?;
+    SPILLING.load(Ordering::Acquire).then(|| {
+        (
+            SPILLED_BLOCKS.load(Ordering::Relaxed),
+            SPILLED_PEAK.load(Ordering::Relaxed),
+            dir.as_path(),
+        )
+    })
+}
+
+// SAFETY: every block is either the system allocator's, passed through with the caller's
+// arguments, or a whole shared mapping made here and listed in `SPILLED` until it is unmapped;
+// `dealloc` and `realloc` tell the two apart by that list, never by the size alone.
+unsafe impl GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if let Some(block) = spill(layout) {
+            return block;
+        }
+        // SAFETY: as `GlobalAlloc::alloc`, whose contract the caller keeps.
+        let block = unsafe { System.alloc(layout) };
+        advise(block, layout.size());
+        block
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // A new file's pages read as zeros.
+        if let Some(block) = spill(layout) {
+            return block;
+        }
+        // SAFETY: as `GlobalAlloc::alloc_zeroed`, whose contract the caller keeps.
+        let block = unsafe { System.alloc_zeroed(layout) };
+        advise(block, layout.size());
+        block
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        if layout.size() >= spill_from()
+            && let Some((fd, mapped)) = unlist(block as usize)
+        {
+            unmap(block, fd, mapped);
+            return;
+        }
+        // SAFETY: as `GlobalAlloc::dealloc`: `block` is the system allocator's, since it is
+        // not listed as spilled.
+        unsafe { System.dealloc(block, layout) }
+    }
+
+    unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller keeps `new_size` within `isize::MAX` once rounded up to the
+        // alignment, which `layout` came with.
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        if layout.size() >= spill_from() {
+            // The list stays locked while a spilled block moves, so that its slot is its own.
+            let mut spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(slot) = spilled.iter_mut().find(|slot| slot.0 == block as usize) {
+                let (_, fd, mapped) = *slot;
+                if new_size >= spill_from()
+                    && let Some((moved, new_mapped)) = remap(block, fd, mapped, new_size)
+                {
+                    *slot = (moved as usize, fd, new_mapped);
+                    count_spilled(mapped, new_mapped);
+                    return moved;
+                }
+                // Too small to stay spilled, or the file could not grow: moved to the system's.
+                // SAFETY: `new_layout` is the caller's, valid as said above.
+                let moved = unsafe { System.alloc(new_layout) };
+                if moved.is_null() {
+                    return moved;
+                }
+                advise(moved, new_size);
+                // SAFETY: both blocks are live and distinct, each at least this long.
+                unsafe { std::ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size)) };
+                *slot = FREE;
+                count_spilled(mapped, 0);
+                drop(spilled);
+                unmap(block, fd, mapped);
+                return moved;
+            }
+        }
+        if new_size >= spill_from()
+            && let Some(moved) = spill(new_layout)
+        {
+            // SAFETY: `block` is the system's and live, `moved` a new mapping; each is at
+            // least `layout.size()` long (the block grows).
+            unsafe {
+                std::ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size));
+                System.dealloc(block, layout);
+            }
+            return moved;
+        }
+        // SAFETY: as `GlobalAlloc::realloc`: `block` is the system allocator's, since it is
+        // not listed as spilled.
+        let moved = unsafe { System.realloc(block, layout, new_size) };
+        if new_size > layout.size() {
+            advise(moved, new_size);
+        }
+        moved
+    }
+}
+
+/// The smallest block that spills, once spilling is on; never below a page, so that the
+/// blocks the system allocator makes before it is on are told apart by the list alone.
+#[inline]
+fn spill_from() -> usize {
+    SPILL_FROM_BYTES.load(Ordering::Relaxed)
+}
+
+/// A new spilled block for `layout`, when spilling is on, the block is large, and a file and
+/// its disk blocks could be had.
+fn spill(layout: Layout) -> Option<*mut u8> {
+    if layout.size() < spill_from() || layout.align() > PAGE || !SPILLING.load(Ordering::Acquire) {
+        return None;
+    }
+    let (_, dir) = SPILL_DIR.get()?;
+    let fd = unnamed_file(dir)?;
+    let mapped = layout.size().next_multiple_of(PAGE);
+    let block = reserve(fd, mapped).then(|| {
+        // SAFETY: a new shared mapping of `fd`'s first `mapped` bytes, which `reserve` made
+        // exist on disk; the kernel picks the address.
+        unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        }
+    });
+    match block {
+        Some(block) if block != libc::MAP_FAILED && list(block as usize, fd, mapped) => {
+            SPILLED_BLOCKS.fetch_add(1, Ordering::Relaxed);
+            Some(block.cast())
+        }
+        Some(block) => {
+            if block != libc::MAP_FAILED {
+                // SAFETY: the mapping was just made here and is not handed out.
+                unsafe { libc::munmap(block, mapped) };
+            }
+            // SAFETY: `fd` was opened here and is closed once.
+            unsafe { libc::close(fd) };
+            None
+        }
+        None => {
+            // SAFETY: as above.
+            unsafe { libc::close(fd) };
+            None
+        }
+    }
+}
+
+/// A spilled block moved to `new_size` bytes (its file grown first) and its new mapped
+/// length, or `None`, with the block as it was, when the disk or the address space says no.
+fn remap(block: *mut u8, fd: i32, mapped: usize, new_size: usize) -> Option<(*mut u8, usize)> {
+    let new_mapped = new_size.next_multiple_of(PAGE);
+    if new_mapped > mapped && !reserve(fd, new_mapped) {
+        return None;
+    }
+    // SAFETY: `block` is the start of a live shared mapping of `mapped` bytes of `fd`, whose
+    // file is at least `new_mapped` long; the mapping may move, and only this block's owner
+    // holds its address, which it replaces with the one returned.
+    let moved = unsafe { libc::mremap(block.cast(), mapped, new_mapped, libc::MREMAP_MAYMOVE) };
+    (moved != libc::MAP_FAILED).then_some((moved.cast(), new_mapped))
+}
+
+/// An unnamed file in `dir`, open for reading and writing, gone from the disk when closed.
+fn unnamed_file(dir: &CString) -> Option<i32> {
+    // SAFETY: `dir` is a NUL-terminated path; the call allocates nothing in this process.
+    let fd = unsafe {
+        libc::open(
+            dir.as_ptr(),
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    (fd >= 0).then_some(fd)
+}
+
+/// Makes `fd`'s file `len` bytes long with its disk blocks reserved.
+fn reserve(fd: i32, len: usize) -> bool {
+    let Ok(len) = libc::off_t::try_from(len) else {
+        return false;
+    };
+    // SAFETY: `fd` is an open file of this module's; mode 0 only allocates and extends.
+    unsafe { libc::fallocate(fd, 0, 0, len) == 0 }
+}
+
+/// A free slot of [`SPILLED`].
+const FREE: (usize, i32, usize) = (0, -1, 0);
+
+/// Adds a spilled block to the list; `false` when the list is full.
+fn list(block: usize, fd: i32, mapped: usize) -> bool {
+    let mut spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(slot) = spilled.iter_mut().find(|slot| **slot == FREE) else {
+        return false;
+    };
+    *slot = (block, fd, mapped);
+    count_spilled(0, mapped);
+    true
+}
+
+/// Takes a block off the list, if it spilled: its file and mapped length.
+fn unlist(block: usize) -> Option<(i32, usize)> {
+    let mut spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
+    let slot = spilled.iter_mut().find(|slot| slot.0 == block)?;
+    let (_, fd, mapped) = std::mem::replace(slot, FREE);
+    count_spilled(mapped, 0);
+    Some((fd, mapped))
+}
+
+/// Counts a spilled block's change of mapped length (0 for none), keeping the peak.
+fn count_spilled(before: usize, after: usize) {
+    let now = if after >= before {
+        SPILLED_BYTES.fetch_add(after - before, Ordering::Relaxed) + (after - before)
+    } else {
+        SPILLED_BYTES.fetch_sub(before - after, Ordering::Relaxed) - (before - after)
+    };
+    SPILLED_PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+/// Unmaps a spilled block (taken off the list) and closes its file, which frees its disk.
+fn unmap(block: *mut u8, fd: i32, mapped: usize) {
+    // SAFETY: `block` is a whole mapping of `mapped` bytes made here, no longer listed and no
+    // longer used by its owner, who gave it back; `fd` is its file, closed once.
+    unsafe {
+        libc::munmap(block.cast(), mapped);
+        libc::close(fd);
+    }
+}
+
+/// Advises the pages that `block`'s `size` bytes lie on to be huge, when the block is large.
+#[inline]
+fn advise(block: *mut u8, size: usize) {
+    if size >= HUGE_PAGES_FROM && !block.is_null() {
+        let start = block as usize & !(PAGE - 1);
+        let end = (block as usize + size).next_multiple_of(PAGE);
+        // SAFETY: the range covers only pages that hold part of the block, which is mapped;
+        // MADV_HUGEPAGE changes how those pages are backed, never their contents, and a
+        // kernel without transparent huge pages answers with an error that is ignored.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block keeps its bytes through every move: from the system's into a file as it grows
+    /// past the size that spills, within its file as it grows further, and back to the
+    /// system's as it shrinks; zeroed blocks read as zeros; and each spilled block is listed
+    /// while it lives and unlisted when it is freed. (Spilling stays on for the rest of this
+    /// test binary, whose other tests then run on spilled blocks too.)
+    #[test]
+    fn blocks_keep_their_bytes_as_they_move_in_and_out_of_files() {
+        spill_to(&std::env::temp_dir(), 1 << 20).expect("a file in the temporary directory");
+        let listed = |block: *const u8| {
+            SPILLED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|slot| slot.0 == block as usize)
+        };
+        let pattern = |i: usize| (i * 7 + i / 4096) as u8;
+        let mut bytes: Vec<u8> = Vec::with_capacity(1000);
+        assert!(!listed(bytes.as_ptr()));
+        for i in 0..3 << 20 {
+            bytes.push(pattern(i));
+        }
+        assert!(listed(bytes.as_ptr()), "3 MiB spills");
+        bytes.reserve_exact(16 << 20);
+        assert!(listed(bytes.as_ptr()), "grown in its file");
+        bytes.truncate(100_000);
+        bytes.shrink_to_fit();
+        assert!(!listed(bytes.as_ptr()), "shrunk back to the system's");
+        assert!(
+            bytes
+                .iter()
+                .enumerate()
+                .all(|(i, &byte)| byte == pattern(i))
+        );
+        let zeros = vec![0u64; 1 << 20];
+        assert!(listed(zeros.as_ptr().cast()));
+        assert!(zeros.iter().all(|&word| word == 0));
+        let freed = zeros.as_ptr().cast::<u8>();
+        drop(zeros);
+        assert!(!listed(freed), "unlisted when freed");
+    }
+}
