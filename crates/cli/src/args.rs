@@ -96,8 +96,8 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) timings: bool,
     /// Where large columns spill to when a dump is larger than memory (default: the system's
-    /// temporary directory, $TMPDIR or /tmp); pick a local disk with room for about the
-    /// dump's size
+    /// temporary directory, $TMPDIR or /tmp); pick a local disk with room for about 1.2
+    /// times the dump
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) temp_dir: Option<PathBuf>,
     /// Whether large columns live in files under --temp-dir, which the kernel pages out
