@@ -250,7 +250,7 @@ pub(crate) fn set_spill(when: SpillArg, dir: Option<PathBuf>, from: usize) -> an
 
 /// Under `--spill auto`, turns spilling on before `path` is read when the dumps read so far
 /// and it are larger than three quarters of the memory available: about what reading and
-/// analysing them holds at its peak (0.7 to 1.0 bytes a byte of dump, docs/performance.md),
+/// analysing them holds at its peak (0.7 to 1.1 bytes a byte of dump, docs/performance.md),
 /// beside the kernel's cache of the file.
 fn spill_if_large(path: &Path) -> anyhow::Result<()> {
     let Some((SpillArg::Auto, dir, from)) = SPILL.get() else {
