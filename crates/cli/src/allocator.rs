@@ -11,12 +11,12 @@
 //!   [`HUGE_PAGES_FROM`] are left alone: a huge page there would be resident whole for a few
 //!   bytes' use.
 //! - **Spilling.** Once [`spill_to`] was called (a dump larger than the memory available, or
-//!   `--spill always`), blocks of [`SPILL_FROM`] bytes and more (by default) are pages of an unnamed file
-//!   in the temporary directory, mapped shared, instead of anonymous memory: the kernel writes
-//!   them out and drops them when memory runs short, and reads them back when touched, where
-//!   anonymous memory would end in an out-of-memory kill on a machine without swap. Disk
-//!   blocks are reserved when the block is made (`fallocate`), so a full disk means the block
-//!   stays in memory, never a fault later; any failure to spill does the same.
+//!   `--spill always`), blocks of [`SPILL_FROM`] bytes and more (by default) are pages of an
+//!   unnamed file in the temporary directory, mapped shared, instead of anonymous memory: the
+//!   kernel writes them out and drops them when memory runs short, and reads them back when
+//!   touched, where anonymous memory would end in an out-of-memory kill on a machine without
+//!   swap. Disk blocks are reserved when the block is made (`fallocate`), so a full disk means
+//!   the block stays in memory, never a fault later; any failure to spill does the same.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::CString;
@@ -32,8 +32,9 @@ const HUGE_PAGES_FROM: usize = 4 << 20;
 /// around them.
 pub(crate) const SPILL_FROM: usize = 64 << 20;
 
-/// The smallest block that spills in this run ([`spill_to`]).
-static SPILL_FROM_BYTES: AtomicUsize = AtomicUsize::new(SPILL_FROM);
+/// The smallest block that spills in this run, set by [`spill_to`]; none before, so that
+/// until then no block is looked up in the list of spilled blocks.
+static SPILL_FROM_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// At most this many blocks spill at once; past it, blocks stay in memory. A graph has a few
 /// dozen columns and its analysis as many again.
