@@ -192,8 +192,8 @@ unsafe impl GlobalAlloc for Allocator {
     }
 }
 
-/// The smallest block that spills, once spilling is on; never below a page, so that the
-/// blocks the system allocator makes before it is on are told apart by the list alone.
+/// The smallest block that spills: `usize::MAX` until spilling starts, then at least a page.
+/// Blocks of this size and more are looked up in the list of spilled blocks when freed.
 #[inline]
 fn spill_from() -> usize {
     SPILL_FROM_BYTES.load(Ordering::Relaxed)

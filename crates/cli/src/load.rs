@@ -10,7 +10,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A loaded heap graph, with the analysis its file carried, if any.
@@ -231,9 +230,6 @@ pub(crate) fn load_cuda(path: &Path) -> anyhow::Result<AllocSnapshot> {
 /// `--spill` and `--temp-dir`, set once by [`set_spill`] before any dump is read.
 static SPILL: OnceLock<(SpillArg, PathBuf, usize)> = OnceLock::new();
 
-/// The bytes of the dumps read so far, as [`spill_if_large`] counts them.
-static READ_BYTES: AtomicU64 = AtomicU64::new(0);
-
 /// Takes `--spill`, `--temp-dir` (default the system's temporary directory) and the
 /// smallest block that spills; `always` spills from here on.
 ///
@@ -248,10 +244,11 @@ pub(crate) fn set_spill(when: SpillArg, dir: Option<PathBuf>, from: usize) -> an
     Ok(())
 }
 
-/// Under `--spill auto`, turns spilling on before `path` is read when the dumps read so far
-/// and it are larger than three quarters of the memory available: about what reading and
-/// analysing them holds at its peak (0.7 to 1.1 bytes a byte of dump, docs/performance.md),
-/// beside the kernel's cache of the file.
+/// Under `--spill auto`, turns spilling on before `path` is read when it is larger than three
+/// quarters of the memory available: about what reading and analysing it holds at its peak
+/// (0.7 to 1.1 bytes a byte of dump, docs/performance.md), beside the kernel's cache of the
+/// file. Dumps already read and still held (`diff`, `serve --baseline`, `mcp`) have taken
+/// their share of the memory available, so each dump is weighed alone.
 fn spill_if_large(path: &Path) -> anyhow::Result<()> {
     let Some((SpillArg::Auto, dir, from)) = SPILL.get() else {
         return Ok(());
@@ -262,11 +259,10 @@ fn spill_if_large(path: &Path) -> anyhow::Result<()> {
     } else {
         size
     };
-    let read = READ_BYTES.fetch_add(counted, Ordering::Relaxed) + counted;
     let Some(available) = available_memory() else {
         return Ok(());
     };
-    if read > available / 4 * 3 && crate::allocator::spilled().is_none() {
+    if counted > available / 4 * 3 && crate::allocator::spilled().is_none() {
         crate::allocator::spill_to(dir, *from)?;
         // A line on stderr, as the progress bar's: the answer on stdout is unchanged.
         let _ = writeln!(
