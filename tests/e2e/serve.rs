@@ -497,6 +497,52 @@ fn serve_merges_a_types_paths_and_lists_duplicate_strings() {
     assert_eq!(server.get("/api/v1/strings?limit=0").status, 400);
 }
 
+/// The `paths` answers kept for the types with the most instances are the answers `paths`
+/// gives on the command line, asked by whole name or by its end, and an answer at other
+/// branches (never kept) is too.
+#[test]
+fn serve_keeps_the_paths_of_the_biggest_types_as_paths_answers_them() {
+    let java = java();
+    let server = Server::start(&[&java]);
+    let types = server.json("/api/v1/types");
+    let biggest = types["types"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .max_by_key(|row| row["count"].as_u64())
+        .expect("a type");
+    let name = biggest["type"].as_str().expect("a type name");
+    let cli = |extra: &[&str]| -> Value {
+        let mut args = vec!["paths", java.as_str(), "--type", name, "--format", "json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&heapgraph_ok(&args)).expect("JSON")
+    };
+    let expected = cli(&[]);
+    assert!(expected["targets"].as_u64() > Some(0), "{expected}");
+    let quoted = name.replace('$', "%24");
+    for path in [
+        format!("/api/v1/paths?type={quoted}"),
+        format!("/api/v1/paths?type={quoted}"),
+        format!("/api/v1/paths?type={quoted}&branches=20"),
+    ] {
+        assert_eq!(server.json(&path), expected, "{path}");
+    }
+    let sessions: Value = serde_json::from_str(&heapgraph_ok(&[
+        "paths",
+        &java,
+        "--type",
+        "com.example.Session",
+        "--format",
+        "json",
+    ]))
+    .expect("JSON");
+    assert_eq!(server.json("/api/v1/paths?type=Session"), sessions);
+    assert_eq!(
+        server.json(&format!("/api/v1/paths?type={quoted}&branches=2")),
+        cli(&["-n", "2"])
+    );
+}
+
 /// 50 clients at once for `seconds`, each asking for a mix of views and checking every answer
 /// against the one the server gave alone; `benches/serve_load.sh` runs it for 30 s.
 pub(crate) fn load_test(server: &Server, seconds: u64) -> u64 {

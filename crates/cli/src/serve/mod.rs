@@ -55,18 +55,21 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
         baseline: std::sync::Mutex::new(baseline),
         rendered: std::sync::OnceLock::new(),
         strings: Default::default(),
+        kept_paths: Default::default(),
     });
     // What the views read is built behind the first answers, on a thread of its own: the
     // answers rendered once (the suspects' chains read the chain parents, built beside the
     // dominator pass or stored in a converted dump), then the explorer's indexes (the chain
     // index `holders` searches by among them), then the chain parents `paths` reads where
-    // neither gave them. A view that needs one before it is ready waits for that one.
+    // neither gave them, then the `paths` answers of the types with the most instances. A
+    // view that needs one before it is ready waits for that one.
     let warming = Arc::clone(&served);
     std::thread::spawn(move || {
         let dump = &warming.dump;
         warming.rendered();
         dump.explorer.warm(&dump.graph, &dump.analysis);
         dump.analysis.chain_parents(&dump.graph);
+        warming.render_kept_paths();
     });
     listen(args, |guard| router(served, guard))
 }
