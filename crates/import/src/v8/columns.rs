@@ -723,16 +723,21 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
             name,
         })
         .collect();
+    // The nodes' columns made compact beside the edges'.
+    let ((node_kind, node_type, node_name), (edge_kind, edge_name)) = rayon::join(
+        || (nodes.kind.into(), node_type.into(), node_name.into()),
+        || (edges.kind.into(), edges.name.into()),
+    );
     let parts = HeapGraphParts {
         node_object_id: nodes.object_id,
-        node_kind: nodes.kind.into(),
-        node_type: node_type.into(),
-        node_name: node_name.into(),
+        node_kind,
+        node_type,
+        node_name,
         node_shallow_size: nodes.shallow_size,
         first_edge: nodes.first_edge,
         edge_to: edges.to,
-        edge_kind: edges.kind.into(),
-        edge_name: edges.name.into(),
+        edge_kind,
+        edge_name,
         node_kinds,
         root,
     };

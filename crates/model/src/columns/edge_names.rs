@@ -256,11 +256,30 @@ impl From<Vec<u32>> for EdgeNames {
         if too_many_beside(n_beside, names.len()) {
             return EdgeNames(NamesOfEdges::Wide(names), Widening::Automatic);
         }
-        let mut column = EdgeNames::with_capacity(names.len());
-        for name in names {
-            column.push(name);
+        // A loop per column rather than a push per name (the parse of a V8 snapshot converts
+        // tens of millions); whether to stay narrow is decided on all the names at once.
+        let narrow = names
+            .iter()
+            .map(|&name| u16::try_from(name).unwrap_or(u16::MAX))
+            .collect();
+        let mut wide_at = Vec::with_capacity(n_beside);
+        let mut wide = Vec::with_capacity(n_beside);
+        if n_beside > 0 {
+            for (at, &name) in names.iter().enumerate() {
+                if name >= u32::from(u16::MAX) {
+                    wide_at.push(at as u64);
+                    wide.push(name);
+                }
+            }
         }
-        column
+        EdgeNames(
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            },
+            Widening::Automatic,
+        )
     }
 }
 
@@ -303,5 +322,31 @@ mod tests {
         kept.settle();
         assert!(!kept.is_narrow());
         assert_eq!(kept.to_vec(), spread);
+    }
+
+    #[test]
+    fn names_converted_at_once_are_the_names_pushed() {
+        // The marker itself (65,535) and the names past it go beside; a crowded start does
+        // not widen a column whose names are mostly narrow overall.
+        let names: Vec<u32> = (0..100_000u32)
+            .map(|i| match i % 50 {
+                0 => 65_535,
+                1 => 65_534,
+                2 => 1 << 20,
+                _ => i % 60_000,
+            })
+            .chain(0..5000)
+            .collect();
+        let converted = EdgeNames::from(names.clone());
+        assert!(converted.is_narrow());
+        assert_eq!(converted.to_vec(), names);
+        let mut pushed = EdgeNames::new();
+        for &name in &names {
+            pushed.push(name);
+        }
+        assert!(pushed.is_narrow());
+        for edge in 0..names.len() {
+            assert_eq!(converted.get(edge), pushed.get(edge), "edge {edge}");
+        }
     }
 }
