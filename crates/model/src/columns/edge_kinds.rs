@@ -155,7 +155,10 @@ mod tests {
         assert_eq!(column.to_vec(), kinds);
         assert_eq!(column.nibbles.len(), 501);
         let pushed: EdgeKinds = kinds.iter().copied().collect();
-        assert_eq!((column.nibbles.clone(), column.len), (pushed.nibbles, pushed.len));
+        assert_eq!(
+            (column.nibbles.clone(), column.len),
+            (pushed.nibbles, pushed.len)
+        );
         let mut joined = column.clone();
         joined.extend_from(&column);
         joined.extend_from(&EdgeKinds::from(kinds[..4].to_vec()));
