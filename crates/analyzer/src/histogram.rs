@@ -4,6 +4,9 @@ use crate::dominators::DominatorTree;
 use crate::leb128;
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{HeapGraph, StringId, TypeTotals};
+use std::ops::Range;
+use std::sync::atomic::AtomicU8;
+use std::sync::{Mutex, PoisonError};
 
 /// Computes [`TypeTotals`] from the dominator tree, whose children `children` gives (built
 /// beside the count of each type).
@@ -65,32 +68,6 @@ impl ListOffsets {
             ListOffsets::Wide(offsets) => offsets[rank] as usize,
         }
     }
-
-    #[inline]
-    fn add(&mut self, rank: usize, n: usize) {
-        match self {
-            ListOffsets::Narrow(offsets) => offsets[rank] += n as u32,
-            ListOffsets::Wide(offsets) => offsets[rank] += n as u64,
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            ListOffsets::Narrow(offsets) => offsets.len(),
-            ListOffsets::Wide(offsets) => offsets.len(),
-        }
-    }
-
-    fn pop(&mut self) {
-        match self {
-            ListOffsets::Narrow(offsets) => {
-                offsets.pop();
-            }
-            ListOffsets::Wide(offsets) => {
-                offsets.pop();
-            }
-        }
-    }
 }
 
 /// Which nodes have children, with a rank: `bits` holds a bit per node, `before[k]` the number
@@ -114,6 +91,148 @@ impl ParentBits {
     }
 }
 
+/// Ranges of nodes for the children's passes: one per thread rayon has (at most 4), one for
+/// graphs under a million nodes.
+fn node_ranges(n_nodes: usize) -> Vec<Range<usize>> {
+    let parts = if n_nodes < 1 << 20 {
+        1
+    } else {
+        rayon::current_num_threads().clamp(1, 4)
+    };
+    let step = n_nodes.div_ceil(parts).max(1);
+    (0..parts)
+        .map(|part| (part * step).min(n_nodes)..((part + 1) * step).min(n_nodes))
+        .collect()
+}
+
+/// `work` on each item, results in order: the first on this thread, the others on threads of
+/// their own (on this one where no thread can be had).
+fn on_threads<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + Sync) -> Vec<R> {
+    let slots: Vec<Mutex<Option<I>>> = items
+        .into_iter()
+        .map(|item| Mutex::new(Some(item)))
+        .collect();
+    let work = &work;
+    let slots = &slots;
+    let run = move |at: usize| {
+        let item = slots[at]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        item.map(work)
+    };
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..slots.len())
+            .map(|at| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || run(at))
+                    .ok()
+            })
+            .collect();
+        let mut results = vec![run(0)];
+        for (at, handle) in (1..).zip(handles) {
+            results.push(match handle {
+                Some(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => run(at),
+            });
+        }
+        results.into_iter().flatten().collect()
+    })
+}
+
+/// An offset into the children's bytes.
+trait ListOffset: Copy + Send + Sync {
+    const ZERO: Self;
+    /// `value`, which the caller knows to fit.
+    fn new(value: usize) -> Self;
+    fn get(self) -> usize;
+}
+
+impl ListOffset for u32 {
+    const ZERO: Self = 0;
+    #[inline]
+    fn new(value: usize) -> Self {
+        value as u32
+    }
+    #[inline]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+impl ListOffset for u64 {
+    const ZERO: Self = 0;
+    #[inline]
+    fn new(value: usize) -> Self {
+        value as u64
+    }
+    #[inline]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+/// The children's lists, by parent rank: where each starts (one more offset than `n_parents`,
+/// the last where the bytes end) and their bytes. Each range of nodes counts its children's
+/// bytes per list, the counts become where its part of each list starts, and it fills them.
+fn lists<T: ListOffset>(
+    graph: &HeapGraph,
+    tree: &DominatorTree,
+    parents: &ParentBits,
+    ranges: Vec<Range<usize>>,
+    n_parents: usize,
+) -> (Vec<T>, Vec<u8>) {
+    let root = graph.root().index();
+    let has_parent = |node: usize| node != root && tree.reachable[node];
+    let rank_of = |node: usize| {
+        parents
+            .rank(node)
+            .expect("every dominator was marked as a parent")
+    };
+    let mut cursors = on_threads(ranges.clone(), |range| {
+        // One spare entry, so that the last range's cursors become the lists' starts in place.
+        let mut counts = Vec::with_capacity(n_parents + 1);
+        counts.resize(n_parents, T::ZERO);
+        for node in range {
+            if has_parent(node) {
+                let parent = tree.idom[node] as usize;
+                let count = &mut counts[rank_of(parent)];
+                *count = T::new(count.get() + leb128::encoded_len(zigzag(node, parent)));
+            }
+        }
+        counts
+    });
+    let mut running = 0usize;
+    for rank in 0..n_parents {
+        for part in &mut cursors {
+            let n = part[rank].get();
+            part[rank] = T::new(running);
+            running += n;
+        }
+    }
+    let bytes: Vec<AtomicU8> = (0..running).map(|_| AtomicU8::new(0)).collect();
+    let mut ends = on_threads(
+        ranges.into_iter().zip(cursors).collect(),
+        |(range, mut cursor): (Range<usize>, Vec<T>)| {
+            for node in range {
+                if has_parent(node) {
+                    let parent = tree.idom[node] as usize;
+                    let slot = &mut cursor[rank_of(parent)];
+                    *slot = T::new(leb128::store(&bytes, slot.get(), zigzag(node, parent)));
+                }
+            }
+            cursor
+        },
+    );
+    // The last range's part of each list ends where the next list starts.
+    let mut first = ends.pop().unwrap_or_default();
+    first.insert(0, T::ZERO);
+    let bytes = bytes.into_iter().map(AtomicU8::into_inner).collect();
+    (first, bytes)
+}
+
 /// The zigzag form of `child - parent`.
 #[inline]
 fn zigzag(child: usize, parent: usize) -> u64 {
@@ -127,17 +246,35 @@ impl DominatorChildren {
         })
     }
 
+    /// Three passes over the nodes (mark the parents, count each list's bytes, fill the
+    /// lists), each split into ranges of nodes on threads of their own (never rayon jobs: the
+    /// per-type totals wait for the children from inside one). A range's children of a parent
+    /// go after those of the ranges before it, so each list stays in index order.
     fn build_untimed(graph: &HeapGraph, tree: &DominatorTree) -> Self {
+        Self::build_in_ranges(graph, tree, node_ranges(graph.node_count()))
+    }
+
+    /// [`DominatorChildren::build_untimed`] with the nodes split into `ranges`.
+    fn build_in_ranges(graph: &HeapGraph, tree: &DominatorTree, ranges: Vec<Range<usize>>) -> Self {
         let n_nodes = graph.node_count();
         let root = graph.root().index();
         let has_parent = |node: usize| node != root && tree.reachable[node];
-        let mut bits = FixedBitSet::with_capacity(n_nodes);
-        let mut n_children = 0usize;
-        for node in 0..n_nodes {
-            if has_parent(node) {
-                bits.insert(tree.idom[node] as usize);
-                n_children += 1;
+        let marked = on_threads(ranges.clone(), |range| {
+            let mut bits = FixedBitSet::with_capacity(n_nodes);
+            let mut n_children = 0usize;
+            for node in range {
+                if has_parent(node) {
+                    bits.insert(tree.idom[node] as usize);
+                    n_children += 1;
+                }
             }
+            (bits, n_children)
+        });
+        let n_children: usize = marked.iter().map(|(_, n)| n).sum();
+        let mut marked = marked.into_iter().map(|(bits, _)| bits);
+        let mut bits = marked.next().unwrap_or_default();
+        for other in marked {
+            bits.union_with(&other);
         }
         let mut before = Vec::with_capacity(bits.as_slice().len());
         let mut running = 0u32;
@@ -146,44 +283,14 @@ impl DominatorChildren {
             running += block.count_ones();
         }
         let parents = ParentBits { bits, before };
-        // Byte counts at `first[rank + 2]`, so that after the prefix sums `first[rank + 1]` is
-        // where the parent's list starts and can serve as the fill cursor; the fill leaves it
-        // where the list ends. Five bytes at most per child bound the total.
-        let n_offsets = running as usize + 2;
-        let mut first = if u32::try_from(n_children.saturating_mul(5)).is_ok() {
-            ListOffsets::Narrow(vec![0; n_offsets])
+        // Five bytes at most per child bound the total.
+        let (first, bytes) = if u32::try_from(n_children.saturating_mul(5)).is_ok() {
+            let (first, bytes) = lists::<u32>(graph, tree, &parents, ranges, running as usize);
+            (ListOffsets::Narrow(first), bytes)
         } else {
-            ListOffsets::Wide(vec![0; n_offsets])
+            let (first, bytes) = lists::<u64>(graph, tree, &parents, ranges, running as usize);
+            (ListOffsets::Wide(first), bytes)
         };
-        let rank_of = |node: usize| {
-            parents
-                .rank(node)
-                .expect("every dominator was marked as a parent")
-        };
-        for node in 0..n_nodes {
-            if has_parent(node) {
-                let parent = tree.idom[node] as usize;
-                first.add(
-                    rank_of(parent) + 2,
-                    leb128::encoded_len(zigzag(node, parent)),
-                );
-            }
-        }
-        for i in 2..first.len() {
-            let previous = first.get(i - 1);
-            first.add(i, previous);
-        }
-        let mut bytes = vec![0u8; first.get(first.len() - 1)];
-        for node in 0..n_nodes {
-            if has_parent(node) {
-                let parent = tree.idom[node] as usize;
-                let rank = rank_of(parent);
-                let at = first.get(rank + 1);
-                let end = leb128::write(&mut bytes, at, zigzag(node, parent));
-                first.add(rank + 1, end - at);
-            }
-        }
-        first.pop();
         DominatorChildren {
             parents,
             first,
@@ -351,4 +458,57 @@ fn enter(tree: &DominatorTree, dense: u32, node: usize, open: &mut [u32], totals
         totals.retained[dense] += tree.retained_size.get(node);
     }
     open[dense] += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edge_rule::EdgeRule;
+    use heapgraph_model::{EdgeKind, Runtime};
+
+    /// Split into ranges of nodes on several threads, the children's lists are the lists one
+    /// thread builds, byte for byte, and each lists the nodes whose dominator is its parent,
+    /// in index order.
+    #[test]
+    fn children_built_in_ranges_are_the_children_built_in_one() {
+        // A root over a few hubs, each object referring to objects scattered by a step that
+        // is prime to the size, so dominators are near and far, above and below.
+        let n: u32 = 20_000;
+        let mut edges: Vec<(u32, u32, EdgeKind)> =
+            (1..8).map(|hub| (0, hub, EdgeKind::Property)).collect();
+        for node in 1..n {
+            edges.push((node, (node * 7919) % n, EdgeKind::Property));
+            if node % 3 == 0 {
+                edges.push((node, (node + 1) % n, EdgeKind::Property));
+            }
+        }
+        let graph = heapgraph_test_support::graph_from_edges(&vec![16; n as usize], &edges);
+        let tree = crate::dominators::dominators(&graph, &EdgeRule::for_runtime(Runtime::Java));
+        let whole = std::iter::once(0..n as usize).collect();
+        let one = DominatorChildren::build_in_ranges(&graph, &tree, whole);
+        for cuts in [
+            vec![0..7_000, 7_000..7_001, 7_001..20_000],
+            vec![0..5_000, 5_000..10_000, 10_000..15_000, 15_000..20_000],
+        ] {
+            let split = DominatorChildren::build_in_ranges(&graph, &tree, cuts.clone());
+            assert_eq!(split.bytes, one.bytes, "{cuts:?}");
+            for node in 0..n as usize {
+                assert_eq!(split.range(node), one.range(node), "node {node}");
+            }
+        }
+        let mut listed = 0;
+        for parent in 0..n as usize {
+            let children: Vec<u32> = one.of(parent).collect();
+            assert!(children.is_sorted(), "{parent}: {children:?}");
+            for &child in &children {
+                assert_eq!(tree.idom[child as usize] as usize, parent);
+            }
+            listed += children.len();
+        }
+        let expected = (0..n as usize)
+            .filter(|&node| node != 0 && tree.reachable[node])
+            .count();
+        assert!(expected > n as usize / 2, "{expected} reachable");
+        assert_eq!(listed, expected);
+    }
 }

@@ -2,6 +2,8 @@
 //! tree's children, long predecessor lists): seven bits a byte, low bits first, the high bit
 //! set on every byte but the last; and zigzag, which maps signed differences to small codes.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 /// Bytes of the LEB128 encoding of `value`.
 #[inline]
 pub(crate) fn encoded_len(value: u64) -> usize {
@@ -19,15 +21,16 @@ pub(crate) fn push(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// Writes the encoding of `value` at `bytes[at..]`, which has room for it
-/// ([`encoded_len`]); returns where it ends.
+/// ([`encoded_len`]); returns where it ends. The bytes are atomics so that threads write
+/// their own places in one buffer.
 #[inline]
-pub(crate) fn write(bytes: &mut [u8], mut at: usize, mut value: u64) -> usize {
+pub(crate) fn store(bytes: &[AtomicU8], mut at: usize, mut value: u64) -> usize {
     for _ in 1..encoded_len(value) {
-        bytes[at] = (value as u8 & 0x7f) | 0x80;
+        bytes[at].store((value as u8 & 0x7f) | 0x80, Ordering::Relaxed);
         value >>= 7;
         at += 1;
     }
-    bytes[at] = value as u8;
+    bytes[at].store(value as u8, Ordering::Relaxed);
     at + 1
 }
 
@@ -93,8 +96,9 @@ mod tests {
             push(&mut out, value);
             assert_eq!(out, bytes, "{value}");
             assert_eq!(encoded_len(value), bytes.len(), "{value}");
-            let mut written = vec![0u8; bytes.len()];
-            assert_eq!(write(&mut written, 0, value), bytes.len());
+            let written: Vec<AtomicU8> = (0..bytes.len()).map(|_| AtomicU8::new(0)).collect();
+            assert_eq!(store(&written, 0, value), bytes.len());
+            let written: Vec<u8> = written.into_iter().map(AtomicU8::into_inner).collect();
             assert_eq!(written, bytes, "{value}");
         }
     }

@@ -649,9 +649,18 @@ mod tests {
     #[test]
     fn the_first_bad_position_is_found_across_blocks() {
         let len = 300_000;
-        for bad in [vec![], vec![0], vec![70_000, 200_000, 65_535], vec![len - 1]] {
+        for bad in [
+            vec![],
+            vec![0],
+            vec![70_000, 200_000, 65_535],
+            vec![len - 1],
+        ] {
             let first = bad.iter().copied().min();
-            assert_eq!(first_in_blocks(len, |at| bad.contains(&at)), first, "{bad:?}");
+            assert_eq!(
+                first_in_blocks(len, |at| bad.contains(&at)),
+                first,
+                "{bad:?}"
+            );
         }
         assert_eq!(first_in_blocks(0, |_| true), None);
     }
