@@ -62,7 +62,7 @@ pub use view::{
 };
 pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
-use heapgraph_model::{HeapGraph, StoredAnalysis, TypeTotals, U64Column, timed};
+use heapgraph_model::{HeapGraph, NodeId, StoredAnalysis, TypeTotals, U64Column, timed};
 use histogram::DominatorChildren;
 use std::sync::OnceLock;
 
@@ -95,6 +95,19 @@ pub struct Analysis {
     /// The dominator tree's children of every node, once asked for
     /// ([`Analysis::dominator_children`]).
     children: OnceLock<DominatorChildren>,
+    /// Whether the object views show distances.
+    view_distances: ViewDistances,
+}
+
+/// Whether the object views of an analysis ([`ObjectView::distance`]) show each object's
+/// distance from the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewDistances {
+    /// Shown: the distances are searched for once, beside the dominator pass or on first use.
+    Shown,
+    /// Left out (every view's distance is `None`), for outputs that show none, such as
+    /// `summary`'s findings: no search, and no distance per node held.
+    LeftOut,
 }
 
 /// The marker for "no distance" in [`Analysis::distances`].
@@ -116,9 +129,24 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// the dominator tree ([`Analysis::prepare_chains`] then finds them built). The pass takes
 /// its fast order whatever [`memory_bound`] says: the lean one costs a second search of the
 /// graph on the pass's thread, which is the run's longest. Call it from a thread that is not
-/// rayon's.
-pub fn analyze_before_chains(graph: &HeapGraph, options: &Options) -> Analysis {
+/// rayon's. With [`ViewDistances::LeftOut`] there are no distances to search for.
+pub fn analyze_before_chains(
+    graph: &HeapGraph,
+    options: &Options,
+    view_distances: ViewDistances,
+) -> Analysis {
     let rule = &options.edge_rule;
+    if view_distances == ViewDistances::LeftOut {
+        let (chain_parents, analysis) = side_by_side(
+            || timed("chain parents", || merged_paths::chain_parents(graph, rule)),
+            || analyze_trading_memory(graph, options, false, &|| {}),
+        );
+        return Analysis {
+            chain_parent: OnceLock::from(chain_parents),
+            view_distances,
+            ..analysis
+        };
+    }
     // The distances' search waits for the dominator pass's predecessor lists, which take
     // every core; the pass is one thread's after them.
     let lists_built = Gate::default();
@@ -201,6 +229,7 @@ fn analyze_trading_memory(
         chains: OnceLock::new(),
         chain_parent: OnceLock::new(),
         children: OnceLock::new(),
+        view_distances: ViewDistances::Shown,
     }
 }
 
@@ -252,7 +281,31 @@ impl Analysis {
     ///
     /// Complexity: O(V + E), two breadth-first searches.
     pub fn prepare_chains(&self, graph: &HeapGraph) {
-        side_by_side(|| self.distances(graph), || self.chain_parents(graph));
+        match self.view_distances {
+            ViewDistances::Shown => {
+                side_by_side(|| self.distances(graph), || self.chain_parents(graph));
+            }
+            ViewDistances::LeftOut => {
+                self.chain_parents(graph);
+            }
+        }
+    }
+
+    /// Builds what object views read on first use (the distances, where they are shown), so
+    /// that views made on rayon's threads never wait on a cell that rayon's help fills.
+    pub fn prepare_views(&self, graph: &HeapGraph) {
+        if self.view_distances == ViewDistances::Shown {
+            self.distances(graph);
+        }
+    }
+
+    /// The distance of `node` from the root that its object view shows: none where the search
+    /// does not reach it, or where the analysis leaves distances out of its views.
+    pub fn view_distance(&self, graph: &HeapGraph, node: NodeId) -> Option<u32> {
+        match self.view_distances {
+            ViewDistances::Shown => edges_from_root(self.distances(graph)[node.index()]),
+            ViewDistances::LeftOut => None,
+        }
     }
 
     /// The reachable heap: the shallow sizes of the reachable real objects, summed. The root's
@@ -392,6 +445,7 @@ impl Analysis {
             chains: OnceLock::new(),
             chain_parent,
             children: OnceLock::new(),
+            view_distances: ViewDistances::Shown,
         })
     }
 
@@ -410,6 +464,7 @@ impl Analysis {
             chains: _,
             chain_parent,
             children,
+            view_distances: _,
         } = self;
         let chain_parent = chain_parent.into_inner().unwrap_or_default();
         let type_totals = type_totals.into_inner().unwrap_or_else(|| {
@@ -625,6 +680,47 @@ mod tests {
 
     fn adopt(graph: &HeapGraph, stored: StoredAnalysis) -> Result<Analysis, String> {
         Analysis::from_stored(graph, EdgeRule::for_runtime(graph.meta().runtime), stored)
+    }
+
+    /// An analysis whose views leave distances out finds the same suspects, chains and all,
+    /// with no distance on any view, and searches for none.
+    #[test]
+    fn views_without_distances_are_the_views_with_them_less_the_distances() {
+        let graph = graph(
+            "root -> cache: 8; cache -> map: 16; map -> s1: 100; map -> s2: 100; map -> s3: 100; root -> other: 4",
+        );
+        let options = Options {
+            edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+        };
+        let shown = analyze_before_chains(&graph, &options, ViewDistances::Shown);
+        let left_out = analyze_before_chains(&graph, &options, ViewDistances::LeftOut);
+        let with = suspects(&graph, &shown, 0.2);
+        let mut without = suspects(&graph, &left_out, 0.2);
+        assert!(left_out.distance.get().is_none(), "no distances searched");
+        assert!(!with.suspects.is_empty());
+        let mut views = 0;
+        for (suspect, expected) in without.suspects.iter_mut().zip(&with.suspects) {
+            let objects = suspect
+                .object
+                .iter_mut()
+                .chain(suspect.accumulation_point.iter_mut());
+            let steps = suspect.path.iter_mut().chain(suspect.entry_path.iter_mut());
+            for view in objects.chain(steps.map(|step| &mut step.object)) {
+                assert_eq!(view.distance, None, "{view:?}");
+                views += 1;
+                view.distance = shown.view_distance(&graph, view.node);
+            }
+            assert_eq!(suspect, expected);
+        }
+        assert!(views > 3, "{views} views");
+        assert!(
+            with.suspects[0]
+                .path
+                .iter()
+                .any(|step| step.object.distance.is_some()),
+            "{:?}",
+            with.suspects[0].path
+        );
     }
 
     /// A tree, a diamond, a nested instance of one type, and an unreachable pair.

@@ -2,7 +2,6 @@
 
 use crate::Analysis;
 use crate::chains::{ChainIndex, ChainOrder, RankedChain, ranked_chains_with};
-use crate::distances::edges_from_root;
 use crate::paths::{Chain, shortest_weak_chains};
 use crate::view::{
     DominatorTreeNode, DominatorTreeView, HELD_THROUGH_ROWS, HeldThroughRow, HoldersView,
@@ -28,7 +27,7 @@ pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Obje
         shallow_size: graph.shallow_size(node),
         retained_size: reachable.then(|| tree.retained_size.get(node.index())),
         distance: if reachable {
-            edges_from_root(analysis.distances(graph)[node.index()])
+            analysis.view_distance(graph, node)
         } else {
             None
         },
@@ -385,7 +384,7 @@ fn object_views(graph: &HeapGraph, analysis: &Analysis, nodes: &[NodeId]) -> Vec
     }
     // Computed here, once: a rayon worker must not wait on a cell that another fills with
     // rayon's help (docs/architecture.md, "Performance").
-    analysis.distances(graph);
+    analysis.prepare_views(graph);
     nodes
         .par_iter()
         .with_min_len(ON_EVERY_CORE / 4)

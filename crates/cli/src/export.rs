@@ -69,7 +69,8 @@ fn export_one(
     let analysis;
     let source = match &mut evidence {
         Evidence::Graph(loaded) => {
-            analysis = loaded.analyze_before_chains(false)?;
+            analysis =
+                loaded.analyze_before_chains(false, heapgraph_analyzer::ViewDistances::Shown)?;
             Source::Graph {
                 graph: &loaded.graph,
                 analysis: &analysis,

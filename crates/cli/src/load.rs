@@ -3,7 +3,7 @@
 
 use crate::args::{Common, ReadArgs, SpillArg};
 use anyhow::{Context, bail};
-use heapgraph_analyzer::{Analysis, EdgeRule, Options};
+use heapgraph_analyzer::{Analysis, EdgeRule, Options, ViewDistances};
 use heapgraph_import::{Contents, hgd};
 use heapgraph_model::{AllocSnapshot, HeapGraph, StoredAnalysis, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -381,17 +381,26 @@ impl Loaded {
     /// The analysis under the runtime's default edge rule, or with weak edges retaining.
     /// A stored analysis is used when it was made under the same rule (the default).
     pub(crate) fn analyze(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
-        self.analyze_then(include_weak, false)
+        self.analyze_then(include_weak, None)
     }
 
     /// [`Loaded::analyze`] for a verb that goes on to the suspects' chains, whose indexes hold
     /// more than the dominator pass: the pass never trades time for memory
-    /// ([`heapgraph_analyzer::analyze_before_chains`]).
-    pub(crate) fn analyze_before_chains(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
-        self.analyze_then(include_weak, true)
+    /// ([`heapgraph_analyzer::analyze_before_chains`]); the views show distances if
+    /// `view_distances` says so.
+    pub(crate) fn analyze_before_chains(
+        &mut self,
+        include_weak: bool,
+        view_distances: ViewDistances,
+    ) -> anyhow::Result<Analysis> {
+        self.analyze_then(include_weak, Some(view_distances))
     }
 
-    fn analyze_then(&mut self, include_weak: bool, chains: bool) -> anyhow::Result<Analysis> {
+    fn analyze_then(
+        &mut self,
+        include_weak: bool,
+        chains: Option<ViewDistances>,
+    ) -> anyhow::Result<Analysis> {
         let mut edge_rule = EdgeRule::for_runtime(self.graph.meta().runtime);
         edge_rule.include_weak = include_weak;
         if let Some(stored) = self.stored.take()
@@ -412,10 +421,11 @@ impl Loaded {
             release_freed_memory();
         }
         let options = Options { edge_rule };
-        let analysis = if chains {
-            heapgraph_analyzer::analyze_before_chains(&self.graph, &options)
-        } else {
-            heapgraph_analyzer::analyze(&self.graph, &options)
+        let analysis = match chains {
+            Some(view_distances) => {
+                heapgraph_analyzer::analyze_before_chains(&self.graph, &options, view_distances)
+            }
+            None => heapgraph_analyzer::analyze(&self.graph, &options),
         };
         spinner.finish_and_clear();
         Ok(analysis)

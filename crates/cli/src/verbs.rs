@@ -28,7 +28,11 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         let analysis = loaded.analyze(args.common.include_weak)?;
         return crate::waste::grouped(args, &loaded, &analysis, by);
     }
-    let analysis = loaded.analyze_before_chains(args.common.include_weak)?;
+    let analysis = loaded.analyze_before_chains(
+        args.common.include_weak,
+        // The summary's findings show no distances.
+        heapgraph_analyzer::ViewDistances::LeftOut,
+    )?;
     let graph = &loaded.graph;
     if let Some(kind) = &args.kind
         && !graph
@@ -292,7 +296,10 @@ pub(crate) fn dominators(args: &DominatorsArgs) -> anyhow::Result<String> {
 
 pub(crate) fn suspects(args: &SuspectsArgs) -> anyhow::Result<String> {
     let mut loaded = load_for(&args.common)?;
-    let analysis = loaded.analyze_before_chains(args.common.include_weak)?;
+    let analysis = loaded.analyze_before_chains(
+        args.common.include_weak,
+        heapgraph_analyzer::ViewDistances::Shown,
+    )?;
     let view = heapgraph_analyzer::suspects_with_drop(
         &loaded.graph,
         &analysis,

@@ -164,7 +164,7 @@ fn load(path: &Path, read: &ReadArgs) -> anyhow::Result<Dumped> {
 /// Analyses a loaded heap dump, with an explorer whose indexes are built on first use (also
 /// `heapgraph mcp`'s dumps).
 pub(crate) fn explore(path: &Path, mut loaded: crate::load::Loaded) -> anyhow::Result<Dumped> {
-    let analysis = loaded.analyze_before_chains(false)?;
+    let analysis = loaded.analyze_before_chains(false, heapgraph_analyzer::ViewDistances::Shown)?;
     let explorer = Explorer::new();
     let info = DumpInfo::new(&path.display().to_string(), loaded.graph.meta());
     Ok(Dumped {
