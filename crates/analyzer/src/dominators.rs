@@ -28,8 +28,6 @@ use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column, prefetch, timed};
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -100,22 +98,20 @@ impl DominatorTree {
 /// node and a DFS stack of at most V entries. Lengauer–Tarjan's forest takes four `u32` per
 /// vertex, its buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
-    dominators_trading_memory(graph, rule, memory_bound(graph), &|| {})
+    dominators_trading_memory(graph, rule, memory_bound(graph))
 }
 
-/// [`dominators`], trading time for memory (the lean order) only when `lean`, calling
-/// `lists_built` once the predecessor lists are (the pass is one thread's from then on).
+/// [`dominators`], trading time for memory (the lean order) only when `lean`.
 pub(crate) fn dominators_trading_memory(
     graph: &HeapGraph,
     rule: &EdgeRule,
     lean: bool,
-    lists_built: &dyn Fn(),
 ) -> DominatorTree {
     let order = if lean { Order::Lean } else { Order::Fast };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_with::<u32>(graph, rule, true, order, lists_built)
+        dominators_with::<u32>(graph, rule, true, order)
     } else {
-        dominators_with::<u64>(graph, rule, true, order, lists_built)
+        dominators_with::<u64>(graph, rule, true, order)
     }
 }
 
@@ -147,23 +143,15 @@ enum Order {
 /// An offset into the predecessor lists: `u32` halves the offsets when the edges allow it.
 trait Offset: Copy + Send + Sync {
     const ZERO: Self;
-    /// The same, as an atomic, for the lists' counts and fill cursors shared by threads.
-    type Atomic: Send + Sync;
     /// `value`, which the caller knows to fit.
     fn new(value: usize) -> Self;
     fn get(self) -> usize;
     /// The values, each known to fit a `u32`, as `u32`s (in place where the types allow).
     fn into_u32s(values: Vec<Self>) -> Vec<u32>;
-    /// The values as atomics, and back (in place where the types allow).
-    fn into_atomics(values: Vec<Self>) -> Vec<Self::Atomic>;
-    fn from_atomics(values: Vec<Self::Atomic>) -> Vec<Self>;
-    /// Adds one, returning the value before.
-    fn bump(counter: &Self::Atomic) -> usize;
 }
 
 impl Offset for u32 {
     const ZERO: Self = 0;
-    type Atomic = AtomicU32;
     #[inline]
     fn new(value: usize) -> Self {
         value as u32
@@ -175,21 +163,10 @@ impl Offset for u32 {
     fn into_u32s(values: Vec<Self>) -> Vec<u32> {
         values
     }
-    fn into_atomics(values: Vec<Self>) -> Vec<AtomicU32> {
-        values.into_iter().map(AtomicU32::new).collect()
-    }
-    fn from_atomics(values: Vec<AtomicU32>) -> Vec<Self> {
-        values.into_iter().map(AtomicU32::into_inner).collect()
-    }
-    #[inline]
-    fn bump(counter: &AtomicU32) -> usize {
-        counter.fetch_add(1, Ordering::Relaxed) as usize
-    }
 }
 
 impl Offset for u64 {
     const ZERO: Self = 0;
-    type Atomic = AtomicU64;
     #[inline]
     fn new(value: usize) -> Self {
         value as u64
@@ -201,16 +178,6 @@ impl Offset for u64 {
     fn into_u32s(values: Vec<Self>) -> Vec<u32> {
         values.into_iter().map(|value| value as u32).collect()
     }
-    fn into_atomics(values: Vec<Self>) -> Vec<AtomicU64> {
-        values.into_iter().map(AtomicU64::new).collect()
-    }
-    fn from_atomics(values: Vec<AtomicU64>) -> Vec<Self> {
-        values.into_iter().map(AtomicU64::into_inner).collect()
-    }
-    #[inline]
-    fn bump(counter: &AtomicU64) -> usize {
-        counter.fetch_add(1, Ordering::Relaxed) as usize
-    }
 }
 
 /// [`dominators`] with predecessor offsets of type `O`, which must hold the edge count;
@@ -220,7 +187,6 @@ fn dominators_with<O: Offset>(
     rule: &EdgeRule,
     allow_semi_nca: bool,
     order: Order,
-    lists_built: &dyn Fn(),
 ) -> DominatorTree {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
@@ -297,7 +263,6 @@ fn dominators_with<O: Offset>(
     let preds = timed("dominators: predecessor lists", || {
         Preds::<O>::build(parts, rule, root_ordinal, &number, len, lists)
     });
-    lists_built();
     match method {
         IdomMethod::SemiNca => {
             drop(number);
@@ -943,15 +908,11 @@ impl<O: Offset> Preds<O> {
             }
         }
         // Counts at `first[w + 1]`; after the prefix sums `first[w]` is where `w`'s list
-        // starts and serves as its fill cursor, which leaves it where the list ends. Both
-        // passes take ranges of sources on every core, counting and filling through atomics:
-        // a list's entries then come in no fixed order, which no step after depends on (a
-        // semidominator is a least number over the list; long lists are sorted to pack).
-        let counts = O::into_atomics(vec![O::ZERO; len + 1]);
+        // starts and serves as its fill cursor, which leaves it where the list ends.
+        let mut first = vec![O::ZERO; len + 1];
         for_each_pred(parts, rule, root_ordinal, number, &root_target, |to, _| {
-            O::bump(&counts[to + 1]);
+            first[to + 1] = O::new(first[to + 1].get() + 1);
         });
-        let mut first = O::from_atomics(counts);
         let mut left_out = FixedBitSet::with_capacity(len);
         if lists == Lists::WithoutSinglePredecessors {
             for w in 2..len {
@@ -964,8 +925,7 @@ impl<O: Offset> Preds<O> {
         for k in 1..first.len() {
             first[k] = O::new(first[k].get() + first[k - 1].get());
         }
-        let from: Vec<AtomicU32> = (0..first[len].get()).map(|_| AtomicU32::new(0)).collect();
-        let cursors = O::into_atomics(first);
+        let mut from = vec![0u32; first[len].get()];
         for_each_pred(
             parts,
             rule,
@@ -973,13 +933,14 @@ impl<O: Offset> Preds<O> {
             number,
             &root_target,
             |to, source| {
-                if !left_out.contains(to) {
-                    from[O::bump(&cursors[to])].store(source, Ordering::Relaxed);
+                if left_out.contains(to) {
+                    return;
                 }
+                let slot = &mut first[to];
+                from[slot.get()] = source;
+                *slot = O::new(slot.get() + 1);
             },
         );
-        let from = from.into_iter().map(AtomicU32::into_inner).collect();
-        let mut first = O::from_atomics(cursors);
         first.copy_within(0..len, 1);
         first[0] = O::ZERO;
         Preds {
@@ -1041,46 +1002,42 @@ impl<O: Offset> Preds<O> {
 }
 
 /// Calls `visit(target number, source number)` for every retaining edge between numbered
-/// nodes, but for edges into `root_target` nodes that do not leave the root; ranges of
-/// sources on every core, so in no fixed order.
+/// nodes, in edge order, but for edges into `root_target` nodes that do not leave the root.
 fn for_each_pred(
     parts: &HeapGraphParts,
     rule: &EdgeRule,
     root_ordinal: u32,
     number: &[u32],
     root_target: &FixedBitSet,
-    visit: impl Fn(usize, u32) + Sync,
+    mut visit: impl FnMut(usize, u32),
 ) {
     let edge_to = &parts.edge_to;
-    (0..number.len())
-        .into_par_iter()
-        .with_min_len(1 << 14)
-        .for_each(|from| {
-            let source = number[from];
-            if source == 0 {
-                return;
+    for from in 0..number.len() {
+        let source = number[from];
+        if source == 0 {
+            continue;
+        }
+        let from_is_root = from as u32 == root_ordinal;
+        let range = parts.first_edge.range(from);
+        let end = range.end;
+        for edge in range {
+            if let Some(&ahead) = edge_to.get(edge + PREFETCH_DISTANCE)
+                && edge + PREFETCH_DISTANCE < end
+            {
+                prefetch(number, ahead as usize);
             }
-            let from_is_root = from as u32 == root_ordinal;
-            let range = parts.first_edge.range(from);
-            let end = range.end;
-            for edge in range {
-                if let Some(&ahead) = edge_to.get(edge + PREFETCH_DISTANCE)
-                    && edge + PREFETCH_DISTANCE < end
-                {
-                    prefetch(number, ahead as usize);
-                }
-                let to = edge_to[edge];
-                if !retains(rule, from as u32, from_is_root, parts.edge_kind[edge], to)
-                    || (!from_is_root && root_target.contains(to as usize))
-                {
-                    continue;
-                }
-                let target = number[to as usize];
-                if target != 0 {
-                    visit(target as usize, source);
-                }
+            let to = edge_to[edge];
+            if !retains(rule, from as u32, from_is_root, parts.edge_kind[edge], to)
+                || (!from_is_root && root_target.contains(to as usize))
+            {
+                continue;
             }
-        });
+            let target = number[to as usize];
+            if target != 0 {
+                visit(target as usize, source);
+            }
+        }
+    }
 }
 
 /// One vertex of the link-eval forest of step 4, by DFS number; kept together so that a
@@ -1210,11 +1167,10 @@ mod tests {
             let graph = graph_from_edges(&sizes, &edges);
             for runtime in [Runtime::V8, Runtime::Java] {
                 let rule = EdgeRule::for_runtime(runtime);
-                let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast, &|| {});
-                let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean, &|| {});
-                let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean, &|| {});
-                let lengauer_tarjan =
-                    dominators_with::<u32>(&graph, &rule, false, Order::Fast, &|| {});
+                let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
+                let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean);
+                let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean);
+                let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false, Order::Fast);
                 if runtime == Runtime::V8 {
                     // Step 2's test: no edge into the node that is neither weak nor a
                     // shortcut, from any node, itself included.

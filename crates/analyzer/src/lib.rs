@@ -119,7 +119,7 @@ pub const NO_DISTANCE: u32 = u32::MAX;
 /// Complexity: as [`dominators`], O((V + E) log V) worst case and near-linear in practice;
 /// O(V + E) auxiliary space.
 pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
-    analyze_trading_memory(graph, options, memory_bound(graph), &|| {})
+    analyze_trading_memory(graph, options, memory_bound(graph))
 }
 
 /// [`analyze`] for a caller that goes on to the chains of many objects (the suspects and
@@ -136,92 +136,31 @@ pub fn analyze_before_chains(
     view_distances: ViewDistances,
 ) -> Analysis {
     let rule = &options.edge_rule;
-    if view_distances == ViewDistances::LeftOut {
-        let (chain_parents, analysis) = side_by_side(
-            || timed("chain parents", || merged_paths::chain_parents(graph, rule)),
-            || analyze_trading_memory(graph, options, false, &|| {}),
-        );
-        return Analysis {
-            chain_parent: OnceLock::from(chain_parents),
-            view_distances,
-            ..analysis
-        };
-    }
-    // The distances' search waits for the dominator pass's predecessor lists, which take
-    // every core; the pass is one thread's after them.
-    let lists_built = Gate::default();
-    if rayon::current_num_threads() == 1 {
-        lists_built.open();
-    }
+    let chain_parents = || timed("chain parents", || merged_paths::chain_parents(graph, rule));
     let ((chain_parents, distances), analysis) = side_by_side(
-        || {
-            let parents = timed("chain parents", || merged_paths::chain_parents(graph, rule));
-            lists_built.wait();
-            let distances = timed("distances", || bfs_distances(graph, rule));
-            (parents, distances)
+        || match view_distances {
+            ViewDistances::Shown => {
+                let parents = chain_parents();
+                let distances = timed("distances", || bfs_distances(graph, rule));
+                (parents, OnceLock::from(distances))
+            }
+            ViewDistances::LeftOut => (chain_parents(), OnceLock::new()),
         },
-        || {
-            // Opened however the pass ends, so that the search never waits on a pass that
-            // panicked.
-            let _open = OpenOnDrop(&lists_built);
-            analyze_trading_memory(graph, options, false, &|| lists_built.open())
-        },
+        || analyze_trading_memory(graph, options, false),
     );
     Analysis {
         chain_parent: OnceLock::from(chain_parents),
-        distance: OnceLock::from(distances),
+        distance: distances,
+        view_distances,
         ..analysis
     }
 }
 
-/// A gate that one thread opens, once, and others wait at.
-#[derive(Default)]
-struct Gate {
-    open: std::sync::Mutex<bool>,
-    opened: std::sync::Condvar,
-}
-
-impl Gate {
-    fn open(&self) {
-        *self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        self.opened.notify_all();
-    }
-
-    fn wait(&self) {
-        let open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        drop(
-            self.opened
-                .wait_while(open, |open| !*open)
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-    }
-}
-
-/// Opens its gate when dropped.
-struct OpenOnDrop<'a>(&'a Gate);
-
-impl Drop for OpenOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.open();
-    }
-}
-
-fn analyze_trading_memory(
-    graph: &HeapGraph,
-    options: &Options,
-    lean: bool,
-    lists_built: &dyn Fn(),
-) -> Analysis {
+fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> Analysis {
     Analysis {
         edge_rule: options.edge_rule.clone(),
         dominators: timed("dominator tree and retained sizes", || {
-            dominators::dominators_trading_memory(graph, &options.edge_rule, lean, lists_built)
+            dominators::dominators_trading_memory(graph, &options.edge_rule, lean)
         }),
         distance: OnceLock::new(),
         type_totals: OnceLock::new(),
