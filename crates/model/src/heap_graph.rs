@@ -6,7 +6,6 @@ use crate::columns::{
 };
 use crate::reverse::ReverseEdges;
 use crate::strings::{StringId, StringTable};
-use rayon::prelude::*;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -324,54 +323,31 @@ impl HeapGraph {
         if parts.first_edge.get(0) != 0 || parts.first_edge.get(n_nodes) != n_edges as u64 {
             return bad("first_edge does not run from 0 to the edge count".to_owned());
         }
-        // The scans over every node or edge on every core, a block at a time, each finding
-        // the first value out of range as a scan in order would.
-        let n_strings = strings.len();
-        let n_kinds = parts.node_kinds.len();
-        let string_ok = |id: &StringId| id.index() < n_strings;
-        let ((edge_out_of_range, named_edge_out_of_range), (types_ok, kind_out_of_range)) =
-            rayon::join(
-                || {
-                    rayon::join(
-                        || first_in_blocks(n_edges, |edge| parts.edge_to[edge] as usize >= n_nodes),
-                        || {
-                            first_in_blocks(n_edges, |edge| {
-                                !parts.edge_kind[edge].is_indexed()
-                                    && parts.edge_name.get(edge) as usize >= n_strings
-                            })
-                        },
-                    )
-                },
-                || {
-                    rayon::join(
-                        || match parts.node_type.distinct() {
-                            Some(distinct) => distinct.iter().all(string_ok),
-                            None => first_in_blocks(n_nodes, |node| {
-                                !string_ok(&parts.node_type.get(node))
-                            })
-                            .is_none(),
-                        },
-                        || {
-                            first_in_blocks(n_nodes, |node| {
-                                parts.node_kind[node] as usize >= n_kinds
-                            })
-                        },
-                    )
-                },
-            );
-        if let Some(pos) = edge_out_of_range {
+        if let Some(pos) = parts.edge_to.iter().position(|&to| to as usize >= n_nodes) {
             return bad(format!(
                 "edge {pos} points to node {} of {n_nodes}",
                 parts.edge_to[pos]
             ));
         }
+        let n_strings = strings.len();
+        let string_ok = |id: &StringId| id.index() < n_strings;
+        let types_ok = match parts.node_type.distinct() {
+            Some(distinct) => distinct.iter().all(string_ok),
+            None => parts.node_type.iter().all(|id| string_ok(&id)),
+        };
         if !types_ok || !parts.node_name.named().all(|(_, name)| string_ok(&name)) {
             return bad("a node names a string outside the table".to_owned());
         }
+        let named_edge_out_of_range = parts
+            .edge_kind
+            .iter()
+            .zip(parts.edge_name.iter())
+            .position(|(kind, name)| !kind.is_indexed() && name as usize >= n_strings);
         if let Some(pos) = named_edge_out_of_range {
             return bad(format!("edge {pos} names a string outside the table"));
         }
-        if kind_out_of_range.is_some() {
+        let n_kinds = parts.node_kinds.len();
+        if parts.node_kind.iter().any(|kind| kind as usize >= n_kinds) {
             return bad(format!("a node has a kind outside the {n_kinds} kinds"));
         }
         if parts.root as usize >= n_nodes {
@@ -605,14 +581,6 @@ impl HeapGraph {
     }
 }
 
-/// The first of `0..len` for which `bad` holds, found a block at a time on every core.
-fn first_in_blocks(len: usize, bad: impl Fn(usize) -> bool + Sync) -> Option<usize> {
-    const BLOCK: usize = 1 << 16;
-    (0..len.div_ceil(BLOCK))
-        .into_par_iter()
-        .find_map_first(|block| (block * BLOCK..len.min((block + 1) * BLOCK)).find(|&at| bad(at)))
-}
-
 /// Prints the size, then the edges of small graphs (`from -kind-> to`), for test failures.
 impl fmt::Debug for HeapGraph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -639,29 +607,5 @@ impl fmt::Debug for HeapGraph {
             write!(f, "]")?;
         }
         write!(f, " }}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_bad_position_is_found_across_blocks() {
-        let len = 300_000;
-        for bad in [
-            vec![],
-            vec![0],
-            vec![70_000, 200_000, 65_535],
-            vec![len - 1],
-        ] {
-            let first = bad.iter().copied().min();
-            assert_eq!(
-                first_in_blocks(len, |at| bad.contains(&at)),
-                first,
-                "{bad:?}"
-            );
-        }
-        assert_eq!(first_in_blocks(0, |_| true), None);
     }
 }

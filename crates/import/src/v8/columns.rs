@@ -6,8 +6,8 @@ use super::numbers::{WIDE, Wide};
 use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
-    EdgeKind, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, PackedU64, Runtime,
-    StringId, StringTable,
+    EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
+    NodeKindInfo, PackedU64, Runtime, StringId, StringTable,
 };
 
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
@@ -723,11 +723,38 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
             name,
         })
         .collect();
-    // The nodes' columns made compact beside the edges'.
-    let ((node_kind, node_type, node_name), (edge_kind, edge_name)) = rayon::join(
-        || (nodes.kind.into(), node_type.into(), node_name.into()),
-        || (edges.kind.into(), edges.name.into()),
-    );
+    // The edges' columns made compact on a thread of their own while this one does the
+    // nodes', never in rayon's pool: the parse runs on a thread that the caller waits on, and
+    // the caller may be a rayon worker (two dumps loaded at once), so a rayon job here could
+    // wait on workers that all wait on it.
+    let EdgeColumns {
+        to: edge_to,
+        kind: edge_kinds,
+        name: edge_names,
+        ..
+    } = edges;
+    // Taken by whichever thread runs the job: the helper, or this one where none started.
+    let edge_parts = std::sync::Mutex::new(Some((edge_kinds, edge_names)));
+    let compact_edges = || -> Option<(EdgeKinds, EdgeNames)> {
+        let parts = edge_parts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        parts.map(|(kinds, names)| (kinds.into(), names.into()))
+    };
+    let (edges, (node_kind, node_type, node_name)) = std::thread::scope(|scope| {
+        let job = std::thread::Builder::new()
+            .name("heapgraph-v8-compact".to_owned())
+            .spawn_scoped(scope, compact_edges)
+            .ok();
+        let nodes = (nodes.kind.into(), node_type.into(), node_name.into());
+        let edges = job.and_then(|job| match job.join() {
+            Ok(edges) => edges,
+            Err(panic) => std::panic::resume_unwind(panic),
+        });
+        (edges.or_else(compact_edges), nodes)
+    });
+    let (edge_kind, edge_name) = edges.unwrap_or_default();
     let parts = HeapGraphParts {
         node_object_id: nodes.object_id,
         node_kind,
@@ -735,7 +762,7 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
         node_name,
         node_shallow_size: nodes.shallow_size,
         first_edge: nodes.first_edge,
-        edge_to: edges.to,
+        edge_to,
         edge_kind,
         edge_name,
         node_kinds,
