@@ -92,6 +92,32 @@ pub(crate) struct Indexes<'a> {
     pub(crate) analysis: &'a Analysis,
 }
 
+/// The merged paths (`heapgraph.paths/1`) to the objects of a loaded, explored dump that
+/// `chosen` picks, `branches` children listed per node, chains in `order`: `serve`'s and
+/// `mcp`'s answer. The chain parents are built on the first question in the explaining order
+/// (none for a converted dump, which stores them) and kept for the next.
+///
+/// # Errors
+/// As [`targets`]: a type or an id the dump does not have.
+pub(crate) fn paths_answer(
+    dump: &crate::serve::api::Dumped,
+    file: &Path,
+    chosen: &TargetArgs,
+    branches: usize,
+    order: ChainOrder,
+) -> anyhow::Result<String> {
+    let indexes = Indexes {
+        explorer: &dump.explorer,
+        analysis: &dump.analysis,
+    };
+    let (targets, selection) = targets(&dump.graph, None, chosen, file, Some(indexes))?;
+    if order == ChainOrder::Explain {
+        dump.analysis.chain_parents(&dump.graph);
+    }
+    let view = merged_paths(&dump.graph, &dump.analysis, &targets, branches, order);
+    Ok(holding::paths_json(&view, &dump.info, &selection))
+}
+
 /// The objects `targets` names in `graph`, and how the output says which they are (also the
 /// targets of `serve`'s and `mcp`'s `paths`, which pass their `indexes`).
 pub(crate) fn targets(

@@ -549,32 +549,8 @@ fn paths(dumps: &Dumps, args: JsonObject) -> anyhow::Result<String> {
         baseline: None,
         new: false,
     };
-    let (targets, selection) = crate::holding::targets(
-        &dump.graph,
-        None,
-        &chosen,
-        &opened.path,
-        Some(crate::holding::Indexes {
-            explorer: &dump.explorer,
-            analysis: &dump.analysis,
-        }),
-    )?;
     let order = args.order.unwrap_or_default().into();
-    if order == heapgraph_analyzer::ChainOrder::Explain {
-        // One search of the whole graph on the first question (none for a converted dump, which
-        // stores the parents), kept for the next ones.
-        dump.analysis.chain_parents(&dump.graph);
-    }
-    let view = heapgraph_analyzer::merged_paths::merged_paths(
-        &dump.graph,
-        &dump.analysis,
-        &targets,
-        n,
-        order,
-    );
-    Ok(heapgraph_report::holding::paths_json(
-        &view, &dump.info, &selection,
-    ))
+    crate::holding::paths_answer(dump, &opened.path, &chosen, n, order)
 }
 
 /// The page of a paged list: `offset` from 0, `limit` rows.

@@ -106,39 +106,19 @@ impl Served {
         }
     }
 
-    /// The `paths` answer for the objects chosen by type and ids (as `paths`).
+    /// The `paths` answer for the objects chosen by type and ids (as `paths`). The chain
+    /// parents are built behind the first answers (or stored in a converted dump); a request
+    /// before then waits for them.
     fn merged_paths(&self, type_name: Option<String>, ids: Vec<String>, branches: usize) -> Answer {
-        let dump = &self.dump;
         let chosen = crate::args::TargetArgs {
             type_name,
             ids,
             baseline: None,
             new: false,
         };
-        let (targets, selection) = crate::holding::targets(
-            &dump.graph,
-            None,
-            &chosen,
-            std::path::Path::new(&dump.info.file),
-            Some(crate::holding::Indexes {
-                explorer: &dump.explorer,
-                analysis: &dump.analysis,
-            }),
-        )
-        .map_err(|error| Refusal::missing(format!("{error:#}")))?;
-        // Built behind the first answers (or stored in a converted dump); a request before
-        // then waits for them. Every request reads its chains up from its objects.
-        dump.analysis.chain_parents(&dump.graph);
-        let view = heapgraph_analyzer::merged_paths::merged_paths(
-            &dump.graph,
-            &dump.analysis,
-            &targets,
-            branches,
-            ChainOrder::Explain,
-        );
-        Ok(heapgraph_report::holding::paths_json(
-            &view, &dump.info, &selection,
-        ))
+        let file = std::path::Path::new(&self.dump.info.file);
+        crate::holding::paths_answer(&self.dump, file, &chosen, branches, ChainOrder::Explain)
+            .map_err(|error| Refusal::missing(format!("{error:#}")))
     }
 
     /// The answers rendered once, rendered now if no thread has yet.
