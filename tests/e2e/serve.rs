@@ -34,9 +34,16 @@ impl Server {
             .expect("the heapgraph binary runs");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut line = String::new();
+        // A server that hangs while it loads never prints its URL.
+        let watchdog = crate::support::Watchdog::watch(child.id());
         BufReader::new(stdout)
             .read_line(&mut line)
             .expect("serve prints its URL");
+        assert!(
+            !watchdog.disarm(),
+            "heapgraph serve {args:?} printed no URL in {} s (a hang, such as a deadlock), and was killed",
+            crate::support::HUNG_AFTER.as_secs()
+        );
         let url = line.trim();
         let rest = url
             .strip_prefix("http://127.0.0.1:")

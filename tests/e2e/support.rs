@@ -1,7 +1,9 @@
 //! Paths to fixtures and the binary, and a runner that captures output.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 pub(crate) fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,11 +20,58 @@ pub(crate) const V8_FIXTURES: [&str; 3] = [
     "v8/app-final.heapsnapshot.gz",
 ];
 
+/// How long one run of the binary may take before a test calls it hung: far above any run of
+/// the suite's (seconds at most), so that a hang (a deadlock) fails its test, naming the
+/// command, instead of holding the whole suite until CI's limit.
+pub(crate) const HUNG_AFTER: Duration = Duration::from_secs(300);
+
+/// Kills process `pid` if it is still running [`HUNG_AFTER`] after the watch began, unless
+/// [`Watchdog::disarm`] came first.
+pub(crate) struct Watchdog {
+    done: mpsc::Sender<()>,
+    fired: std::thread::JoinHandle<bool>,
+}
+
+impl Watchdog {
+    pub(crate) fn watch(pid: u32) -> Watchdog {
+        let (done, finished) = mpsc::channel::<()>();
+        let fired = std::thread::spawn(move || {
+            let hung = matches!(
+                finished.recv_timeout(HUNG_AFTER),
+                Err(mpsc::RecvTimeoutError::Timeout)
+            );
+            if hung {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+            hung
+        });
+        Watchdog { done, fired }
+    }
+
+    /// Stops the watch; whether it had killed the process.
+    pub(crate) fn disarm(self) -> bool {
+        let _ = self.done.send(());
+        self.fired.join().unwrap_or(false)
+    }
+}
+
 pub(crate) fn heapgraph(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_heapgraph"))
+    let child = Command::new(env!("CARGO_BIN_EXE_heapgraph"))
         .args(args)
-        .output()
-        .expect("the heapgraph binary runs")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the heapgraph binary runs");
+    let watchdog = Watchdog::watch(child.id());
+    let output = child.wait_with_output().expect("the heapgraph binary runs");
+    assert!(
+        !watchdog.disarm(),
+        "heapgraph {args:?} ran {} s without ending (a hang, such as a deadlock), and was killed",
+        HUNG_AFTER.as_secs()
+    );
+    output
 }
 
 /// Runs heapgraph, expects success, returns stdout.
