@@ -140,8 +140,9 @@ enum Order {
     Lean,
 }
 
-/// An offset into the predecessor lists: `u32` halves the offsets when the edges allow it.
-trait Offset: Copy + Send + Sync {
+/// An offset into the predecessor lists (or the dominator tree's children's bytes): `u32`
+/// halves the offsets when the edges allow it.
+pub(crate) trait Offset: Copy + Send + Sync {
     const ZERO: Self;
     /// `value`, which the caller knows to fit.
     fn new(value: usize) -> Self;

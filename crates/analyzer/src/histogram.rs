@@ -1,6 +1,6 @@
 //! Per-type totals, with a type's retained size counting each retained byte once.
 
-use crate::dominators::DominatorTree;
+use crate::dominators::{DominatorTree, Offset};
 use crate::leb128;
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{HeapGraph, StringId, TypeTotals};
@@ -142,42 +142,10 @@ fn on_threads<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + Sync) -> 
     })
 }
 
-/// An offset into the children's bytes.
-trait ListOffset: Copy + Send + Sync {
-    const ZERO: Self;
-    /// `value`, which the caller knows to fit.
-    fn new(value: usize) -> Self;
-    fn get(self) -> usize;
-}
-
-impl ListOffset for u32 {
-    const ZERO: Self = 0;
-    #[inline]
-    fn new(value: usize) -> Self {
-        value as u32
-    }
-    #[inline]
-    fn get(self) -> usize {
-        self as usize
-    }
-}
-
-impl ListOffset for u64 {
-    const ZERO: Self = 0;
-    #[inline]
-    fn new(value: usize) -> Self {
-        value as u64
-    }
-    #[inline]
-    fn get(self) -> usize {
-        self as usize
-    }
-}
-
 /// The children's lists, by parent rank: where each starts (one more offset than `n_parents`,
 /// the last where the bytes end) and their bytes. Each range of nodes counts its children's
 /// bytes per list, the counts become where its part of each list starts, and it fills them.
-fn lists<T: ListOffset>(
+fn lists<T: Offset>(
     graph: &HeapGraph,
     tree: &DominatorTree,
     parents: &ParentBits,
