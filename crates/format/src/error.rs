@@ -29,12 +29,12 @@ pub enum Error {
     },
     /// The header states a format version this reader does not know.
     #[error(
-        "format version {version} is not one this heapgraph reads (it reads version {supported})"
+        "format version {version} is not one this heapgraph reads (it reads versions 1 to {supported}); a newer heapgraph wrote the file, or convert the dump again with this one"
     )]
     UnsupportedVersion {
         /// The version in the header.
         version: u32,
-        /// The version this crate reads and writes.
+        /// The newest version this crate reads.
         supported: u32,
     },
     /// A record is complete but not what the format requires.

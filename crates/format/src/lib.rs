@@ -55,9 +55,9 @@ pub use error::{ColumnError, Error};
 pub use reader::{Reader, SliceReader, Truncation};
 pub use records::{
     AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
-    KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH, LITTLE_ENDIAN, MAGIC, NO_NAME, NodeKindsChunk,
-    NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk, StringsIter, TypeTotalsChunk,
-    UnknownChunk, VERSION,
+    IMAGE_ALIGN, ImageChunk, ImageDataChunk, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH, LITTLE_ENDIAN,
+    MAGIC, NO_NAME, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk,
+    StringsIter, TypeTotalsChunk, UnknownChunk, VERSION, VERSION_IMAGES,
 };
 pub use timeline::{
     EventChunk, EventKind, GpuInfo, KIND_TIMELINE, NOT_MEASURED, Resource, SampleColumns,

@@ -6,8 +6,9 @@ use crate::frame::{FrameError, Framed, Framer, SliceFramer};
 use crate::records::{
     AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
     LITTLE_ENDIAN, MAGIC, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
-    StringsChunk, TypeTotalsChunk, UnknownChunk, VERSION,
+    StringsChunk, TypeTotalsChunk, UnknownChunk, VERSION, VERSION_IMAGES,
 };
+use crate::records::{ImageChunk, ImageDataChunk};
 use crate::timeline::{EventChunk, SamplesChunk, TimelineInfoChunk};
 use crate::{MAX_RECORD_BYTES, sniff};
 use serde::Deserialize;
@@ -371,10 +372,10 @@ fn parse_header(value: &[u8]) -> Result<Header, Error> {
             header.magic
         )));
     }
-    if header.version != VERSION {
+    if header.version != VERSION && header.version != VERSION_IMAGES {
         return Err(Error::UnsupportedVersion {
             version: header.version,
-            supported: VERSION,
+            supported: VERSION_IMAGES,
         });
     }
     if header.endianness != LITTLE_ENDIAN {
@@ -422,6 +423,10 @@ fn decode_chunk<'a>(buf: &'a [u8], type_name: &str) -> Result<Chunk<'a>, String>
         "frames" => Chunk::Frames(rmp_serde::from_slice::<FramesChunk<'_>>(buf).map_err(bad)?),
         "stacks" => Chunk::Stacks(rmp_serde::from_slice::<StacksChunk<'_>>(buf).map_err(bad)?),
         "sites" => Chunk::Sites(rmp_serde::from_slice::<SitesChunk<'_>>(buf).map_err(bad)?),
+        "image" => Chunk::Image(rmp_serde::from_slice::<ImageChunk>(buf).map_err(bad)?),
+        "image_data" => {
+            Chunk::ImageData(rmp_serde::from_slice::<ImageDataChunk<'_>>(buf).map_err(bad)?)
+        }
         "header" => return Err("a second header".to_owned()),
         other => Chunk::Unknown(UnknownChunk {
             type_name: other.to_owned(),

@@ -8,8 +8,14 @@ use std::collections::BTreeMap;
 
 /// The header's `magic`: the first value of every `.hgd` stream.
 pub const MAGIC: &str = "heapgraph";
-/// The format version this crate reads and writes.
+/// The format version of a file of plain columns, which every reader since the first reads.
 pub const VERSION: u32 = 1;
+/// The format version of a file holding `image` chunks: readers of version 1 know no images,
+/// and refuse such a file rather than find no nodes in it. This crate reads both.
+pub const VERSION_IMAGES: u32 = 2;
+/// Where an `image_data` chunk's bytes start in the file, as a multiple of this many bytes
+/// (a page), so that a reader may map them instead of copying them.
+pub const IMAGE_ALIGN: u64 = 4096;
 /// The header's `endianness`: byte order of every integer column.
 pub const LITTLE_ENDIAN: &str = "little";
 /// The header's `kind` for a heap graph (objects and references).
@@ -123,6 +129,10 @@ pub enum Chunk<'a> {
     Stacks(StacksChunk<'a>),
     /// Live allocations of an allocation snapshot, by stack.
     Sites(SitesChunk<'a>),
+    /// A column of the model laid out as the vectors it is made of.
+    Image(ImageChunk),
+    /// Bytes of one vector of an image column.
+    ImageData(ImageDataChunk<'a>),
     /// A chunk of a type this version does not know; the reader skips its content. Never written.
     #[serde(skip)]
     Unknown(UnknownChunk),
@@ -147,6 +157,8 @@ impl Chunk<'_> {
             Chunk::Frames(_) => "frames",
             Chunk::Stacks(_) => "stacks",
             Chunk::Sites(_) => "sites",
+            Chunk::Image(_) => "image",
+            Chunk::ImageData(_) => "image_data",
             Chunk::Unknown(unknown) => &unknown.type_name,
         }
     }
@@ -169,7 +181,12 @@ impl Chunk<'_> {
             Chunk::Frames(chunk) => chunk.rows().map(drop),
             Chunk::Stacks(chunk) => chunk.rows().map(drop),
             Chunk::Sites(chunk) => chunk.rows().map(drop),
-            Chunk::Root(_) | Chunk::TimelineInfo(_) | Chunk::Event(_) | Chunk::Unknown(_) => Ok(()),
+            Chunk::Image(chunk) => chunk.validate(),
+            Chunk::Root(_)
+            | Chunk::ImageData(_)
+            | Chunk::TimelineInfo(_)
+            | Chunk::Event(_)
+            | Chunk::Unknown(_) => Ok(()),
         }
     }
 }
@@ -665,6 +682,62 @@ impl SitesChunk<'_> {
             column::<u64>("count", self.count),
         ])
     }
+}
+
+/// A column of the model laid out as the vectors it is made of (`heapgraph_model::image`), what
+/// `heapgraph convert` writes instead of `nodes` and `edges` chunks: which column, in which of
+/// its representations, its numbers, and each vector's name, value width and length. The
+/// vectors' bytes follow in [`ImageDataChunk`]s.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageChunk {
+    /// The column (`node_object_id`, `edge_to`, `analysis.idom`, …).
+    pub column: String,
+    /// The representation, one of those the column's type names.
+    pub repr: String,
+    /// The column's numbers other than vectors (a shift, a length), by name.
+    #[serde(default)]
+    pub scalars: BTreeMap<String, u64>,
+    /// Each vector: its name, the bytes of one value (1, 2, 4 or 8), and its number of values.
+    pub parts: Vec<(String, u8, u64)>,
+}
+
+impl ImageChunk {
+    /// Checks that the widths are integers' and the names unique.
+    ///
+    /// # Errors
+    /// A lower-case message naming the vector.
+    pub fn validate(&self) -> Result<(), String> {
+        for (index, (name, width, len)) in self.parts.iter().enumerate() {
+            if ![1, 2, 4, 8].contains(width) {
+                return Err(format!("vector {name:?} has values of {width} bytes"));
+            }
+            if len.checked_mul(u64::from(*width)).is_none() {
+                return Err(format!("vector {name:?} has {len} values"));
+            }
+            if self.parts[..index].iter().any(|other| &other.0 == name) {
+                return Err(format!("vector {name:?} is listed twice"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of one vector of an image column, from byte `offset` of the vector on. A vector's
+/// bytes may come in several chunks, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ImageDataChunk<'a> {
+    /// The column, as its [`ImageChunk`] names it.
+    pub column: String,
+    /// The vector.
+    pub part: String,
+    /// Where `data` starts in the vector, in bytes.
+    pub offset: u64,
+    /// Filler, so that `data` starts in the file at a multiple of [`IMAGE_ALIGN`] bytes.
+    #[serde(borrow, with = "serde_bytes", default)]
+    pub pad: &'a [u8],
+    /// The vector's little-endian values, whole ones.
+    #[serde(borrow, with = "serde_bytes")]
+    pub data: &'a [u8],
 }
 
 /// A chunk whose `type` this version does not know.

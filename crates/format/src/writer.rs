@@ -5,7 +5,8 @@ use crate::column::{LeInt, encode_column};
 use crate::error::Error;
 use crate::records::{
     AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
-    NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk, TypeTotalsChunk,
+    IMAGE_ALIGN, ImageDataChunk, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
+    StringsChunk, TypeTotalsChunk,
 };
 use crate::timeline::{SampleColumns, SamplesChunk, encode_into};
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
@@ -239,6 +240,62 @@ impl<W: Write> Writer<W> {
             )));
         }
         self.serialize(record, chunk)?;
+        self.chunks = record;
+        Ok(())
+    }
+
+    /// Writes bytes `data` of vector `part` of image column `column`, from byte `offset` of
+    /// the vector on, as one `image_data` chunk whose bytes start at a multiple of
+    /// [`IMAGE_ALIGN`] in the stream (the chunk's `pad` makes up the difference).
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when `data` does not fit in a record, [`Error::Io`].
+    pub fn write_image_data(
+        &mut self,
+        column: &str,
+        part: &str,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), Error> {
+        let record = self.chunks + 1;
+        if data.len() as u64 + IMAGE_ALIGN + RECORD_OVERHEAD_BYTES > MAX_RECORD_BYTES {
+            return Err(Error::InvalidColumns {
+                record,
+                message: format!(
+                    "{} bytes of image data are more than a record may hold",
+                    data.len()
+                ),
+            });
+        }
+        let chunk = |pad: &'static [u8], data| {
+            Chunk::ImageData(ImageDataChunk {
+                column: column.to_owned(),
+                part: part.to_owned(),
+                offset,
+                pad,
+                data,
+            })
+        };
+        // The record's bytes before `data` with no filler; then the filler that moves `data`
+        // to the next multiple (its `bin` marker grows from 2 bytes to 3 past 255 bytes).
+        let mut prefix = Vec::new();
+        rmp_serde::encode::write_named(&mut prefix, &chunk(&[], &[])).map_err(|err| {
+            Error::InvalidColumns {
+                record,
+                message: err.to_string(),
+            }
+        })?;
+        let before_data = self.out.written + prefix.len() as u64 - bin_marker_bytes(0)
+            + bin_marker_bytes(data.len());
+        let short = (IMAGE_ALIGN - before_data % IMAGE_ALIGN) % IMAGE_ALIGN;
+        let pad_len = match short {
+            0..=255 => short,
+            256 => IMAGE_ALIGN + 255,
+            _ => short - 1,
+        } as usize;
+        static ZEROS: [u8; IMAGE_ALIGN as usize * 2] = [0; IMAGE_ALIGN as usize * 2];
+        self.serialize(record, &chunk(&ZEROS[..pad_len], data))?;
+        debug_assert_eq!((self.out.written - data.len() as u64) % IMAGE_ALIGN, 0);
         self.chunks = record;
         Ok(())
     }
@@ -775,6 +832,15 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// Bytes of the MessagePack `bin` marker of a blob of `len` bytes.
+fn bin_marker_bytes(len: usize) -> u64 {
+    match len {
+        0..=255 => 2,
+        256..=65_535 => 3,
+        _ => 5,
+    }
+}
+
 /// Replaces `out` with the little-endian bytes of `values`.
 fn encode_fresh<T: LeInt>(values: &[T], out: &mut Vec<u8>) {
     out.clear();
@@ -846,6 +912,19 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
                 .map(|name| name.len() as u64 + 6)
                 .sum::<u64>()
                 + c.synthetic.len() as u64;
+        }
+        Chunk::ImageData(c) => &[c.pad, c.data],
+        Chunk::Image(c) => {
+            return c
+                .parts
+                .iter()
+                .map(|(name, _, _)| name.len() as u64 + 16)
+                .sum::<u64>()
+                + c.scalars
+                    .keys()
+                    .map(|name| name.len() as u64 + 10)
+                    .sum::<u64>()
+                + (c.column.len() + c.repr.len()) as u64;
         }
         Chunk::Root(_) | Chunk::Unknown(_) => &[],
     };

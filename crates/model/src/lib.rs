@@ -36,6 +36,7 @@ mod alloc;
 mod array_lengths;
 mod columns;
 mod heap_graph;
+pub mod image;
 mod passes;
 mod prefetch;
 mod reverse;

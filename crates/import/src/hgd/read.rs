@@ -3,7 +3,10 @@
 //! analysis where it fits; a cut-short file is repaired into a consistent graph and a note.
 
 mod bulk;
+mod image;
 mod python;
+
+pub(super) use image::names as image_names;
 
 use super::{
     FORMAT, Options, TOTAL_EDGES, TOTAL_NODES, alloc, import_error, inconsistent, malformed,
@@ -20,6 +23,7 @@ use heapgraph_model::{
     HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis,
     StringId, StringTable, TypeTotals, U64Column,
 };
+use image::{ImagedGraph, Images};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
@@ -100,6 +104,8 @@ pub fn import_with_analysis<R: BufRead>(
         Ok(file_strings)
     })?;
     let truncation = reader.truncation().cloned();
+    let mut images = std::mem::take(&mut columns.images);
+    columns.adopt_images(&mut images, truncation.as_ref())?;
     let (mut graph, pending) =
         columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
     let analysis = columns.stored_analysis(pending, &mut graph);
@@ -167,6 +173,7 @@ fn import_slice_releasing(
     let mut bulk = Vec::new();
     let mut analysis_chunks = Vec::new();
     let mut string_chunks = Vec::new();
+    let mut images = Images::releasing(release);
     // Chunks are checked as they are framed, and their bulk columns decoded after the loop;
     // where several records are bad, the earliest is reported, as by the streaming reader.
     let mut framing_error = None;
@@ -197,6 +204,13 @@ fn import_slice_releasing(
                 start,
                 chunk,
             }),
+            Chunk::ImageData(chunk) => images.add_borrowed(chunk),
+            Chunk::Image(chunk) => {
+                if let Err(message) = images.add_column(chunk) {
+                    framing_error = Some(malformed(start, format!("record {record}: {message}")));
+                    break;
+                }
+            }
             other => {
                 if let Err(message) = columns.add(other) {
                     framing_error = Some(malformed(start, format!("record {record}: {message}")));
@@ -231,9 +245,13 @@ fn import_slice_releasing(
         };
     bulk_columns.move_into(&mut columns);
     let truncation = reader.truncation().cloned();
+    columns.adopt_images(&mut images, truncation.as_ref())?;
     let (mut graph, pending) =
         columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
-    BulkColumns::decode(&analysis_chunks, release)?.move_analysis_into(&mut columns);
+    // A file of images brought its analysis with its graph.
+    if !analysis_chunks.is_empty() {
+        BulkColumns::decode(&analysis_chunks, release)?.move_analysis_into(&mut columns);
+    }
     let analysis = columns.stored_analysis(pending, &mut graph);
     Ok((Contents::HeapGraph(graph), analysis))
 }
@@ -362,6 +380,10 @@ struct Columns {
     fill: Vec<(u32, Fill)>,
     /// Chunks of types this version does not read, counted by type.
     unknown: BTreeMap<String, u64>,
+    /// A streamed file's image chunks, copied as they arrive.
+    images: Images<'static>,
+    /// The graph's columns, where the file holds them as images.
+    imaged: Option<ImagedGraph>,
 }
 
 impl Default for Columns {
@@ -398,6 +420,8 @@ impl Default for Columns {
             slot_bytes: 0,
             fill: Vec::new(),
             unknown: BTreeMap::new(),
+            images: Images::default(),
+            imaged: None,
         }
     }
 }
@@ -561,6 +585,8 @@ impl Columns {
                     )
                 }));
             }
+            Chunk::Image(chunk) => self.images.add_column(chunk)?,
+            Chunk::ImageData(chunk) => self.images.add_copied(chunk),
             other => {
                 *self
                     .unknown
@@ -568,6 +594,58 @@ impl Columns {
                     .or_default() += 1;
             }
         }
+        Ok(())
+    }
+
+    /// Takes the graph's columns, and the stored analysis's where they arrived whole, from the
+    /// file's images, if it has any: a file whose columns are images has no `nodes` or `edges`
+    /// chunks, and is read only whole (a cut inside the graph's columns is an error; one inside
+    /// the analysis's drops the analysis).
+    fn adopt_images(
+        &mut self,
+        images: &mut Images<'_>,
+        truncation: Option<&Truncation>,
+    ) -> Result<(), ImportError> {
+        if images.is_empty() {
+            return Ok(());
+        }
+        if let Some(cut) = truncation {
+            let missing = images.incomplete(&image_names::GRAPH);
+            if !missing.is_empty() {
+                return Err(ImportError::truncated(
+                    FORMAT,
+                    cut.offset,
+                    format!(
+                        "the graph's columns {} (a file whose columns are images is read only \
+                         whole: convert the dump again)",
+                        missing.join(", ")
+                    ),
+                ));
+            }
+            // The optional columns go alone; without a required one, the analysis goes.
+            let incomplete = images.incomplete(&image_names::ANALYSIS);
+            let required_missing = incomplete
+                .iter()
+                .any(|column| image_names::REQUIRED_ANALYSIS.contains(&column.as_str()));
+            for column in image_names::ANALYSIS {
+                if required_missing || incomplete.iter().any(|missing| missing == column) {
+                    images.drop_column(column);
+                }
+            }
+        }
+        if !self.object_id.is_empty() || !self.edge_to.is_empty() || !self.edge_to_object.is_empty()
+        {
+            return Err(inconsistent(
+                "the file holds its graph both as images and as nodes and edges chunks".to_owned(),
+            ));
+        }
+        self.imaged = Some(images.graph().map_err(inconsistent)?);
+        let analysis = images.analysis().map_err(inconsistent)?;
+        self.dominator = analysis.idom;
+        self.retained_size = analysis.retained_size;
+        self.distance = analysis.distance;
+        self.retained_count = analysis.retained_count;
+        self.chain_parent = analysis.chain_parent;
         Ok(())
     }
 
@@ -584,6 +662,9 @@ impl Columns {
         runtime: Runtime,
         truncation: Option<&Truncation>,
     ) -> Result<(HeapGraph, Pending), ImportError> {
+        if let Some(imaged) = self.imaged.take() {
+            return self.finish_imaged(imaged, file_strings, header, runtime, truncation);
+        }
         let n_nodes = self.object_id.len();
         let cut_offset = truncation.map_or(0, |cut| cut.offset);
         let unresolved = self.resolve_object_targets()?;
@@ -672,19 +753,7 @@ impl Columns {
         }
         // Types are found by name and totalled by id: one findable id per type name.
         strings.make_findable_all(&mut node_type);
-        let type_total_names: Option<Vec<StringId>> = {
-            let file_ids = file_ids.as_deref();
-            std::mem::take(&mut self.type_totals.type_name)
-                .into_iter()
-                .map(|raw| {
-                    let raw = match file_ids {
-                        Some(ids) => *ids.get(raw as usize)?,
-                        None => raw,
-                    };
-                    strings.id_from_raw(raw).map(|id| strings.make_findable(id))
-                })
-                .collect()
-        };
+        let type_total_names = self.type_total_names(&mut strings, file_ids.as_deref());
         drop(std::mem::take(&mut self.node_type));
         drop(std::mem::take(&mut self.node_name));
 
@@ -736,11 +805,7 @@ impl Columns {
             (None, None) => return Err(inconsistent("the file has no root record".to_owned())),
         };
 
-        let mut meta = GraphMeta::new(runtime, &header.source_format);
-        meta.runtime_version.clone_from(&header.runtime_version);
-        meta.captured_at_ms = header.captured_at_ms;
-        meta.pid = header.pid;
-        meta.notes.clone_from(&header.notes);
+        let mut meta = graph_meta(header, runtime);
         if let Some(truncation) = truncation {
             meta.notes
                 .push(truncation_note(truncation, header, n_nodes, &losses));
@@ -758,17 +823,7 @@ impl Columns {
             root as usize,
             &mut strings,
         ));
-        // The Python dumper's `buffers` (tensors' and arrays' data, for linking GPU blocks to
-        // their holders) are ours and known; nothing reads them yet, which is no news.
-        for (type_name, count) in self
-            .unknown
-            .iter()
-            .filter(|(name, _)| name.as_str() != BUFFERS)
-        {
-            meta.notes.push(format!(
-                "skipped {count} chunk(s) of type {type_name:?}, which this version of heapgraph does not read"
-            ));
-        }
+        meta.notes.extend(self.unknown_chunks_notes());
 
         let graph_whole = losses.edges_kept == losses.edges_declared
             && losses.edges_dropped_for_missing_nodes == 0
@@ -814,9 +869,145 @@ impl Columns {
         };
         let mut graph = HeapGraph::from_parts(meta, strings, parts)
             .map_err(|err| inconsistent(err.to_string()))?;
-        // A cut-short file keeps the rows of the nodes that arrived; in a whole one, a row
-        // naming no node is an error (`set_*` checks).
-        if truncation.is_some() {
+        self.attach_extras(&mut graph, truncation.is_some())?;
+        Ok((graph, pending))
+    }
+
+    /// [`Columns::finish`] for a file whose graph's columns are images: nothing to repair, since
+    /// such a file is read only whole and is written with its strings in the table's order.
+    fn finish_imaged(
+        &mut self,
+        imaged: ImagedGraph,
+        file_strings: FileStrings,
+        header: &Header,
+        runtime: Runtime,
+        truncation: Option<&Truncation>,
+    ) -> Result<(HeapGraph, Pending), ImportError> {
+        let FileStrings {
+            mut strings,
+            file_ids,
+            ..
+        } = file_strings;
+        if file_ids.is_some() {
+            return Err(inconsistent(
+                "the file's columns are images but its first string is not \"\"".to_owned(),
+            ));
+        }
+        // Types are found by name: each type's string is made findable, and must be the only
+        // one of its text, as in the table the file was written from.
+        let n_strings = strings.len();
+        let check_type = |strings: &mut StringTable, id: StringId| {
+            if id.index() >= n_strings {
+                return Err(inconsistent(format!(
+                    "a node's type is string {}, outside the {n_strings} strings of the file",
+                    id.to_raw()
+                )));
+            }
+            if strings.make_findable(id) != id {
+                return Err(inconsistent(format!(
+                    "the type {:?} is written twice in the file's strings",
+                    strings.get(id)
+                )));
+            }
+            Ok(())
+        };
+        match imaged.node_type.distinct() {
+            Some(table) => {
+                for &id in table {
+                    check_type(&mut strings, id)?;
+                }
+            }
+            None => {
+                for id in imaged.node_type.iter() {
+                    check_type(&mut strings, id)?;
+                }
+            }
+        }
+        let type_names = self.type_total_names(&mut strings, None);
+        let n_nodes = imaged.object_id.len();
+        let root = match (self.root, truncation) {
+            (Some(root), _) => root,
+            (None, Some(cut)) => {
+                return Err(ImportError::truncated(
+                    FORMAT,
+                    cut.offset,
+                    "the root record",
+                ));
+            }
+            (None, None) => return Err(inconsistent("the file has no root record".to_owned())),
+        };
+        let mut meta = graph_meta(header, runtime);
+        if let Some(truncation) = truncation {
+            meta.notes.push(format!(
+                "{truncation}: the graph's {n_nodes} nodes and {} edges were read whole",
+                imaged.edge_to.len()
+            ));
+        }
+        meta.notes.extend(self.unknown_chunks_notes());
+        let parts = HeapGraphParts {
+            node_object_id: imaged.object_id,
+            node_kind: imaged.node_kind,
+            node_type: imaged.node_type,
+            node_name: imaged.node_name,
+            node_shallow_size: imaged.shallow_size,
+            first_edge: imaged.first_edge,
+            edge_to: imaged.edge_to,
+            edge_kind: imaged.edge_kind,
+            edge_name: imaged.edge_name,
+            node_kinds: std::mem::take(&mut self.node_kinds),
+            root,
+        };
+        let mut graph = HeapGraph::from_parts(meta, strings, parts)
+            .map_err(|err| inconsistent(err.to_string()))?;
+        self.attach_extras(&mut graph, truncation.is_some())?;
+        let pending = Pending {
+            n_nodes,
+            graph_whole: true,
+            type_names,
+        };
+        Ok((graph, pending))
+    }
+
+    /// The stored type totals' names in the table (`file_ids`: the table id of each string of
+    /// the file, where they differ), each made findable; `None` if one is not a string.
+    fn type_total_names(
+        &mut self,
+        strings: &mut StringTable,
+        file_ids: Option<&[u32]>,
+    ) -> Option<Vec<StringId>> {
+        std::mem::take(&mut self.type_totals.type_name)
+            .into_iter()
+            .map(|raw| {
+                let raw = match file_ids {
+                    Some(ids) => *ids.get(raw as usize)?,
+                    None => raw,
+                };
+                strings.id_from_raw(raw).map(|id| strings.make_findable(id))
+            })
+            .collect()
+    }
+
+    /// Notes for the chunks of types this version does not read.
+    fn unknown_chunks_notes(&self) -> Vec<String> {
+        // The Python dumper's `buffers` (tensors' and arrays' data, for linking GPU blocks to
+        // their holders) are ours and known; nothing reads them yet, which is no news.
+        self.unknown
+            .iter()
+            .filter(|(name, _)| name.as_str() != BUFFERS)
+            .map(|(type_name, count)| {
+                format!(
+                    "skipped {count} chunk(s) of type {type_name:?}, which this version of heapgraph does not read"
+                )
+            })
+            .collect()
+    }
+
+    /// Gives `graph` the object arrays' lengths and the collections' fill. A cut-short file
+    /// keeps the rows of the nodes that arrived; in a whole one, a row naming no node is an
+    /// error (`set_*` checks).
+    fn attach_extras(&mut self, graph: &mut HeapGraph, cut_short: bool) -> Result<(), ImportError> {
+        let n_nodes = graph.node_count();
+        if cut_short {
             self.array_lengths
                 .retain(|&(node, _)| (node as usize) < n_nodes);
             self.fill.retain(|&(node, _)| (node as usize) < n_nodes);
@@ -834,7 +1025,7 @@ impl Columns {
                 .set_fill(CollectionFill::from_rows(std::mem::take(&mut self.fill)))
                 .map_err(|err| inconsistent(err.to_string()))?;
         }
-        Ok((graph, pending))
+        Ok(())
     }
 
     /// Takes the strings not yet added to the table: their text and byte lengths.
@@ -925,6 +1116,12 @@ impl Columns {
         }
         let problem = if n_rows != n_nodes {
             Some(format!("covers {n_rows} of {n_nodes} nodes"))
+        } else if self.retained_size.len() != n_rows || self.distance.len() != n_rows {
+            Some(format!(
+                "has {n_rows} dominators but {} retained sizes and {} distances",
+                self.retained_size.len(),
+                self.distance.len()
+            ))
         } else if !graph_whole {
             Some("describes the whole graph, and part of it is missing".to_owned())
         } else {
@@ -984,6 +1181,16 @@ impl Columns {
             chain_parent,
         })
     }
+}
+
+/// The graph's metadata from the file's header.
+fn graph_meta(header: &Header, runtime: Runtime) -> GraphMeta {
+    let mut meta = GraphMeta::new(runtime, &header.source_format);
+    meta.runtime_version.clone_from(&header.runtime_version);
+    meta.captured_at_ms = header.captured_at_ms;
+    meta.pid = header.pid;
+    meta.notes.clone_from(&header.notes);
+    meta
 }
 
 /// The values of a little-endian `u64` column blob (a remainder, which the caller has refused

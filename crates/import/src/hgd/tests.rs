@@ -1,7 +1,7 @@
 //! The `.hgd` heap-graph codec's tests: round trips, cuts at every offset, foreign writers,
 //! corrupt records, and arbitrary bytes.
 
-use super::write::write_in_chunks;
+use super::write::{Layout, write_as, write_in_chunks};
 use super::*;
 use crate::{Contents, ImportError};
 use heapgraph_format::{EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns, Writer};
@@ -99,6 +99,17 @@ fn sample_analysis() -> StoredAnalysis {
             retained: vec![16 + 48 + 64 + 1 + u64::from(u32::MAX), 32, 64, 1 << 32],
         }),
     }
+}
+
+/// `graph` (and `analysis`) written as images, each vector in pieces of `piece_bytes`.
+fn write_images(
+    graph: &HeapGraph,
+    analysis: Option<&StoredAnalysis>,
+    piece_bytes: usize,
+) -> Vec<u8> {
+    let mut file = Vec::new();
+    write_as(graph, analysis, &mut file, Layout::Images { piece_bytes }).expect("written");
+    file
 }
 
 fn write(graph: &HeapGraph, analysis: Option<&StoredAnalysis>, chunk_rows: usize) -> Vec<u8> {
@@ -476,8 +487,152 @@ fn hgd_a_corrupt_edge_kind_names_its_record_and_offset() {
     assert!(err.starts_with("heapgraph .hgd: at byte "), "{err}");
 }
 
+/// A file of images (the default layout) holds no `nodes` or `edges` chunk, says version 2,
+/// and reads back the same graph and analysis whether its vectors come whole or in pieces of
+/// a few bytes.
+#[test]
+fn hgd_images_round_trip_in_any_pieces() {
+    let graph = sample_graph();
+    let stored = sample_analysis();
+    let mut default = Vec::new();
+    write_heap_graph(&graph, Some(&stored), &mut default).expect("written");
+    let reader = heapgraph_format::SliceReader::new(&default).expect("header");
+    assert_eq!(reader.header().version, heapgraph_format::VERSION_IMAGES);
+    let mut reader = reader;
+    let mut types = Vec::new();
+    while let Some(chunk) = reader.next_chunk().expect("chunk") {
+        types.push(chunk.type_name().to_owned());
+    }
+    assert!(
+        !types.iter().any(|name| name == "nodes" || name == "edges"),
+        "{types:?}"
+    );
+    assert!(types.iter().any(|name| name == "image"), "{types:?}");
+    for (file, analysis) in [
+        (default, Some(&stored)),
+        (write_images(&graph, Some(&stored), 8), Some(&stored)),
+        (write_images(&graph, Some(&stored), 1), Some(&stored)),
+        (write_images(&graph, None, 3), None),
+    ] {
+        let (back, back_analysis) = read(&file).expect("read back");
+        assert_same(&back, &graph);
+        assert_eq!(back_analysis.as_ref(), analysis);
+        // Types stay findable by name, as from plain columns.
+        assert_eq!(back.strings().find("größe"), graph.strings().find("größe"));
+    }
+}
+
+/// Cut anywhere, a file of images reads with its whole graph and a note (its analysis only if
+/// that arrived whole too), or fails as cut short: its columns are read only whole.
+#[test]
+fn hgd_images_cut_at_every_offset_read_whole_or_say_truncated() {
+    let graph = sample_graph();
+    let stored = sample_analysis();
+    let file = write_images(&graph, Some(&stored), 16);
+    // The filler before each image's bytes makes the file mostly zeros: cut around every
+    // record's end, and every 61st byte between.
+    let mut cuts: Vec<usize> = (0..file.len()).step_by(61).collect();
+    let mut reader = heapgraph_format::SliceReader::new(&file).expect("header");
+    cuts.push(reader.offset() as usize);
+    while reader.next_chunk().expect("chunk").is_some() {
+        let end = reader.offset() as usize;
+        cuts.extend([end - 1, end, end + 1]);
+    }
+    cuts.retain(|&cut| cut < file.len());
+    let (mut whole, mut refused) = (0, 0);
+    for cut in cuts {
+        match read(&file[..cut]) {
+            Ok((back, analysis)) => {
+                whole += 1;
+                assert_same_columns(&back, &graph);
+                let notes = &back.meta().notes;
+                assert!(
+                    notes
+                        .iter()
+                        .any(|note| note.starts_with("the file ends after")),
+                    "cut at {cut}: {notes:?}"
+                );
+                if let Some(mut analysis) = analysis {
+                    // The optional columns come after the required ones, and the type totals
+                    // last: a cut before them leaves them out, and the rest is whole.
+                    if analysis.type_totals.is_none() {
+                        analysis.type_totals.clone_from(&stored.type_totals);
+                    }
+                    if analysis.chain_parent.is_empty() {
+                        analysis.chain_parent.clone_from(&stored.chain_parent);
+                        if analysis.retained_count.is_empty() {
+                            analysis.retained_count.clone_from(&stored.retained_count);
+                        }
+                    }
+                    assert_eq!(analysis, stored, "cut at {cut}");
+                }
+            }
+            Err(ImportError::Truncated { offset, .. }) => {
+                refused += 1;
+                assert!(offset <= cut as u64);
+            }
+            Err(err) => panic!("cut at {cut}: {err}"),
+        }
+    }
+    assert!(whole > 0 && refused > 0, "{whole} read, {refused} refused");
+}
+
+/// The graph's columns of `read` equal `written`'s (the metadata may differ by a note).
+fn assert_same_columns(read: &HeapGraph, written: &HeapGraph) {
+    assert_eq!(strings_of(read), strings_of(written));
+    let (a, b) = (read.parts(), written.parts());
+    assert_eq!(a.node_object_id, b.node_object_id);
+    assert_eq!(a.node_type, b.node_type);
+    assert_eq!(a.node_name, b.node_name);
+    assert_eq!(a.first_edge, b.first_edge);
+    assert_eq!(a.edge_to, b.edge_to);
+    assert_eq!(a.edge_kind, b.edge_kind);
+    assert_eq!(a.edge_name, b.edge_name);
+}
+
+/// An image whose vectors do not make a graph (an edge to no node, offsets that run past the
+/// edges) is refused by name, by both readers.
+#[test]
+fn hgd_images_that_lie_are_refused() {
+    let graph = sample_graph();
+    let file = write_images(&graph, None, 1 << 20);
+    // The bytes of `edge_to` (1 2 3 4 5 1 2 0 as u32) and of the offsets' steps.
+    let edge_to: Vec<u8> = [1u32, 2, 3, 4, 5, 1, 2, 0]
+        .iter()
+        .flat_map(|to| to.to_le_bytes())
+        .collect();
+    let at = file
+        .windows(edge_to.len())
+        .position(|window| window == edge_to)
+        .expect("edge_to's bytes");
+    let mut lie = file.clone();
+    lie[at + 4] = 6;
+    let err = read(&lie)
+        .map(drop)
+        .expect_err("an edge to no node")
+        .to_string();
+    assert!(err.contains("edge"), "{err}");
+    let mut lie = file;
+    lie[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(read(&lie).is_err());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn hgd_changed_bytes_of_images_never_panic(
+        changes in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+    ) {
+        let mut file = write_images(&sample_graph(), Some(&sample_analysis()), 8);
+        for (at, byte) in changes {
+            let at = at % file.len();
+            file[at] = byte;
+        }
+        if let Ok((graph, Some(analysis))) = read(&file) {
+            prop_assert_eq!(analysis.idom.len(), graph.node_count());
+        }
+    }
 
     #[test]
     fn hgd_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {

@@ -1,35 +1,76 @@
-//! Writing a heap graph, and its analysis when given, as an `.hgd` stream.
+//! Writing a heap graph, and its analysis when given, as an `.hgd` stream: its columns as
+//! images (what `convert` writes, read back without decoding) or as plain columns (what every
+//! reader since the first reads, and what the Python dumper writes).
 
+use super::read::image_names as names;
 use super::{TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
 use heapgraph_format::{
-    self as format, AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, Header,
-    KIND_HEAP_GRAPH, NodeColumns, TypeTotalsColumns, Writer,
+    self as format, AnalysisColumns, ArrayLengthColumns, Chunk, EdgeColumns, FillColumns, Header,
+    ImageChunk, KIND_HEAP_GRAPH, NodeColumns, TypeTotalsColumns, VERSION_IMAGES, Writer,
 };
+use heapgraph_model::image::{ColumnImage, Imaged};
 use heapgraph_model::{HeapGraph, StoredAnalysis};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+/// Bytes of one `image_data` chunk at most: a whole number of pages, so that the pieces of a
+/// vector lie back to back in a map of the file but for the records' own bytes between them.
+const IMAGE_PIECE_BYTES: usize = 64 << 20;
+
 /// Writes `graph` (and `analysis`, when given) as an `.hgd` stream: header, strings in id order,
-/// node kinds, root, then nodes, edges and analysis in chunks of about 1M rows, then the end
-/// record.
+/// node kinds, root, then the graph's and the analysis's columns as images (each column the
+/// vectors it is in memory, page-aligned in the file), then the end record.
 ///
 /// # Errors
-/// [`io::ErrorKind::InvalidInput`] when `analysis` does not have one entry per node or a node
-/// has 2³² edges or more; otherwise the stream's own errors.
+/// [`io::ErrorKind::InvalidInput`] when `analysis` does not have one entry per node; otherwise
+/// the stream's own errors.
 pub fn write_heap_graph<W: Write>(
     graph: &HeapGraph,
     analysis: Option<&StoredAnalysis>,
     out: W,
 ) -> io::Result<()> {
-    write_in_chunks(graph, analysis, out, format::DEFAULT_CHUNK_ROWS)
+    write_as(
+        graph,
+        analysis,
+        out,
+        Layout::Images {
+            piece_bytes: IMAGE_PIECE_BYTES,
+        },
+    )
 }
 
-/// [`write_heap_graph`] with `chunk_rows` rows per chunk.
+/// How the columns are written.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Layout {
+    /// As images, each vector in pieces of at most this many bytes.
+    Images { piece_bytes: usize },
+    /// As plain columns, in chunks of this many rows: only tests write them, as the Python
+    /// dumper does in the field.
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "the tests' files of plain columns")
+    )]
+    Plain { chunk_rows: usize },
+}
+
+/// [`write_heap_graph`] as plain columns in chunks of `chunk_rows` rows (a node with 2³² edges
+/// or more cannot be written so).
+#[cfg(test)]
 pub(super) fn write_in_chunks<W: Write>(
     graph: &HeapGraph,
     analysis: Option<&StoredAnalysis>,
     out: W,
     chunk_rows: usize,
+) -> io::Result<()> {
+    write_as(graph, analysis, out, Layout::Plain { chunk_rows })
+}
+
+/// [`write_heap_graph`] in `layout`.
+pub(super) fn write_as<W: Write>(
+    graph: &HeapGraph,
+    analysis: Option<&StoredAnalysis>,
+    out: W,
+    layout: Layout,
 ) -> io::Result<()> {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
@@ -65,11 +106,17 @@ pub(super) fn write_in_chunks<W: Write>(
         (TOTAL_EDGES.to_owned(), graph.edge_count() as u64),
         (TOTAL_STRINGS.to_owned(), graph.strings().len() as u64),
     ]);
+    let chunk_rows = match layout {
+        Layout::Images { .. } => {
+            header.version = VERSION_IMAGES;
+            format::DEFAULT_CHUNK_ROWS
+        }
+        Layout::Plain { chunk_rows } => chunk_rows,
+    };
 
     let mut writer = Writer::new(out, &header)
         .map_err(write_error)?
         .with_chunk_rows(chunk_rows);
-    let chunk_rows = writer.chunk_rows();
     writer
         .write_strings(graph.strings().iter().map(|(_, text)| text))
         .map_err(write_error)?;
@@ -82,7 +129,123 @@ pub(super) fn write_in_chunks<W: Write>(
         )
         .map_err(write_error)?;
     writer.write_root(parts.root).map_err(write_error)?;
+    match layout {
+        Layout::Images { piece_bytes } => {
+            let mut image = |name: &str, column: &dyn ImagedColumn| {
+                write_image(&mut writer, name, column.image(), piece_bytes)
+            };
+            image(names::OBJECT_ID, &parts.node_object_id)?;
+            image(names::NODE_KIND, &parts.node_kind)?;
+            image(names::NODE_TYPE, &parts.node_type)?;
+            image(names::NODE_NAME, &parts.node_name)?;
+            image(names::SHALLOW_SIZE, &parts.node_shallow_size)?;
+            image(names::FIRST_EDGE, &parts.first_edge)?;
+            image(names::EDGE_TO, &parts.edge_to)?;
+            image(names::EDGE_KIND, &parts.edge_kind)?;
+            image(names::EDGE_NAME, &parts.edge_name)?;
+        }
+        Layout::Plain { .. } => write_plain_graph(&mut writer, graph)?,
+    }
+    write_extras(&mut writer, graph)?;
+    if let Some(analysis) = analysis {
+        match layout {
+            Layout::Images { piece_bytes } => {
+                let mut image = |name: &str, column: &dyn ImagedColumn| {
+                    write_image(&mut writer, name, column.image(), piece_bytes)
+                };
+                image(names::IDOM, &analysis.idom)?;
+                image(names::RETAINED_SIZE, &analysis.retained_size)?;
+                image(names::DISTANCE, &analysis.distance)?;
+                if !analysis.retained_count.is_empty() {
+                    image(names::RETAINED_COUNT, &analysis.retained_count)?;
+                }
+                if !analysis.chain_parent.is_empty() {
+                    image(names::CHAIN_PARENT, &analysis.chain_parent)?;
+                }
+            }
+            Layout::Plain { .. } => write_plain_analysis(&mut writer, analysis)?,
+        }
+        if let Some(totals) = &analysis.type_totals {
+            // Strings are written in id order, so an id is its string's index in the file.
+            let type_name: Vec<u32> = totals.types.iter().map(|id| id.to_raw()).collect();
+            writer
+                .write_type_totals(&TypeTotalsColumns {
+                    type_name: &type_name,
+                    count: &totals.count,
+                    shallow_size: &totals.shallow,
+                    retained_size: &totals.retained,
+                })
+                .map_err(write_error)?;
+        }
+    }
+    writer.finish().map_err(write_error)?.flush()
+}
 
+/// A column that lays itself out as an image, as a trait object (`Imaged` also makes columns,
+/// which a trait object cannot).
+trait ImagedColumn {
+    fn image(&self) -> ColumnImage<'_>;
+}
+
+impl<C: Imaged> ImagedColumn for C {
+    fn image(&self) -> ColumnImage<'_> {
+        Imaged::image(self)
+    }
+}
+
+/// Writes column `name`'s `image` as an `image` chunk and its vectors' bytes after it, in
+/// pieces of at most `piece_bytes`.
+fn write_image<W: Write>(
+    writer: &mut Writer<W>,
+    name: &str,
+    image: ColumnImage<'_>,
+    piece_bytes: usize,
+) -> io::Result<()> {
+    let ColumnImage {
+        repr,
+        scalars,
+        parts,
+    } = image;
+    let chunk = ImageChunk {
+        column: name.to_owned(),
+        repr: repr.to_owned(),
+        scalars: scalars
+            .iter()
+            .map(|&(name, value)| (name.to_owned(), value))
+            .collect(),
+        parts: parts
+            .iter()
+            .map(|(part, values)| {
+                (
+                    (*part).to_owned(),
+                    values.width() as u8,
+                    values.len() as u64,
+                )
+            })
+            .collect(),
+    };
+    writer
+        .write_chunk(&Chunk::Image(chunk))
+        .map_err(write_error)?;
+    let mut bytes = Vec::new();
+    for (part, values) in &parts {
+        let per_piece = (piece_bytes / values.width()).max(1);
+        for start in (0..values.len()).step_by(per_piece) {
+            bytes.clear();
+            values.put_le(start..(start + per_piece).min(values.len()), &mut bytes);
+            writer
+                .write_image_data(name, part, (start * values.width()) as u64, &bytes)
+                .map_err(write_error)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the graph's nodes and edges as plain `nodes` and `edges` chunks.
+fn write_plain_graph<W: Write>(writer: &mut Writer<W>, graph: &HeapGraph) -> io::Result<()> {
+    let parts = graph.parts();
+    let n_nodes = graph.node_count();
+    let chunk_rows = writer.chunk_rows();
     let mut type_name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
     let mut name: Vec<u32> = Vec::with_capacity(chunk_rows.min(n_nodes));
     let mut object_id: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_nodes));
@@ -149,7 +312,11 @@ pub(super) fn write_in_chunks<W: Write>(
             })
             .map_err(write_error)?;
     }
+    Ok(())
+}
 
+/// Writes the object arrays' lengths and the collections' fill, where the graph has them.
+fn write_extras<W: Write>(writer: &mut Writer<W>, graph: &HeapGraph) -> io::Result<()> {
     let lengths = graph.array_lengths();
     if !lengths.is_empty() {
         let (node, length) = lengths.columns();
@@ -177,42 +344,36 @@ pub(super) fn write_in_chunks<W: Write>(
             })
             .map_err(write_error)?;
     }
+    Ok(())
+}
 
-    if let Some(analysis) = analysis {
-        // Retained sizes are kept compact: each chunk's are made plain only as it is written.
-        let n_rows = analysis.idom.len();
-        let mut retained_size: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_rows));
-        let mut sizes = analysis.retained_size.iter();
-        for start in (0..n_rows).step_by(chunk_rows) {
-            let rows = start..(start + chunk_rows).min(n_rows);
-            retained_size.clear();
-            retained_size.extend(sizes.by_ref().take(rows.len()));
-            let retained_count = optional(&analysis.retained_count, rows.clone());
-            let chain_parent = optional(&analysis.chain_parent, rows.clone());
-            writer
-                .write_analysis(&AnalysisColumns {
-                    dominator: &analysis.idom[rows.clone()],
-                    retained_size: &retained_size,
-                    distance: &analysis.distance[rows],
-                    retained_count,
-                    chain_parent,
-                })
-                .map_err(write_error)?;
-        }
-        if let Some(totals) = &analysis.type_totals {
-            // Strings are written in id order, so an id is its string's index in the file.
-            let type_name: Vec<u32> = totals.types.iter().map(|id| id.to_raw()).collect();
-            writer
-                .write_type_totals(&TypeTotalsColumns {
-                    type_name: &type_name,
-                    count: &totals.count,
-                    shallow_size: &totals.shallow,
-                    retained_size: &totals.retained,
-                })
-                .map_err(write_error)?;
-        }
+/// Writes the stored analysis as plain `analysis` chunks.
+fn write_plain_analysis<W: Write>(
+    writer: &mut Writer<W>,
+    analysis: &StoredAnalysis,
+) -> io::Result<()> {
+    let chunk_rows = writer.chunk_rows();
+    // Retained sizes are kept compact: each chunk's are made plain only as it is written.
+    let n_rows = analysis.idom.len();
+    let mut retained_size: Vec<u64> = Vec::with_capacity(chunk_rows.min(n_rows));
+    let mut sizes = analysis.retained_size.iter();
+    for start in (0..n_rows).step_by(chunk_rows) {
+        let rows = start..(start + chunk_rows).min(n_rows);
+        retained_size.clear();
+        retained_size.extend(sizes.by_ref().take(rows.len()));
+        let retained_count = optional(&analysis.retained_count, rows.clone());
+        let chain_parent = optional(&analysis.chain_parent, rows.clone());
+        writer
+            .write_analysis(&AnalysisColumns {
+                dominator: &analysis.idom[rows.clone()],
+                retained_size: &retained_size,
+                distance: &analysis.distance[rows],
+                retained_count,
+                chain_parent,
+            })
+            .map_err(write_error)?;
     }
-    writer.finish().map_err(write_error)?.flush()
+    Ok(())
 }
 
 /// The `rows` of an optional column, which is empty when not stored.

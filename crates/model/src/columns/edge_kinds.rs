@@ -1,6 +1,7 @@
 //! Edge kinds, two to a byte.
 
 use crate::heap_graph::EdgeKind;
+use crate::image::{ColumnImage, ImageSource, Imaged, ONLY, PartValues, expect_repr};
 use std::ops::{Index, Range};
 
 /// The kinds in discriminant order, to return references to.
@@ -145,6 +146,45 @@ impl FromIterator<EdgeKind> for EdgeKinds {
     }
 }
 
+impl Imaged for EdgeKinds {
+    fn image(&self) -> ColumnImage<'_> {
+        ColumnImage {
+            repr: ONLY,
+            scalars: vec![("len", self.len as u64)],
+            parts: vec![("nibbles", PartValues::U8(&self.nibbles))],
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[ONLY])?;
+        let len = source.scalar("len")?;
+        let nibbles: Vec<u8> = source.take("nibbles")?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&len| len.div_ceil(2) == nibbles.len())
+            .ok_or_else(|| format!("{len} kinds in {} bytes", nibbles.len()))?;
+        // An unused high half is 0, for `push` to fill it; every other half is a kind, for
+        // indexing to find.
+        if !len.is_multiple_of(2) && nibbles.last().is_some_and(|&byte| byte >> 4 != 0) {
+            return Err(format!("the unused half after edge {} is not 0", len - 1));
+        }
+        let kinds = KINDS.len() as u8;
+        if let Some(at) = nibbles
+            .iter()
+            .position(|&byte| byte & 0xf >= kinds || byte >> 4 >= kinds)
+        {
+            let (edge, nibble) = match nibbles[at] {
+                byte if byte & 0xf >= kinds => (2 * at, byte & 0xf),
+                byte => (2 * at + 1, byte >> 4),
+            };
+            return Err(format!(
+                "edge {edge} has the kind {nibble}, past the {kinds} kinds"
+            ));
+        }
+        Ok(EdgeKinds { nibbles, len })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +213,44 @@ mod tests {
             (changed[7], changed[8], changed[9]),
             (EdgeKind::Weak, EdgeKind::Context, kinds[9])
         );
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        let kinds: Vec<EdgeKind> = (0..1001).map(|i| EdgeKind::ALL[i * 5 % 7]).collect();
+        for kinds in [kinds.clone(), kinds[..1000].to_vec(), vec![]] {
+            let column = EdgeKinds::from(kinds.clone());
+            let mut back = EdgeKinds::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), kinds);
+            assert_eq!(back.len(), kinds.len());
+            // Pushing goes on as on the column written.
+            back.push(EdgeKind::Weak);
+            back.extend_from(&column);
+            assert_eq!(
+                back.to_vec(),
+                [&kinds[..], &[EdgeKind::Weak], &kinds[..]].concat()
+            );
+        }
+        let column = EdgeKinds::from(kinds);
+        // Each would make indexing panic, or a push read another kind.
+        let lies: [Lie; 5] = [
+            ("len short", |image| image.set_scalar("len", 1000)),
+            ("len long", |image| image.set_scalar("len", 1003)),
+            ("a low half past the kinds", |image| {
+                image.edit_part("nibbles", |bytes| bytes[3] = 0x17)
+            }),
+            ("a high half past the kinds", |image| {
+                image.edit_part("nibbles", |bytes| bytes[3] = 0xf1)
+            }),
+            ("the unused half", |image| {
+                image.edit_part("nibbles", |bytes| bytes[500] |= 0x10)
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(EdgeKinds::from_image(&mut image).is_err(), "{lie}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Edge names in two bytes while they fit, four otherwise.
 
 use super::ChainExact;
+use crate::image::{ColumnImage, ImageSource, Imaged, PartValues, expect_repr};
 
 /// Edge names (a [`StringId`](crate::StringId)'s raw value, or an index): two bytes per edge while nearly all
 /// fit in 16 bits (Java's field names and the indices of all but huge arrays), the rest beside;
@@ -283,6 +284,88 @@ impl From<Vec<u32>> for EdgeNames {
     }
 }
 
+/// The representations' names in an image.
+const NARROW: &str = "narrow";
+const PLAIN: &str = "plain";
+
+impl Imaged for EdgeNames {
+    fn image(&self) -> ColumnImage<'_> {
+        match &self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => ColumnImage {
+                repr: NARROW,
+                // A column kept narrow stays so once read back, until it is settled.
+                scalars: vec![("kept_narrow", u64::from(self.1 == Widening::OnSettle))],
+                parts: vec![
+                    ("narrow", PartValues::U16(narrow)),
+                    ("wide_at", PartValues::U64(wide_at)),
+                    ("wide", PartValues::U32(wide)),
+                ],
+            },
+            // Widening turns automatic with the column plain.
+            NamesOfEdges::Wide(names) => ColumnImage {
+                repr: PLAIN,
+                scalars: Vec::new(),
+                parts: vec![("names", PartValues::U32(names))],
+            },
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[NARROW, PLAIN])?;
+        if source.repr() == PLAIN {
+            return Ok(EdgeNames(
+                NamesOfEdges::Wide(source.take("names")?),
+                Widening::Automatic,
+            ));
+        }
+        let widening = match source.scalar("kept_narrow")? {
+            0 => Widening::Automatic,
+            1 => Widening::OnSettle,
+            other => return Err(format!("kept narrow is {other}, neither 0 nor 1")),
+        };
+        let narrow: Vec<u16> = source.take("narrow")?;
+        let wide_at: Vec<u64> = source.take("wide_at")?;
+        let wide: Vec<u32> = source.take("wide")?;
+        if wide.len() != wide_at.len() {
+            return Err(format!(
+                "{} names beside at {} places",
+                wide.len(),
+                wide_at.len()
+            ));
+        }
+        // Every place beside is a marker, in increasing order, and every marker has a place.
+        let mut previous = None;
+        for &at in &wide_at {
+            if previous.is_some_and(|previous| at <= previous) {
+                return Err(format!("edge {at} is listed beside out of order"));
+            }
+            if usize::try_from(at).ok().and_then(|at| narrow.get(at)) != Some(&u16::MAX) {
+                return Err(format!("edge {at} is listed beside but is not marked so"));
+            }
+            previous = Some(at);
+        }
+        let markers = narrow.iter().filter(|&&short| short == u16::MAX).count();
+        if markers != wide_at.len() {
+            return Err(format!(
+                "{markers} names are marked beside, {} listed",
+                wide_at.len()
+            ));
+        }
+        Ok(EdgeNames(
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            },
+            widening,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +430,77 @@ mod tests {
         assert!(pushed.is_narrow());
         for edge in 0..names.len() {
             assert_eq!(converted.get(edge), pushed.get(edge), "edge {edge}");
+        }
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        let mostly_small: Vec<u32> = (0..20_000)
+            .map(|i| match i % 100 {
+                0 => 70_000 + i,
+                1 => 65_535,
+                _ => i % 1000,
+            })
+            .collect();
+        let spread: Vec<u32> = (0..20_000).map(|i| 100_000 + i).collect();
+        let mut kept = EdgeNames::kept_narrow(0);
+        for &name in &spread {
+            kept.push(name);
+        }
+        let mut plain_empty = EdgeNames::new();
+        plain_empty.widen();
+        let columns = [
+            EdgeNames::from(mostly_small.clone()),
+            EdgeNames::from(spread.clone()),
+            kept,
+            EdgeNames::new(),
+            plain_empty,
+        ];
+        assert_eq!(
+            columns.each_ref().map(EdgeNames::is_narrow),
+            [true, false, true, true, false]
+        );
+        for column in columns {
+            let mut back = EdgeNames::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), column.to_vec());
+            for edge in 0..column.len() {
+                assert_eq!(back.get(edge), column.get(edge));
+            }
+            assert_eq!((back.is_narrow(), back.1), (column.is_narrow(), column.1));
+            // Pushing and settling go on as on the column written.
+            let mut pushed = column.clone();
+            for &name in &spread {
+                back.push(name);
+                pushed.push(name);
+            }
+            assert_eq!(back.is_narrow(), pushed.is_narrow());
+            back.settle();
+            pushed.settle();
+            assert_eq!(back.is_narrow(), pushed.is_narrow());
+            assert_eq!(back.to_vec(), pushed.to_vec());
+        }
+        let column = EdgeNames::from(mostly_small);
+        // Each would make `get` panic, read another name or disagree with `iter`.
+        let lies: [Lie; 5] = [
+            ("kept narrow", |image| image.set_scalar("kept_narrow", 2)),
+            ("a marker unlisted", |image| {
+                image.edit_part("narrow", |bytes| bytes[4..6].copy_from_slice(&[0xff, 0xff]))
+            }),
+            ("a listed name unmarked", |image| {
+                image.edit_part("narrow", |bytes| bytes[400..402].copy_from_slice(&[0, 0]))
+            }),
+            ("places out of order", |image| {
+                image.edit_part("wide_at", |bytes| bytes.swap(0, 8))
+            }),
+            ("wide", |image| {
+                image.edit_part("wide", |bytes| bytes.truncate(4))
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(EdgeNames::from_image(&mut image).is_err(), "{lie}");
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Node kinds, two to a byte while they fit.
 
+use crate::image::{ColumnImage, ImageSource, Imaged, PartValues, expect_repr};
 use std::ops::{Index, Range};
 
 /// Every byte value, to return references to.
@@ -164,6 +165,46 @@ impl FromIterator<u8> for NodeKinds {
     }
 }
 
+/// The representations' names in an image.
+const NIBBLES: &str = "nibbles";
+const BYTES_REPR: &str = "bytes";
+
+impl Imaged for NodeKinds {
+    fn image(&self) -> ColumnImage<'_> {
+        match &self.0 {
+            KindsRepr::Nibbles { nibbles, len } => ColumnImage {
+                repr: NIBBLES,
+                scalars: vec![("len", *len as u64)],
+                parts: vec![("nibbles", PartValues::U8(nibbles))],
+            },
+            KindsRepr::Bytes(bytes) => ColumnImage {
+                repr: BYTES_REPR,
+                scalars: Vec::new(),
+                parts: vec![("bytes", PartValues::U8(bytes))],
+            },
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[NIBBLES, BYTES_REPR])?;
+        if source.repr() == BYTES_REPR {
+            // Kinds are checked against the kinds table with the graph.
+            return Ok(NodeKinds(KindsRepr::Bytes(source.take("bytes")?)));
+        }
+        let len = source.scalar("len")?;
+        let nibbles: Vec<u8> = source.take("nibbles")?;
+        let len = usize::try_from(len).map_err(|_| format!("{len} kinds"))?;
+        if nibbles.len() != len.div_ceil(2) {
+            return Err(format!("{} bytes for {len} kinds", nibbles.len()));
+        }
+        // A push ORs the next kind into it.
+        if !len.is_multiple_of(2) && nibbles.last().is_some_and(|&last| last >> 4 != 0) {
+            return Err("the unused half of the last byte is not 0".to_owned());
+        }
+        Ok(NodeKinds(KindsRepr::Nibbles { nibbles, len }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +220,53 @@ mod tests {
         assert!(matches!(joined.0, KindsRepr::Bytes(_)));
         assert_eq!(joined.to_vec(), [&kinds[..], &kinds[..], &[200]].concat());
         assert_eq!(joined[998 + 999 + 1], 200);
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        let kinds: Vec<u8> = (0..999).map(|i| (i % 13) as u8).collect();
+        let wide: Vec<u8> = (0..1000).map(|i| (i % 40) as u8).collect();
+        for kinds in [
+            kinds.clone(),
+            kinds[..998].to_vec(),
+            wide,
+            vec![],
+            vec![200],
+        ] {
+            let column = NodeKinds::from(kinds.clone());
+            let mut back = NodeKinds::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), kinds);
+            assert_eq!(back, column);
+            assert_eq!(
+                std::mem::discriminant(&back.0),
+                std::mem::discriminant(&column.0)
+            );
+            back.push(5);
+            assert_eq!(back.to_vec(), [&kinds[..], &[5]].concat());
+        }
+        // 999 kinds: the high half of byte 499 is unused.
+        let column = NodeKinds::from(kinds);
+        assert!(matches!(column.0, KindsRepr::Nibbles { .. }));
+        // A lie: what it is, and how the file tells it.
+        let lies: [Lie; 4] = [
+            ("more kinds than bytes", |image| {
+                image.set_scalar("len", 1001)
+            }),
+            ("fewer kinds than bytes", |image| {
+                image.set_scalar("len", 997)
+            }),
+            ("a byte too many", |image| {
+                image.edit_part("nibbles", |bytes| bytes.push(0))
+            }),
+            ("the unused half set", |image| {
+                image.edit_part("nibbles", |bytes| bytes[499] |= 0x30)
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(NodeKinds::from_image(&mut image).is_err(), "{lie}");
+        }
     }
 }

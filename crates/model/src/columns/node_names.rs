@@ -1,5 +1,6 @@
 //! Node labels, dense or sparse.
 
+use crate::image::{ColumnImage, ImageSource, Imaged, PartValues, expect_repr};
 use crate::strings::StringId;
 
 /// Node labels: one [`StringId`] per node, stored per node (`Dense`) where most nodes have one
@@ -7,7 +8,8 @@ use crate::strings::StringId;
 /// objects other than strings, classes and threads; Python objects).
 ///
 /// Invariants: `Dense` has `len` entries; `Sparse`'s `nodes` are sorted, distinct and below
-/// `len`, `names` has as many entries and none is [`StringId::EMPTY`].
+/// `len`, `names` has as many entries and none is [`StringId::EMPTY`]. Ids are kept raw, for
+/// the image (a slice of ids is no slice of `u32`s).
 #[derive(Clone, Debug)]
 pub struct NodeNames {
     len: usize,
@@ -16,11 +18,8 @@ pub struct NodeNames {
 
 #[derive(Clone, Debug)]
 enum NamesRepr {
-    Dense(Vec<StringId>),
-    Sparse {
-        nodes: Vec<u32>,
-        names: Vec<StringId>,
-    },
+    Dense(Vec<u32>),
+    Sparse { nodes: Vec<u32>, names: Vec<u32> },
 }
 
 impl Default for NodeNames {
@@ -37,23 +36,23 @@ impl NodeNames {
         // Stable: equal nodes stay in the order given, so the last one is the later pair.
         pairs.sort_by_key(|&(node, _)| node);
         let mut nodes: Vec<u32> = Vec::with_capacity(pairs.len());
-        let mut names: Vec<StringId> = Vec::with_capacity(pairs.len());
+        let mut names: Vec<u32> = Vec::with_capacity(pairs.len());
         for (node, name) in pairs {
             if node as usize >= len {
                 break;
             }
             if nodes.last() == Some(&node) {
                 if let Some(last) = names.last_mut() {
-                    *last = name;
+                    *last = name.0;
                 }
             } else {
                 nodes.push(node);
-                names.push(name);
+                names.push(name.0);
             }
         }
         let mut kept = 0;
         for i in 0..nodes.len() {
-            if names[i] != StringId::EMPTY {
+            if names[i] != StringId::EMPTY.0 {
                 nodes[kept] = nodes[i];
                 names[kept] = names[i];
                 kept += 1;
@@ -62,7 +61,7 @@ impl NodeNames {
         nodes.truncate(kept);
         names.truncate(kept);
         if Self::dense_is_smaller(len, kept) {
-            let mut dense = vec![StringId::EMPTY; len];
+            let mut dense = vec![StringId::EMPTY.0; len];
             for (&node, &name) in nodes.iter().zip(&names) {
                 dense[node as usize] = name;
             }
@@ -101,9 +100,9 @@ impl NodeNames {
     pub fn get(&self, node: usize) -> StringId {
         assert!(node < self.len, "node {node} of {}", self.len);
         match &self.repr {
-            NamesRepr::Dense(dense) => dense[node],
+            NamesRepr::Dense(dense) => StringId(dense[node]),
             NamesRepr::Sparse { nodes, names } => match nodes.binary_search(&(node as u32)) {
-                Ok(at) => names[at],
+                Ok(at) => StringId(names[at]),
                 Err(_) => StringId::EMPTY,
             },
         }
@@ -119,12 +118,12 @@ impl NodeNames {
         let mut at = 0;
         (0..self.len).map(move |node| {
             if let Some(dense) = &mut dense {
-                return dense.next().copied().unwrap_or(StringId::EMPTY);
+                return StringId(dense.next().copied().unwrap_or(StringId::EMPTY.0));
             }
             match sparse {
                 Some((nodes, names)) if nodes.get(at) == Some(&(node as u32)) => {
                     at += 1;
-                    names[at - 1]
+                    StringId(names[at - 1])
                 }
                 _ => StringId::EMPTY,
             }
@@ -138,12 +137,15 @@ impl NodeNames {
                 dense
                     .iter()
                     .enumerate()
-                    .filter(|&(_, &name)| name != StringId::EMPTY)
-                    .map(|(node, &name)| (node as u32, name)),
+                    .filter(|&(_, &name)| name != StringId::EMPTY.0)
+                    .map(|(node, &name)| (node as u32, StringId(name))),
             ),
-            NamesRepr::Sparse { nodes, names } => {
-                Box::new(nodes.iter().copied().zip(names.iter().copied()))
-            }
+            NamesRepr::Sparse { nodes, names } => Box::new(
+                nodes
+                    .iter()
+                    .copied()
+                    .zip(names.iter().map(|&name| StringId(name))),
+            ),
         }
     }
 
@@ -164,7 +166,8 @@ impl From<Vec<StringId>> for NodeNames {
         if Self::dense_is_smaller(len, n_named) {
             return NodeNames {
                 len,
-                repr: NamesRepr::Dense(dense),
+                // In place: the same allocation.
+                repr: NamesRepr::Dense(dense.into_iter().map(StringId::to_raw).collect()),
             };
         }
         let pairs = dense
@@ -174,6 +177,78 @@ impl From<Vec<StringId>> for NodeNames {
             .map(|(node, &name)| (node as u32, name))
             .collect();
         NodeNames::from_pairs(len, pairs)
+    }
+}
+
+/// The representations' names in an image.
+const DENSE: &str = "dense";
+const SPARSE: &str = "sparse";
+
+/// The most nodes an image may have: nodes are `u32`s, so `get` past 2³² would read another
+/// node's label.
+const MAX_LEN: u64 = 1 << 32;
+
+impl Imaged for NodeNames {
+    fn image(&self) -> ColumnImage<'_> {
+        match &self.repr {
+            NamesRepr::Dense(dense) => ColumnImage {
+                repr: DENSE,
+                scalars: Vec::new(),
+                parts: vec![("names", PartValues::U32(dense))],
+            },
+            NamesRepr::Sparse { nodes, names } => ColumnImage {
+                repr: SPARSE,
+                scalars: vec![("len", self.len as u64)],
+                parts: vec![
+                    ("nodes", PartValues::U32(nodes)),
+                    ("names", PartValues::U32(names)),
+                ],
+            },
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[DENSE, SPARSE])?;
+        // Ids are checked against the string table with the graph.
+        if source.repr() == DENSE {
+            let dense: Vec<u32> = source.take("names")?;
+            if dense.len() as u64 > MAX_LEN {
+                return Err(format!("{} nodes", dense.len()));
+            }
+            return Ok(NodeNames {
+                len: dense.len(),
+                repr: NamesRepr::Dense(dense),
+            });
+        }
+        let len = source.scalar("len")?;
+        let nodes: Vec<u32> = source.take("nodes")?;
+        let names: Vec<u32> = source.take("names")?;
+        if len > MAX_LEN {
+            return Err(format!("{len} nodes"));
+        }
+        if nodes.len() != names.len() {
+            return Err(format!(
+                "{} names for {} labelled nodes",
+                names.len(),
+                nodes.len()
+            ));
+        }
+        // `get` searches the list, `iter` walks it in step with the nodes.
+        let mut previous = None;
+        for &node in &nodes {
+            if previous.is_some_and(|previous| node <= previous) || u64::from(node) >= len {
+                return Err(format!("labelled node {node} is out of order or of range"));
+            }
+            previous = Some(node);
+        }
+        // A node without a label is not listed (`named` lists what is).
+        if let Some(at) = names.iter().position(|&name| name == StringId::EMPTY.0) {
+            return Err(format!("labelled node {} has the empty label", nodes[at]));
+        }
+        Ok(NodeNames {
+            len: len as usize,
+            repr: NamesRepr::Sparse { nodes, names },
+        })
     }
 }
 
@@ -195,5 +270,55 @@ mod tests {
         assert_eq!(full.named().count(), 3);
         let pairs = NodeNames::from_pairs(6, vec![(4, a), (1, a), (4, b), (9, a), (2, empty)]);
         assert_eq!(pairs.to_vec(), dense);
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        let empty = StringId::EMPTY;
+        let sparse: Vec<StringId> = (0..3000u32)
+            .map(|i| if i % 5 == 1 { StringId(i) } else { empty })
+            .collect();
+        let dense: Vec<StringId> = (0..3000u32).map(|i| StringId(i % 3)).collect();
+        for labels in [sparse.clone(), dense, vec![], vec![empty; 10]] {
+            let column = NodeNames::from(labels.clone());
+            let back = NodeNames::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), labels);
+            assert_eq!(back, column);
+            assert_eq!(back.len(), labels.len());
+            assert!((0..labels.len()).all(|node| back.get(node) == labels[node]));
+            assert!(back.named().eq(column.named()));
+            assert_eq!(
+                std::mem::discriminant(&back.repr),
+                std::mem::discriminant(&column.repr)
+            );
+        }
+        // Nodes 1, 6, 11…, 2996 are labelled.
+        let column = NodeNames::from(sparse);
+        assert!(matches!(column.repr, NamesRepr::Sparse { .. }));
+        // A lie: what it is, and how the file tells it.
+        let lies: [Lie; 6] = [
+            ("more nodes than a u32 counts", |image| {
+                image.set_scalar("len", MAX_LEN + 10)
+            }),
+            ("a name short", |image| {
+                image.edit_part("names", |bytes| bytes.truncate(4))
+            }),
+            ("nodes out of order", |image| {
+                image.edit_part("nodes", |bytes| bytes[..8].rotate_left(4))
+            }),
+            ("a node twice", |image| {
+                image.edit_part("nodes", |bytes| bytes.copy_within(0..4, 4))
+            }),
+            ("a node past the end", |image| image.set_scalar("len", 2996)),
+            ("an empty label listed", |image| {
+                image.edit_part("names", |bytes| bytes[..4].copy_from_slice(&[0; 4]))
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(NodeNames::from_image(&mut image).is_err(), "{lie}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! Node types as a 2-byte index into a table of the distinct types.
 
+use crate::image::{ColumnImage, ImageSource, Imaged, PartValues, expect_repr};
 use crate::strings::StringId;
 use rustc_hash::FxHashMap;
 
@@ -8,7 +9,8 @@ use rustc_hash::FxHashMap;
 /// [`StringId`] per node past that.
 ///
 /// Invariants: in `Narrow`, every `index` entry is below `table.len()`, `table` holds distinct
-/// ids, and `find` maps each of them to its position.
+/// ids (at most `u16::MAX`) in the order of the first node of each, every one some node's,
+/// `raw` holds them too, and `find` maps each of them to its position.
 #[derive(Clone, Debug)]
 pub struct NodeTypes(TypesRepr);
 
@@ -16,12 +18,15 @@ pub struct NodeTypes(TypesRepr);
 enum TypesRepr {
     Narrow {
         table: Vec<StringId>,
+        /// `table` as raw values, for the image (a slice of ids is no slice of `u32`s).
+        raw: Vec<u32>,
         index: Vec<u16>,
         find: FxHashMap<StringId, u16>,
         /// The last type pushed and its index: neighbours are often of one type.
         last: Option<(StringId, u16)>,
     },
-    Wide(Vec<StringId>),
+    /// Raw ids, for the image.
+    Wide(Vec<u32>),
 }
 
 impl Default for NodeTypes {
@@ -40,6 +45,7 @@ impl NodeTypes {
     pub fn with_capacity(n: usize) -> Self {
         NodeTypes(TypesRepr::Narrow {
             table: Vec::new(),
+            raw: Vec::new(),
             index: Vec::with_capacity(n),
             find: FxHashMap::default(),
             last: None,
@@ -55,7 +61,11 @@ impl NodeTypes {
     /// plain or its table is full.
     fn slot_of(&mut self, type_id: StringId) -> Option<u16> {
         let TypesRepr::Narrow {
-            table, find, last, ..
+            table,
+            raw,
+            find,
+            last,
+            ..
         } = &mut self.0
         else {
             return None;
@@ -72,6 +82,7 @@ impl NodeTypes {
                     .ok()
                     .filter(|&slot| slot != u16::MAX)?;
                 table.push(type_id);
+                raw.push(type_id.0);
                 find.insert(type_id, slot);
                 slot
             }
@@ -91,7 +102,7 @@ impl NodeTypes {
             None => {
                 self.widen();
                 if let TypesRepr::Wide(types) = &mut self.0 {
-                    types.push(type_id);
+                    types.push(type_id.0);
                 }
             }
         }
@@ -103,7 +114,7 @@ impl NodeTypes {
             return;
         };
         let mut plain = Vec::with_capacity(index.capacity());
-        plain.extend(self.iter());
+        plain.extend(self.iter().map(StringId::to_raw));
         self.0 = TypesRepr::Wide(plain);
     }
 
@@ -135,7 +146,7 @@ impl NodeTypes {
     pub fn get(&self, node: usize) -> StringId {
         match &self.0 {
             TypesRepr::Narrow { table, index, .. } => table[usize::from(index[node])],
-            TypesRepr::Wide(types) => types[node],
+            TypesRepr::Wide(types) => StringId(types[node]),
         }
     }
 
@@ -189,7 +200,7 @@ impl NodeTypes {
         }
         self.widen();
         if let TypesRepr::Wide(types) = &mut self.0 {
-            types.extend(other.iter());
+            types.extend(other.iter().map(StringId::to_raw));
         }
     }
 }
@@ -201,7 +212,10 @@ impl From<Vec<StringId>> for NodeTypes {
         for &type_id in &types {
             column.push(type_id);
             if !column.is_narrow() {
-                return NodeTypes(TypesRepr::Wide(types));
+                // In place: the same allocation.
+                return NodeTypes(TypesRepr::Wide(
+                    types.into_iter().map(StringId::to_raw).collect(),
+                ));
             }
         }
         column
@@ -216,6 +230,86 @@ impl FromIterator<StringId> for NodeTypes {
             column.push(type_id);
         }
         column
+    }
+}
+
+/// The representations' names in an image.
+const NARROW: &str = "narrow";
+const WIDE: &str = "wide";
+
+impl Imaged for NodeTypes {
+    fn image(&self) -> ColumnImage<'_> {
+        match &self.0 {
+            TypesRepr::Narrow { raw, index, .. } => ColumnImage {
+                repr: NARROW,
+                scalars: Vec::new(),
+                parts: vec![
+                    ("table", PartValues::U32(raw)),
+                    ("index", PartValues::U16(index)),
+                ],
+            },
+            TypesRepr::Wide(types) => ColumnImage {
+                repr: WIDE,
+                scalars: Vec::new(),
+                parts: vec![("types", PartValues::U32(types))],
+            },
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[NARROW, WIDE])?;
+        if source.repr() == WIDE {
+            // Ids are checked against the string table with the graph.
+            return Ok(NodeTypes(TypesRepr::Wide(source.take("types")?)));
+        }
+        let raw: Vec<u32> = source.take("table")?;
+        let index: Vec<u16> = source.take("index")?;
+        // Before the map is sized by it; `u16::MAX` itself is never a position.
+        if raw.len() > usize::from(u16::MAX) {
+            return Err(format!("a table of {} types", raw.len()));
+        }
+        let table: Vec<StringId> = raw.iter().map(|&id| StringId(id)).collect();
+        let mut find = FxHashMap::default();
+        find.reserve(table.len());
+        for (slot, &type_id) in table.iter().enumerate() {
+            if find.insert(type_id, slot as u16).is_some() {
+                return Err(format!("type {} is twice in the table", type_id.0));
+            }
+        }
+        // Pushing adds each type at its first node: `distinct` and `slot` read as they would.
+        let mut used = 0;
+        for (node, &slot) in index.iter().enumerate() {
+            let slot = usize::from(slot);
+            if slot >= table.len() {
+                return Err(format!(
+                    "node {node} has type {slot} of a table of {}",
+                    table.len()
+                ));
+            }
+            if slot > used {
+                return Err(format!(
+                    "node {node} has type {slot} before any node has type {used}"
+                ));
+            }
+            if slot == used {
+                used += 1;
+            }
+        }
+        if used != table.len() {
+            return Err(format!(
+                "{} of the table's {} types are no node's",
+                table.len() - used,
+                table.len()
+            ));
+        }
+        Ok(NodeTypes(TypesRepr::Narrow {
+            table,
+            raw,
+            index,
+            find,
+            // A cache: empty is right.
+            last: None,
+        }))
     }
 }
 
@@ -244,6 +338,72 @@ mod tests {
         assert_eq!(
             joined.to_vec(),
             [few.clone(), few[..1000].to_vec(), ids].concat()
+        );
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        let few: Vec<StringId> = (0..3000u32).map(|i| StringId(i * 7 % 300)).collect();
+        let many: Vec<StringId> = (0..70_000u32).map(StringId).collect();
+        for types in [few.clone(), many, vec![]] {
+            let column = NodeTypes::from(types.clone());
+            let back = NodeTypes::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), types);
+            assert_eq!(back, column);
+            assert_eq!(back.is_narrow(), column.is_narrow());
+            assert_eq!(back.distinct(), column.distinct());
+            assert!((0..types.len()).all(|node| back.slot(node) == column.slot(node)));
+            // The map works again: a known type keeps its slot, a new one gets the next.
+            let mut pushed = back.clone();
+            pushed.push(StringId(14));
+            pushed.push(StringId(1 << 30));
+            let mut expected = column.clone();
+            expected.push(StringId(14));
+            expected.push(StringId(1 << 30));
+            assert_eq!(pushed.distinct(), expected.distinct());
+            assert_eq!(pushed, expected);
+        }
+        let column = NodeTypes::from(few);
+        assert!(column.is_narrow());
+        // Type 0 at node 0, type 7 at node 1, type 14 at node 2.
+        // A lie: what it is, and how the file tells it.
+        let lies: [Lie; 4] = [
+            ("an index outside the table", |image| {
+                image.edit_part("index", |bytes| {
+                    bytes[2..4].copy_from_slice(&300u16.to_le_bytes())
+                })
+            }),
+            ("a type twice", |image| {
+                image.edit_part("table", |bytes| bytes.copy_within(0..4, 4))
+            }),
+            ("a type used before the one before it", |image| {
+                image.edit_part("table", |bytes| bytes[..8].rotate_left(4));
+                image.edit_part("index", |bytes| bytes[..4].copy_from_slice(&[1, 0, 0, 0]))
+            }),
+            ("a type no node has", |image| {
+                image.edit_part("table", |bytes| bytes.extend(1_000_000u32.to_le_bytes()))
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(NodeTypes::from_image(&mut image).is_err(), "{lie}");
+        }
+        // Every check but the size passes: 2¹⁶ distinct types, each a node's, in order.
+        let raw: Vec<u32> = (0..=u32::from(u16::MAX)).collect();
+        let index: Vec<u16> = (0..=u16::MAX).collect();
+        let mut image = Copied::new(&ColumnImage {
+            repr: NARROW,
+            scalars: Vec::new(),
+            parts: vec![
+                ("table", PartValues::U32(&raw)),
+                ("index", PartValues::U16(&index)),
+            ],
+        });
+        assert!(
+            NodeTypes::from_image(&mut image).is_err(),
+            "a table too long"
         );
     }
 }

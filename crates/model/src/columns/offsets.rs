@@ -1,5 +1,6 @@
 //! CSR offsets in about two bytes each.
 
+use crate::image::{ColumnImage, ImageSource, Imaged, ONLY, PartValues, expect_repr};
 use std::ops::Range;
 
 /// Offsets per block of an [`EdgeOffsets`], as a power of two.
@@ -193,6 +194,113 @@ impl FromIterator<u64> for EdgeOffsets {
     }
 }
 
+impl Imaged for EdgeOffsets {
+    fn image(&self) -> ColumnImage<'_> {
+        // `last` and `decreases_at` follow from the offsets, and are found again on reading.
+        ColumnImage {
+            repr: ONLY,
+            scalars: Vec::new(),
+            parts: vec![
+                ("bases", PartValues::U64(&self.bases)),
+                ("steps", PartValues::U16(&self.steps)),
+                ("wide_blocks", PartValues::U32(&self.wide_blocks)),
+                ("wide", PartValues::U64(&self.wide)),
+            ],
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[ONLY])?;
+        let bases: Vec<u64> = source.take("bases")?;
+        let steps: Vec<u16> = source.take("steps")?;
+        let wide_blocks: Vec<u32> = source.take("wide_blocks")?;
+        let wide: Vec<u64> = source.take("wide")?;
+        if bases.len() != steps.len().div_ceil(1 << OFFSET_BLOCK_BITS) {
+            return Err(format!(
+                "{} block bases for {} offsets",
+                bases.len(),
+                steps.len()
+            ));
+        }
+        if u32::try_from(bases.len().saturating_sub(1)).is_err() {
+            return Err(format!("{} blocks, past 32-bit block numbers", bases.len()));
+        }
+        // One pass over the blocks in order, the listed ones met in turn: each listed block
+        // is all markers with its offsets next in `wide`, each other one has no marker and
+        // reaches its offsets without overflow. The last offset and the first decrease are
+        // found on the way.
+        let (mut listed, mut beside) = (0, 0);
+        let mut last = None;
+        let mut decreases_at = None;
+        for (block, (&base, block_steps)) in bases
+            .iter()
+            .zip(steps.chunks(1 << OFFSET_BLOCK_BITS))
+            .enumerate()
+        {
+            let start = block << OFFSET_BLOCK_BITS;
+            let is_wide = wide_blocks
+                .get(listed)
+                .is_some_and(|&b| b as usize == block);
+            let offsets = if is_wide {
+                if let Some(at) = block_steps.iter().position(|&step| step != WIDE_BLOCK) {
+                    return Err(format!(
+                        "offset {} is in a block beside but is not marked so",
+                        start + at
+                    ));
+                }
+                let offsets = wide
+                    .get(beside..beside + block_steps.len())
+                    .ok_or_else(|| {
+                        format!("{} offsets beside, too few for block {block}", wide.len())
+                    })?;
+                listed += 1;
+                beside += block_steps.len();
+                offsets
+            } else {
+                &[][..]
+            };
+            for (at, &step) in block_steps.iter().enumerate() {
+                let offset = if is_wide {
+                    offsets[at]
+                } else if step == WIDE_BLOCK {
+                    return Err(format!(
+                        "offset {} is marked beside but its block is not listed",
+                        start + at
+                    ));
+                } else {
+                    base.checked_add(u64::from(step)).ok_or_else(|| {
+                        format!("offset {} overflows its block's base", start + at)
+                    })?
+                };
+                if last.is_some_and(|last| offset < last) {
+                    decreases_at.get_or_insert(start + at);
+                }
+                last = Some(offset);
+            }
+        }
+        if listed != wide_blocks.len() {
+            return Err(format!(
+                "the blocks beside are not in increasing order within the {} blocks",
+                bases.len()
+            ));
+        }
+        if beside != wide.len() {
+            return Err(format!(
+                "{} offsets beside for blocks of {beside}",
+                wide.len()
+            ));
+        }
+        Ok(EdgeOffsets {
+            bases,
+            steps,
+            wide_blocks,
+            wide,
+            last: last.unwrap_or(0),
+            decreases_at,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +344,74 @@ mod tests {
         }
         let decreasing = EdgeOffsets::from(vec![0, (1 << 32) + 1, 3]);
         assert_eq!(decreasing.first_decrease(), Some(2));
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        // Blocks 1 and 7 beside, the last block (15) partial and beside, and a decrease.
+        let mut degrees: Vec<u64> = (0..1000).map(|i| i % 5).collect();
+        degrees[70] = 1 << 20;
+        degrees[500] = 70_000;
+        degrees[990] = 100_000;
+        let offsets: Vec<u64> = std::iter::once(0)
+            .chain(degrees.iter().scan(0, |sum, d| {
+                *sum += d;
+                Some(*sum)
+            }))
+            .collect();
+        let mut decreasing = offsets[..300].to_vec();
+        decreasing[200] = 3;
+        for values in [offsets.clone(), decreasing, vec![0, 2, 2, 9], vec![]] {
+            let column = EdgeOffsets::from(values.clone());
+            let mut back = EdgeOffsets::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), values);
+            assert_eq!(back.wide_blocks, column.wide_blocks);
+            assert_eq!(back.last(), column.last());
+            assert_eq!(back.first_decrease(), column.first_decrease());
+            // Pushing goes on as on the column written.
+            let mut pushed = column.clone();
+            for offset in [1 << 40, (1 << 40) + 1, 7] {
+                back.push(offset);
+                pushed.push(offset);
+            }
+            assert_eq!(back.to_vec(), pushed.to_vec());
+            assert_eq!(back.first_decrease(), pushed.first_decrease());
+        }
+        let column = EdgeOffsets::from(offsets);
+        assert_eq!(column.wide_blocks, [1, 7, 15]);
+        // Each would make `get` panic or read another offset, or a later `push` go astray.
+        let lies: [Lie; 7] = [
+            ("bases", |image| {
+                image.edit_part("bases", |bytes| bytes.truncate(8))
+            }),
+            ("a marker in a block not listed", |image| {
+                image.edit_part("steps", |bytes| {
+                    bytes[1900..1902].copy_from_slice(&[0xff, 0xff])
+                })
+            }),
+            ("a block listed unmarked", |image| {
+                image.edit_part("wide_blocks", |bytes| bytes[8] = 14)
+            }),
+            ("blocks beside out of order", |image| {
+                image.edit_part("wide_blocks", |bytes| bytes.swap(0, 4))
+            }),
+            ("too few beside", |image| {
+                image.edit_part("wide", |bytes| bytes.truncate(8 * 64))
+            }),
+            ("too many beside", |image| {
+                image.edit_part("wide", |bytes| bytes.extend([0; 8]))
+            }),
+            ("a base past the steps' reach", |image| {
+                image.edit_part("bases", |bytes| {
+                    bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes())
+                })
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(EdgeOffsets::from_image(&mut image).is_err(), "{lie}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! A per-node `u64` column in about two bytes a value, for values that change little.
 
 use super::ChainExact;
+use crate::image::{ColumnImage, ImageSource, Imaged, PartValues, expect_repr};
 
 /// Values per block of a [`PackedU64`], as a power of two: small enough that a block's values
 /// stay within 2¹⁵ steps of its first (256 consecutive objects of a heap span kilobytes).
@@ -251,6 +252,91 @@ impl FromIterator<u64> for PackedU64 {
     }
 }
 
+/// The representations' names in an image.
+const PACKED: &str = "packed";
+const PLAIN: &str = "plain";
+
+impl Imaged for PackedU64 {
+    fn image(&self) -> ColumnImage<'_> {
+        match &self.0 {
+            PackedRepr::Packed {
+                shift,
+                bases,
+                steps,
+                wide_at,
+                wide,
+            } => ColumnImage {
+                repr: PACKED,
+                scalars: vec![("shift", u64::from(*shift))],
+                parts: vec![
+                    ("bases", PartValues::U64(bases)),
+                    ("steps", PartValues::I16(steps)),
+                    ("wide_at", PartValues::U32(wide_at)),
+                    ("wide", PartValues::U64(wide)),
+                ],
+            },
+            PackedRepr::Plain(values) => ColumnImage {
+                repr: PLAIN,
+                scalars: Vec::new(),
+                parts: vec![("values", PartValues::U64(values))],
+            },
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[PACKED, PLAIN])?;
+        if source.repr() == PLAIN {
+            return Ok(PackedU64(PackedRepr::Plain(source.take("values")?)));
+        }
+        let shift = source.scalar("shift")?;
+        let bases: Vec<u64> = source.take("bases")?;
+        let steps: Vec<i16> = source.take("steps")?;
+        let wide_at: Vec<u32> = source.take("wide_at")?;
+        let wide: Vec<u64> = source.take("wide")?;
+        if shift >= 64 {
+            return Err(format!("a shift of {shift} bits"));
+        }
+        if bases.len() != steps.len().div_ceil(1 << BLOCK_BITS) {
+            return Err(format!(
+                "{} block bases for {} values",
+                bases.len(),
+                steps.len()
+            ));
+        }
+        if wide.len() != wide_at.len() {
+            return Err(format!(
+                "{} values beside at {} places",
+                wide.len(),
+                wide_at.len()
+            ));
+        }
+        // Every place beside is a marker, in increasing order, and every marker has a place.
+        let mut previous = None;
+        for &at in &wide_at {
+            if previous.is_some_and(|previous| at <= previous)
+                || steps.get(at as usize) != Some(&BESIDE_STEP)
+            {
+                return Err(format!("value {at} is listed beside but is not marked so"));
+            }
+            previous = Some(at);
+        }
+        let markers = steps.iter().filter(|&&step| step == BESIDE_STEP).count();
+        if markers != wide_at.len() {
+            return Err(format!(
+                "{markers} values are marked beside, {} listed",
+                wide_at.len()
+            ));
+        }
+        Ok(PackedU64(PackedRepr::Packed {
+            shift: shift as u32,
+            bases,
+            steps,
+            wide_at,
+            wide,
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,5 +376,46 @@ mod tests {
         assert!(!PackedU64::from(scattered).is_packed());
         let addresses: Vec<u64> = (0..20_000u64).map(|i| 0x8_0000_0000 + i * 56).collect();
         assert!(PackedU64::compact(&addresses).is_packed());
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        let mut ids: Vec<u64> = (0..3000u64).map(|i| 0x6_0000_0000 + i * 24).collect();
+        ids[700] = 0;
+        ids[2900] = u64::MAX;
+        let scattered: Vec<u64> = (0..20_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        for values in [ids.clone(), scattered, vec![]] {
+            let column = PackedU64::compact(&values);
+            let back = PackedU64::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), values);
+            assert_eq!(back.is_packed(), column.is_packed());
+        }
+        let column = PackedU64::compact(&ids);
+        assert!(column.is_packed());
+        let lies: [Lie; 5] = [
+            ("shift", |image| image.set_scalar("shift", 64)),
+            ("bases", |image| {
+                image.edit_part("bases", |bytes| bytes.truncate(8))
+            }),
+            ("a marker unlisted", |image| {
+                image.edit_part("steps", |bytes| {
+                    bytes[..2].copy_from_slice(&i16::MIN.to_le_bytes())
+                })
+            }),
+            ("a listed value unmarked", |image| {
+                image.edit_part("steps", |bytes| bytes[1400..1402].copy_from_slice(&[0, 0]))
+            }),
+            ("wide", |image| {
+                image.edit_part("wide", |bytes| bytes.truncate(8))
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(PackedU64::from_image(&mut image).is_err(), "{lie}");
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! A per-node `u64` column in a `u32` where that fits.
 
+use crate::image::{ColumnImage, ImageSource, Imaged, ONLY, PartValues, expect_repr};
+
 /// A per-node column of `u64` values (sizes, object ids) stored as `value = base + (narrow <<
 /// shift)` in a `u32` where that fits, the others beside it.
 ///
@@ -243,6 +245,77 @@ impl FromIterator<u64> for U64Column {
     }
 }
 
+impl Imaged for U64Column {
+    fn image(&self) -> ColumnImage<'_> {
+        ColumnImage {
+            repr: ONLY,
+            scalars: vec![("base", self.base), ("shift", u64::from(self.shift))],
+            parts: vec![
+                ("narrow", PartValues::U32(&self.narrow)),
+                ("wide_at", PartValues::U32(&self.wide_at)),
+                ("wide", PartValues::U64(&self.wide)),
+            ],
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[ONLY])?;
+        let base = source.scalar("base")?;
+        let shift = source.scalar("shift")?;
+        let narrow: Vec<u32> = source.take("narrow")?;
+        let wide_at: Vec<u32> = source.take("wide_at")?;
+        let wide: Vec<u64> = source.take("wide")?;
+        if shift >= 64 {
+            return Err(format!("a shift of {shift} bits"));
+        }
+        if wide.len() != wide_at.len() {
+            return Err(format!(
+                "{} values beside at {} places",
+                wide.len(),
+                wide_at.len()
+            ));
+        }
+        // Every place beside is a marker, in increasing order, and every marker has a place.
+        let mut previous = None;
+        for &at in &wide_at {
+            if previous.is_some_and(|previous| at <= previous) {
+                return Err(format!("value {at} is listed beside out of order"));
+            }
+            if narrow.get(at as usize) != Some(&BESIDE) {
+                return Err(format!("value {at} is listed beside but is not marked so"));
+            }
+            previous = Some(at);
+        }
+        let (mut markers, mut most) = (0, 0);
+        for &value in &narrow {
+            if value == BESIDE {
+                markers += 1;
+            } else {
+                most = most.max(value);
+            }
+        }
+        if markers != wide_at.len() {
+            return Err(format!(
+                "{markers} values are marked beside, {} listed",
+                wide_at.len()
+            ));
+        }
+        // The largest narrow value reaches a value in 64 bits, as every value pushed does.
+        if (u128::from(most) << shift) + u128::from(base) > u128::from(u64::MAX) {
+            return Err(format!(
+                "the narrow value {most} at shift {shift} above {base} is past 64 bits"
+            ));
+        }
+        Ok(U64Column {
+            base,
+            shift: shift as u32,
+            narrow,
+            wide_at,
+            wide,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +367,68 @@ mod tests {
             (0x8_0000_0000, 3, 1)
         );
         assert_eq!(column.to_vec(), ids);
+    }
+
+    #[test]
+    fn images_give_the_column_back_and_lies_are_refused() {
+        use crate::image::testing::{Copied, Lie};
+        let ids: Vec<u64> = (0..3000u64)
+            .map(|i| match i % 500 {
+                7 => 0,
+                _ => 0x8_0000_0000 + i * 24,
+            })
+            .collect();
+        let sizes: Vec<u64> = (0..3000u64).map(|i| (i % 7) << (i % 40)).collect();
+        for (values, compact) in [(ids.clone(), true), (sizes, false), (vec![], false)] {
+            let column = if compact {
+                U64Column::compact(&values)
+            } else {
+                U64Column::from(values.clone())
+            };
+            let mut back = U64Column::from_image(&mut Copied::new(&column.image())).unwrap();
+            assert_eq!(back.to_vec(), values);
+            for (i, &value) in values.iter().enumerate() {
+                assert_eq!(back.get(i), value);
+            }
+            // Pushing and setting go on as on the column written.
+            let mut pushed = column.clone();
+            for value in [0, 0x8_0000_0008, 1 << 63] {
+                back.push(value);
+                pushed.push(value);
+            }
+            back.set(1, 5);
+            pushed.set(1, 5);
+            assert_eq!(back.to_vec(), pushed.to_vec());
+        }
+        let mut column = U64Column::compact(&ids);
+        column.push(u64::MAX);
+        assert_eq!(
+            (column.base, column.shift, column.wide.len()),
+            (0x8_0000_0000, 3, 7)
+        );
+        // Each would make `get` panic or overflow, read another value or disagree with `iter`.
+        let lies: [Lie; 6] = [
+            ("shift", |image| image.set_scalar("shift", 64)),
+            ("a base too high", |image| {
+                image.set_scalar("base", u64::MAX - 8)
+            }),
+            ("a marker unlisted", |image| {
+                image.edit_part("narrow", |bytes| bytes[..4].copy_from_slice(&[0xff; 4]))
+            }),
+            ("a listed value unmarked", |image| {
+                image.edit_part("narrow", |bytes| bytes[28..32].copy_from_slice(&[0; 4]))
+            }),
+            ("places out of order", |image| {
+                image.edit_part("wide_at", |bytes| bytes[..8].rotate_left(4))
+            }),
+            ("wide", |image| {
+                image.edit_part("wide", |bytes| bytes.truncate(8))
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut image = Copied::new(&column.image());
+            tell(&mut image);
+            assert!(U64Column::from_image(&mut image).is_err(), "{lie}");
+        }
     }
 }

@@ -1,0 +1,288 @@
+//! A file's `image` chunks: the model's columns as the vectors they are made of, gathered from
+//! the chunks (borrowed from a mapped file, or copied from a stream) and given back to the
+//! column types, which check them (`heapgraph_model::image`).
+
+use super::Release;
+use heapgraph_format::{ImageChunk, ImageDataChunk};
+use heapgraph_model::image::{ImageSource, Imaged, Plain, values_of};
+use heapgraph_model::{
+    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
+};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// The names of the graph's and the analysis's columns in a file's images.
+pub(in crate::hgd) mod names {
+    pub(in crate::hgd) const OBJECT_ID: &str = "node_object_id";
+    pub(in crate::hgd) const NODE_KIND: &str = "node_kind";
+    pub(in crate::hgd) const NODE_TYPE: &str = "node_type";
+    pub(in crate::hgd) const NODE_NAME: &str = "node_name";
+    pub(in crate::hgd) const SHALLOW_SIZE: &str = "node_shallow_size";
+    pub(in crate::hgd) const FIRST_EDGE: &str = "first_edge";
+    pub(in crate::hgd) const EDGE_TO: &str = "edge_to";
+    pub(in crate::hgd) const EDGE_KIND: &str = "edge_kind";
+    pub(in crate::hgd) const EDGE_NAME: &str = "edge_name";
+    pub(in crate::hgd) const IDOM: &str = "analysis.idom";
+    pub(in crate::hgd) const RETAINED_SIZE: &str = "analysis.retained_size";
+    pub(in crate::hgd) const DISTANCE: &str = "analysis.distance";
+    pub(in crate::hgd) const RETAINED_COUNT: &str = "analysis.retained_count";
+    pub(in crate::hgd) const CHAIN_PARENT: &str = "analysis.chain_parent";
+
+    /// The stored analysis's columns without which it is not one.
+    pub(in crate::hgd) const REQUIRED_ANALYSIS: [&str; 3] = [IDOM, RETAINED_SIZE, DISTANCE];
+
+    /// The stored analysis's columns.
+    pub(in crate::hgd) const ANALYSIS: [&str; 5] =
+        [IDOM, RETAINED_SIZE, DISTANCE, RETAINED_COUNT, CHAIN_PARENT];
+
+    /// The graph's columns, all of which a file with images has.
+    pub(in crate::hgd) const GRAPH: [&str; 9] = [
+        OBJECT_ID,
+        NODE_KIND,
+        NODE_TYPE,
+        NODE_NAME,
+        SHALLOW_SIZE,
+        FIRST_EDGE,
+        EDGE_TO,
+        EDGE_KIND,
+        EDGE_NAME,
+    ];
+}
+
+/// A piece of a vector: where it starts in the vector (in bytes), and its bytes.
+type Piece<'a> = (u64, Cow<'a, [u8]>);
+
+/// The image chunks of a file as they arrive: each column's description, and the pieces of
+/// each of its vectors (byte offset in the vector, bytes).
+pub(super) struct Images<'a> {
+    columns: BTreeMap<String, ImageChunk>,
+    pieces: BTreeMap<(String, String), Vec<Piece<'a>>>,
+    /// Called with each borrowed piece once its values are copied out.
+    release: Release<'a>,
+}
+
+impl Default for Images<'_> {
+    fn default() -> Self {
+        Images::releasing(&|_| {})
+    }
+}
+
+impl<'a> Images<'a> {
+    /// Images whose borrowed pieces are handed to `release` once copied out (a mapped file's
+    /// pages, which are then not resident beside the columns made from them).
+    pub(super) fn releasing(release: Release<'a>) -> Self {
+        Images {
+            columns: BTreeMap::new(),
+            pieces: BTreeMap::new(),
+            release,
+        }
+    }
+
+    /// Whether the file has any image chunk.
+    pub(super) fn is_empty(&self) -> bool {
+        self.columns.is_empty() && self.pieces.is_empty()
+    }
+
+    /// Adds a column's description; a second one for the same column is an error.
+    pub(super) fn add_column(&mut self, chunk: ImageChunk) -> Result<(), String> {
+        if self.columns.contains_key(&chunk.column) {
+            return Err(format!("a second image of column {:?}", chunk.column));
+        }
+        self.columns.insert(chunk.column.clone(), chunk);
+        Ok(())
+    }
+
+    /// Adds a piece of a vector, borrowed.
+    pub(super) fn add_borrowed(&mut self, chunk: ImageDataChunk<'a>) {
+        self.pieces
+            .entry((chunk.column, chunk.part))
+            .or_default()
+            .push((chunk.offset, Cow::Borrowed(chunk.data)));
+    }
+
+    /// Adds a piece of a vector, copied (a streamed file's bytes live only until its next
+    /// record).
+    pub(super) fn add_copied(&mut self, chunk: ImageDataChunk<'_>) {
+        self.pieces
+            .entry((chunk.column, chunk.part))
+            .or_default()
+            .push((chunk.offset, Cow::Owned(chunk.data.to_vec())));
+    }
+
+    /// The column `column` made again by its type, `None` where the file has no image of it.
+    ///
+    /// # Errors
+    /// A message saying which vector is missing or cut short, or which invariant fails.
+    pub(super) fn column<C: Imaged>(&mut self, column: &str) -> Result<Option<C>, String> {
+        let Some(chunk) = self.columns.remove(column) else {
+            return Ok(None);
+        };
+        let mut source = Source {
+            chunk: &chunk,
+            images: self,
+        };
+        C::from_image(&mut source)
+            .map(Some)
+            .map_err(|message| format!("column {column:?}: {message}"))
+    }
+
+    /// Forgets column `column` (one a cut-short file has not all of).
+    pub(super) fn drop_column(&mut self, column: &str) {
+        self.columns.remove(column);
+        self.pieces.retain(|(of, _), _| of != column);
+    }
+
+    /// The columns of `columns` that the file describes but whose vectors have not all
+    /// arrived, or (for the graph's) that it does not describe at all: for a file cut short.
+    pub(super) fn incomplete(&self, columns: &[&str]) -> Vec<String> {
+        columns
+            .iter()
+            .filter(|&&column| {
+                self.columns.get(column).is_none_or(|chunk| {
+                    chunk.parts.iter().any(|(part, width, len)| {
+                        let arrived: u64 = self
+                            .pieces
+                            .get(&(column.to_owned(), part.clone()))
+                            .map_or(0, |pieces| pieces.iter().map(|(_, b)| b.len() as u64).sum());
+                        arrived != len.saturating_mul(u64::from(*width))
+                    })
+                })
+            })
+            .map(|&column| column.to_owned())
+            .collect()
+    }
+}
+
+/// One column's image, as its type takes it.
+struct Source<'i, 'a> {
+    chunk: &'i ImageChunk,
+    images: &'i mut Images<'a>,
+}
+
+impl ImageSource for Source<'_, '_> {
+    fn repr(&self) -> &str {
+        &self.chunk.repr
+    }
+
+    fn scalar(&self, name: &str) -> Result<u64, String> {
+        self.chunk
+            .scalars
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("no number {name:?}"))
+    }
+
+    fn take<T: Plain>(&mut self, name: &str) -> Result<Vec<T>, String> {
+        let &(_, width, len) = self
+            .chunk
+            .parts
+            .iter()
+            .find(|part| part.0 == name)
+            .ok_or_else(|| format!("no vector {name:?}"))?;
+        if usize::from(width) != T::WIDTH {
+            return Err(format!(
+                "vector {name:?} has values of {width} bytes, not {}",
+                T::WIDTH
+            ));
+        }
+        let mut pieces = self
+            .images
+            .pieces
+            .remove(&(self.chunk.column.clone(), name.to_owned()))
+            .unwrap_or_default();
+        pieces.sort_by_key(|&(offset, _)| offset);
+        // The pieces must tile the vector: each starts where the one before ends, all of them
+        // whole values, and together exactly its length.
+        let expected = len.saturating_mul(u64::from(width));
+        let mut at = 0u64;
+        for (offset, bytes) in &pieces {
+            if *offset != at || bytes.len() % T::WIDTH != 0 {
+                return Err(format!(
+                    "vector {name:?} has bytes at {offset} where {at} was expected"
+                ));
+            }
+            at += bytes.len() as u64;
+        }
+        if at != expected {
+            return Err(format!(
+                "vector {name:?} has {at} bytes of the {expected} its {len} values take"
+            ));
+        }
+        let mut values = Vec::with_capacity(len as usize);
+        for (_, bytes) in pieces {
+            if values.is_empty() {
+                values = values_of::<T>(&bytes);
+                values.reserve_exact(len as usize - values.len());
+            } else {
+                values.extend(bytes.chunks_exact(T::WIDTH).map(T::from_le));
+            }
+            if let Cow::Borrowed(bytes) = bytes {
+                (self.images.release)(bytes);
+            }
+        }
+        Ok(values)
+    }
+}
+
+/// The graph's columns made from images.
+pub(super) struct ImagedGraph {
+    pub(super) object_id: PackedU64,
+    pub(super) node_kind: NodeKinds,
+    pub(super) node_type: NodeTypes,
+    pub(super) node_name: NodeNames,
+    pub(super) shallow_size: PackedU64,
+    pub(super) first_edge: EdgeOffsets,
+    pub(super) edge_to: Vec<u32>,
+    pub(super) edge_kind: EdgeKinds,
+    pub(super) edge_name: EdgeNames,
+}
+
+/// The stored analysis's columns made from images; each empty where the file has none.
+#[derive(Default)]
+pub(super) struct ImagedAnalysis {
+    pub(super) idom: Vec<u32>,
+    pub(super) retained_size: U64Column,
+    pub(super) distance: Vec<u32>,
+    pub(super) retained_count: Vec<u32>,
+    pub(super) chain_parent: Vec<u32>,
+}
+
+impl Images<'_> {
+    /// The graph's columns, every one of which must be there.
+    ///
+    /// # Errors
+    /// A message naming the first column that is missing or fails its checks.
+    pub(super) fn graph(&mut self) -> Result<ImagedGraph, String> {
+        fn needed<C: Imaged>(images: &mut Images<'_>, column: &str) -> Result<C, String> {
+            images
+                .column(column)?
+                .ok_or_else(|| format!("the file has images but none of column {column:?}"))
+        }
+        Ok(ImagedGraph {
+            object_id: needed(self, names::OBJECT_ID)?,
+            node_kind: needed(self, names::NODE_KIND)?,
+            node_type: needed(self, names::NODE_TYPE)?,
+            node_name: needed(self, names::NODE_NAME)?,
+            shallow_size: needed(self, names::SHALLOW_SIZE)?,
+            first_edge: needed(self, names::FIRST_EDGE)?,
+            edge_to: needed(self, names::EDGE_TO)?,
+            edge_kind: needed(self, names::EDGE_KIND)?,
+            edge_name: needed(self, names::EDGE_NAME)?,
+        })
+    }
+
+    /// The stored analysis's columns, where the file has them (their lengths are checked
+    /// against the graph by the caller).
+    ///
+    /// # Errors
+    /// A message naming the first column that fails its checks.
+    pub(super) fn analysis(&mut self) -> Result<ImagedAnalysis, String> {
+        Ok(ImagedAnalysis {
+            idom: self.column(names::IDOM)?.unwrap_or_default(),
+            retained_size: self.column(names::RETAINED_SIZE)?.unwrap_or_default(),
+            distance: self.column(names::DISTANCE)?.unwrap_or_default(),
+            retained_count: self.column(names::RETAINED_COUNT)?.unwrap_or_default(),
+            chain_parent: self.column(names::CHAIN_PARENT)?.unwrap_or_default(),
+        })
+    }
+}
