@@ -388,6 +388,16 @@ impl Analysis {
         })
     }
 
+    /// The analysis with its views showing no distances ([`ViewDistances::LeftOut`]), and
+    /// the distances it holds (a stored analysis's) given back: for outputs that show none.
+    pub fn leaving_out_distances(self) -> Analysis {
+        Analysis {
+            distance: OnceLock::new(),
+            view_distances: ViewDistances::LeftOut,
+            ..self
+        }
+    }
+
     /// The analysis as plain columns for storing, with distances, type totals and chain
     /// parents computed if they were not yet. The analysis is given up column by column as it
     /// is converted, so that only one column is held twice at a time (`convert` holds the graph

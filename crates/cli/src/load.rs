@@ -410,6 +410,11 @@ impl Loaded {
                 Analysis::from_stored(&self.graph, edge_rule.clone(), stored)
             });
             match adopted {
+                // A stored analysis brings its distances; an output that shows none lets them
+                // go before its own work, as a computed one never searches for them.
+                Ok(analysis) if chains == Some(ViewDistances::LeftOut) => {
+                    return Ok(analysis.leaving_out_distances());
+                }
                 Ok(analysis) => return Ok(analysis),
                 Err(reason) => self.graph.add_note(format!(
                     "the stored analysis was ignored ({reason}); recomputed"
