@@ -17,6 +17,11 @@
 //!   touched, where anonymous memory would end in an out-of-memory kill on a machine without
 //!   swap. Disk blocks are reserved when the block is made (`fallocate`), so a full disk means
 //!   the block stays in memory, never a fault later; any failure to spill does the same.
+//! - **A file's pages as a block.** An `.hgd` file's images lie page-aligned in it, each vector
+//!   as it is in memory: [`FileBlocks`] maps them privately as a block of this allocator's,
+//!   listed as a spilled block is, so that a column's vector takes the file's pages (shared
+//!   with the page cache, never copied or zeroed) and frees them as any vector frees its
+//!   buffer; a write to one copies the page, never reaching the file.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::CString;
@@ -32,9 +37,16 @@ const HUGE_PAGES_FROM: usize = 4 << 20;
 /// around them.
 pub(crate) const SPILL_FROM: usize = 64 << 20;
 
-/// The smallest block that spills in this run, set by [`spill_to`]; none before, so that
-/// until then no block is looked up in the list of spilled blocks.
+/// The smallest block that spills in this run, set by [`spill_to`]; none before.
 static SPILL_FROM_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// The smallest block ever listed (spilled, or a file's pages): blocks freed or moved are
+/// looked up in the list from this size on, and none is before the first is listed.
+static LISTED_FROM_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// The file descriptor a listed block of a file's pages has in the list: none of its own (the
+/// file is its owner's), and its bytes never count as spilled.
+const FILE_PAGES: i32 = -2;
 
 /// At most this many blocks spill at once; past it, blocks stay in memory. A graph has a few
 /// dozen columns and its analysis as many again.
@@ -86,6 +98,7 @@ pub(crate) fn spill_to(dir: &Path, from: usize) -> anyhow::Result<()> {
     // Only ever lowered: a block that spilled is at least the smallest size, which is what
     // `dealloc` and `realloc` look it up by.
     SPILL_FROM_BYTES.fetch_min(from.max(PAGE), Ordering::Relaxed);
+    LISTED_FROM_BYTES.fetch_min(from.max(PAGE), Ordering::Relaxed);
     SPILLING.store(true, Ordering::Release);
     Ok(())
 }
@@ -128,7 +141,7 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
-        if layout.size() >= spill_from()
+        if layout.size() >= listed_from()
             && let Some((fd, mapped)) = unlist(block as usize)
         {
             unmap(block, fd, mapped);
@@ -143,12 +156,14 @@ unsafe impl GlobalAlloc for Allocator {
         // SAFETY: the caller keeps `new_size` within `isize::MAX` once rounded up to the
         // alignment, which `layout` came with.
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        if layout.size() >= spill_from() {
-            // The list stays locked while a spilled block moves, so that its slot is its own.
+        if layout.size() >= listed_from() {
+            // The list stays locked while a listed block moves, so that its slot is its own.
             let mut spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(slot) = spilled.iter_mut().find(|slot| slot.0 == block as usize) {
                 let (_, fd, mapped) = *slot;
+                // A file's pages are not this allocator's file to grow: they move out.
                 if new_size >= spill_from()
+                    && fd != FILE_PAGES
                     && let Some((moved, new_mapped)) = remap(block, fd, mapped, new_size)
                 {
                     *slot = (moved as usize, fd, new_mapped);
@@ -165,7 +180,9 @@ unsafe impl GlobalAlloc for Allocator {
                 // SAFETY: both blocks are live and distinct, each at least this long.
                 unsafe { std::ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size)) };
                 *slot = FREE;
-                count_spilled(mapped, 0);
+                if fd != FILE_PAGES {
+                    count_spilled(mapped, 0);
+                }
                 drop(spilled);
                 unmap(block, fd, mapped);
                 return moved;
@@ -193,10 +210,94 @@ unsafe impl GlobalAlloc for Allocator {
 }
 
 /// The smallest block that spills: `usize::MAX` until spilling starts, then at least a page.
-/// Blocks of this size and more are looked up in the list of spilled blocks when freed.
 #[inline]
 fn spill_from() -> usize {
     SPILL_FROM_BYTES.load(Ordering::Relaxed)
+}
+
+/// The smallest block listed so far: blocks of this size and more are looked up in the list
+/// when freed or moved.
+#[inline]
+fn listed_from() -> usize {
+    LISTED_FROM_BYTES.load(Ordering::Relaxed)
+}
+
+/// Maps the stretches of `.hgd` files that `heapgraph_import` asks for as blocks of this
+/// allocator's ([`heapgraph_import::BlockMapper`]).
+pub(crate) struct FileBlocks;
+
+impl heapgraph_import::BlockMapper for FileBlocks {
+    fn map(
+        &self,
+        file: &std::fs::File,
+        pieces: &[(u64, usize)],
+        len: usize,
+    ) -> Option<std::ptr::NonNull<u8>> {
+        use std::os::fd::AsRawFd;
+        let whole_pages = pieces.split_last().is_some_and(|(last, whole)| {
+            last.0 % PAGE as u64 == 0
+                && whole
+                    .iter()
+                    .all(|&(offset, bytes)| offset % PAGE as u64 == 0 && bytes % PAGE == 0)
+        });
+        if len == 0 || !whole_pages || pieces.iter().map(|piece| piece.1).sum::<usize>() != len {
+            return None;
+        }
+        let mapped = len.next_multiple_of(PAGE);
+        // SAFETY: a new reservation of address space, inaccessible until the pieces are
+        // mapped over it; the kernel picks the address.
+        let block = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if block == libc::MAP_FAILED {
+            return None;
+        }
+        let mut at = 0;
+        for &(offset, bytes) in pieces {
+            let Ok(offset) = libc::off_t::try_from(offset) else {
+                // SAFETY: the reservation made above, not handed out.
+                unsafe { libc::munmap(block, mapped) };
+                return None;
+            };
+            // Every piece but the last is whole pages, so each lands on a page of the
+            // reservation and the last one's rounding ends at the reservation's end; the last
+            // page holds at least one byte of the file, so none lies wholly past its end.
+            let piece_mapped = bytes.next_multiple_of(PAGE);
+            // SAFETY: replaces pages `at..at + piece_mapped` of the reservation, which is
+            // this function's alone, with a private mapping of the file's pages there.
+            let piece = unsafe {
+                libc::mmap(
+                    block.cast::<u8>().add(at).cast(),
+                    piece_mapped,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_FIXED,
+                    file.as_raw_fd(),
+                    offset,
+                )
+            };
+            if piece == libc::MAP_FAILED {
+                // SAFETY: as above.
+                unsafe { libc::munmap(block, mapped) };
+                return None;
+            }
+            at += bytes;
+        }
+        // Listed before it is handed out, so that freeing it finds it.
+        LISTED_FROM_BYTES.fetch_min(len, Ordering::Relaxed);
+        if !list(block as usize, FILE_PAGES, mapped) {
+            // SAFETY: as above.
+            unsafe { libc::munmap(block, mapped) };
+            return None;
+        }
+        std::ptr::NonNull::new(block.cast())
+    }
 }
 
 /// A new spilled block for `layout`, when spilling is on, the block is large, and a file and
@@ -290,7 +391,9 @@ fn list(block: usize, fd: i32, mapped: usize) -> bool {
         return false;
     };
     *slot = (block, fd, mapped);
-    count_spilled(0, mapped);
+    if fd != FILE_PAGES {
+        count_spilled(0, mapped);
+    }
     true
 }
 
@@ -299,7 +402,9 @@ fn unlist(block: usize) -> Option<(i32, usize)> {
     let mut spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
     let slot = spilled.iter_mut().find(|slot| slot.0 == block)?;
     let (_, fd, mapped) = std::mem::replace(slot, FREE);
-    count_spilled(mapped, 0);
+    if fd != FILE_PAGES {
+        count_spilled(mapped, 0);
+    }
     Some((fd, mapped))
 }
 
@@ -313,13 +418,16 @@ fn count_spilled(before: usize, after: usize) {
     SPILLED_PEAK.fetch_max(now, Ordering::Relaxed);
 }
 
-/// Unmaps a spilled block (taken off the list) and closes its file, which frees its disk.
+/// Unmaps a listed block (taken off the list) and closes its file, which frees its disk (a
+/// file's pages have no file of their own).
 fn unmap(block: *mut u8, fd: i32, mapped: usize) {
     // SAFETY: `block` is a whole mapping of `mapped` bytes made here, no longer listed and no
     // longer used by its owner, who gave it back; `fd` is its file, closed once.
     unsafe {
         libc::munmap(block.cast(), mapped);
-        libc::close(fd);
+        if fd != FILE_PAGES {
+            libc::close(fd);
+        }
     }
 }
 
@@ -381,5 +489,111 @@ mod tests {
         let freed = zeros.as_ptr().cast::<u8>();
         drop(zeros);
         assert!(!listed(freed), "unlisted when freed");
+    }
+
+    /// A file's pages mapped as a block read as the file's stretches back to back, take a
+    /// write without passing it to the file, and are listed until the vector that owns them
+    /// frees them as any vector frees its buffer.
+    #[test]
+    fn file_pages_are_blocks_that_read_the_file_and_free_as_any() {
+        use heapgraph_import::BlockMapper;
+        use std::io::Write;
+        let path =
+            std::env::temp_dir().join(format!("heapgraph-file-pages-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..5 * PAGE + 300).map(|i| (i % 251) as u8).collect();
+        std::fs::File::create(&path)
+            .and_then(|mut file| file.write_all(&bytes))
+            .expect("a file in the temporary directory");
+        let file = std::fs::File::open(&path).expect("opened");
+        let listed = |block: *const u8| {
+            SPILLED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|slot| slot.0 == block as usize && slot.1 == FILE_PAGES)
+        };
+        // Pages 1 and 2, then 100 bytes from page 4 on.
+        let pieces = [(PAGE as u64, 2 * PAGE), (4 * PAGE as u64, 100)];
+        let block = FileBlocks
+            .map(&file, &pieces, 2 * PAGE + 100)
+            .expect("mapped");
+        let len = 2 * PAGE + 100;
+        // SAFETY: as `heapgraph_import::mapped_vec`: the allocator's own block of `len` bytes.
+        let mut vector = unsafe { Vec::from_raw_parts(block.as_ptr(), len, len) };
+        assert!(listed(vector.as_ptr()));
+        let expected = [&bytes[PAGE..3 * PAGE], &bytes[4 * PAGE..4 * PAGE + 100]].concat();
+        assert_eq!(vector, expected);
+        vector[5] ^= 0xff;
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            bytes,
+            "the file is unchanged"
+        );
+        let freed = vector.as_ptr();
+        drop(vector);
+        assert!(!listed(freed), "unlisted when freed");
+        // Stretches that do not start on a page, or a middle one that is not whole pages, are
+        // refused: the caller copies them.
+        assert!(FileBlocks.map(&file, &[(100, PAGE)], PAGE).is_none());
+        assert!(
+            FileBlocks
+                .map(&file, &[(0, PAGE + 1), (2 * PAGE as u64, 10)], PAGE + 11)
+                .is_none()
+        );
+        std::fs::remove_file(&path).expect("removed");
+    }
+
+    /// A converted dump whose columns are large enough to be mapped reads back the graph it
+    /// was written from, its large vectors the file's pages.
+    #[test]
+    fn a_converted_dump_reads_back_from_its_own_pages() {
+        use heapgraph_model::EdgeKind;
+        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
+        unsafe { heapgraph_import::set_block_mapper(&FileBlocks) };
+        // 1.2M nodes in a chain with a few shortcuts: `edge_to` is 5 MB, past the size that
+        // is mapped.
+        let n: u32 = 1_200_000;
+        let mut edges: Vec<(u32, u32, EdgeKind)> = (0..n - 1)
+            .map(|node| (node, node + 1, EdgeKind::Property))
+            .collect();
+        edges.extend(
+            (0..n)
+                .step_by(7)
+                .map(|node| (node, (node * 13) % n, EdgeKind::Element)),
+        );
+        edges.sort_by_key(|edge| edge.0);
+        let graph = heapgraph_test_support::graph_from_edges(&vec![24; n as usize], &edges);
+        let path =
+            std::env::temp_dir().join(format!("heapgraph-mapped-{}.hgd", std::process::id()));
+        heapgraph_import::hgd::write_heap_graph(
+            &graph,
+            None,
+            std::io::BufWriter::new(std::fs::File::create(&path).expect("created")),
+        )
+        .expect("written");
+        let (contents, _) =
+            heapgraph_import::hgd::import_path_with_analysis(&path, &Default::default())
+                .expect("read back");
+        let heapgraph_import::Contents::HeapGraph(back) = contents else {
+            panic!("a heap graph");
+        };
+        let mapped = |column: *const u32| {
+            SPILLED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|slot| slot.0 == column as usize && slot.1 == FILE_PAGES)
+        };
+        assert!(
+            mapped(back.parts().edge_to.as_ptr()),
+            "edge_to is the file's pages"
+        );
+        assert_eq!(back.parts().edge_to, graph.parts().edge_to);
+        assert_eq!(back.parts().first_edge, graph.parts().first_edge);
+        assert_eq!(back.parts().edge_kind, graph.parts().edge_kind);
+        assert_eq!(back.parts().node_object_id, graph.parts().node_object_id);
+        assert_eq!(back.parts().node_type, graph.parts().node_type);
+        drop(back);
+        std::fs::remove_file(&path).expect("removed");
     }
 }

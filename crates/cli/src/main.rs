@@ -52,6 +52,12 @@ fn main() -> ExitCode {
 
 /// Runs one command. Exit codes: 0 success, 1 a gate failed, 2 bad usage or unreadable input.
 fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `FileBlocks` lists every block it maps in the global allocator's own list,
+    // which frees it (by address) as the block of the size and alignment it was made for.
+    unsafe {
+        heapgraph_import::set_block_mapper(&allocator::FileBlocks);
+    }
     if cli.timings {
         heapgraph_model::keep_timings();
     }

@@ -492,11 +492,9 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let analysis = loaded.analyze(false)?;
     let stored = analysis.into_stored(&loaded.graph);
     let spinner = spinner("writing");
-    let context = || format!("cannot write {}", args.output.display());
-    let file = std::fs::File::create(&args.output).with_context(context)?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    hgd::write_heap_graph(&loaded.graph, Some(&stored), &mut out).with_context(context)?;
-    out.flush().with_context(context)?;
+    write_replacing(&args.output, |out| {
+        hgd::write_heap_graph(&loaded.graph, Some(&stored), out)
+    })?;
     spinner.finish_and_clear();
     let graph = &loaded.graph;
     let synthetic = graph
@@ -511,6 +509,35 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
         if synthetic == 1 { "" } else { "s" },
         graph.edge_count()
     ))
+}
+
+/// Writes `path` through `write`, into a new file that then replaces it by a rename: a reader
+/// of the file before (this run's own input, `convert x.hgd -o x.hgd`, or a `serve` of it) maps
+/// its pages as its columns, and a file truncated under a mapping kills the reader.
+pub(crate) fn write_replacing(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let context = || format!("cannot write {}", path.display());
+    let name = path.file_name().map_or_else(
+        || std::ffi::OsString::from("output"),
+        std::ffi::OsStr::to_os_string,
+    );
+    let mut partial_name = std::ffi::OsString::from(".");
+    partial_name.push(&name);
+    partial_name.push(format!(".{}.partial", std::process::id()));
+    let partial = path.with_file_name(partial_name);
+    let written = (|| {
+        let file = std::fs::File::create(&partial)?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        write(&mut out)?;
+        out.flush()?;
+        std::fs::rename(&partial, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written.with_context(context)
 }
 
 #[cfg(test)]

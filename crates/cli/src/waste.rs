@@ -120,11 +120,7 @@ fn redact_graph(args: &RedactArgs, input: &str) -> anyhow::Result<String> {
         );
     };
     let (graph, stats) = redact::redact_graph(&graph).with_context(|| input.to_owned())?;
-    let context = || format!("cannot write {}", args.output.display());
-    let file = std::fs::File::create(&args.output).with_context(context)?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    hgd::write_heap_graph(&graph, None, &mut out).with_context(context)?;
-    std::io::Write::flush(&mut out).with_context(context)?;
+    crate::verbs::write_replacing(&args.output, |out| hgd::write_heap_graph(&graph, None, out))?;
     Ok(format!(
         "wrote {} (.hgd: {} of {} strings replaced, the labels of {} value objects; types, names, sizes, ids and edges as they were)\n",
         args.output.display(),

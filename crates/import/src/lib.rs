@@ -22,6 +22,7 @@ mod formats;
 pub mod hgd;
 pub mod hprof;
 mod mapped;
+pub use mapped::{BlockMapper, set_block_mapper};
 pub mod phd;
 mod pickle;
 pub mod redact;

@@ -7,7 +7,11 @@
 //! invariant its readers rely on: the bytes come from a file, and a file may lie.
 
 /// A value a column's vectors hold: an integer of a fixed width, every bit pattern a value.
-pub trait Plain: Copy + Send + Sync + 'static {
+///
+/// # Safety
+/// `size_of::<Self>() == WIDTH`, with no padding, and every pattern of `WIDTH` bytes is a value:
+/// a vector of them may be made from any bytes (a file's pages mapped as its buffer).
+pub unsafe trait Plain: Copy + Send + Sync + 'static {
     /// Bytes per value.
     const WIDTH: usize;
     /// The value of `bytes`, little-endian and `WIDTH` long.
@@ -16,7 +20,8 @@ pub trait Plain: Copy + Send + Sync + 'static {
 
 macro_rules! plain {
     ($($int:ty),*) => {$(
-        impl Plain for $int {
+        // SAFETY: a primitive integer: its size, no padding, every bit pattern a value.
+        unsafe impl Plain for $int {
             const WIDTH: usize = std::mem::size_of::<$int>();
 
             #[inline]

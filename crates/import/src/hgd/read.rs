@@ -145,19 +145,20 @@ pub fn import_slice_with_analysis(
     bytes: &[u8],
     _options: &Options,
 ) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
-    import_slice_releasing(bytes, &|_| {})
+    import_slice_with(bytes, Images::releasing(&|_| {}))
 }
 
 /// Hands a part of the input that has been decoded, and is not read again, back to the kernel
 /// (a memory-mapped file's pages), or does nothing.
 type Release<'r> = &'r (dyn Fn(&[u8]) + Sync);
 
-/// [`import_slice_with_analysis`], calling `release` with each bulk column and strings blob
-/// once it is decoded.
-fn import_slice_releasing(
-    bytes: &[u8],
-    release: Release<'_>,
+/// [`import_slice_with_analysis`], gathering the file's images into `images`, and calling its
+/// release with each bulk column and strings blob once it is decoded.
+fn import_slice_with<'a>(
+    bytes: &'a [u8],
+    mut images: Images<'a>,
 ) -> Result<(Contents, Option<StoredAnalysis>), ImportError> {
+    let release = images.release();
     let mut reader = SliceReader::new(bytes).map_err(import_error)?;
     let header = reader.header().clone();
     if header.kind == KIND_TIMELINE {
@@ -173,7 +174,6 @@ fn import_slice_releasing(
     let mut bulk = Vec::new();
     let mut analysis_chunks = Vec::new();
     let mut string_chunks = Vec::new();
-    let mut images = Images::releasing(release);
     // Chunks are checked as they are framed, and their bulk columns decoded after the loop;
     // where several records are bad, the earliest is reported, as by the streaming reader.
     let mut framing_error = None;
@@ -273,7 +273,8 @@ pub fn import_path_with_analysis(
     // change the file meanwhile, as with any memory-mapped input; heapgraph's inputs are dumps
     // written once and then read, and every byte read is checked as if it were hostile.
     let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-    import_slice_releasing(&map, &|part| crate::mapped::release_slice(&map, part))
+    let release = |part: &[u8]| crate::mapped::release_slice(&map, part);
+    import_slice_with(&map, Images::mapping(&release, &file, &map))
 }
 
 /// The file's strings, pushed in file order (not hashed, so not findable; the node types are

@@ -59,6 +59,9 @@ pub(super) struct Images<'a> {
     pieces: BTreeMap<(String, String), Vec<Piece<'a>>>,
     /// Called with each borrowed piece once its values are copied out.
     release: Release<'a>,
+    /// The mapped file the borrowed pieces lie in, and its bytes: where the pieces' pages
+    /// may be mapped as the vectors' buffers instead of copied (`mapped::mapped_vec`).
+    file: Option<(&'a std::fs::File, &'a [u8])>,
 }
 
 impl Default for Images<'_> {
@@ -75,7 +78,22 @@ impl<'a> Images<'a> {
             columns: BTreeMap::new(),
             pieces: BTreeMap::new(),
             release,
+            file: None,
         }
+    }
+
+    /// [`Images::releasing`], for pieces borrowed from `map`, the bytes of `file` mapped
+    /// whole: the vectors whose pieces lie as a map needs them are mapped, not copied.
+    pub(super) fn mapping(release: Release<'a>, file: &'a std::fs::File, map: &'a [u8]) -> Self {
+        Images {
+            file: Some((file, map)),
+            ..Images::releasing(release)
+        }
+    }
+
+    /// What the borrowed pieces are handed to once copied out.
+    pub(super) fn release(&self) -> Release<'a> {
+        self.release
     }
 
     /// Whether the file has any image chunk.
@@ -208,6 +226,9 @@ impl ImageSource for Source<'_, '_> {
                 "vector {name:?} has {at} bytes of the {expected} its {len} values take"
             ));
         }
+        if let Some(values) = self.mapped(&pieces) {
+            return Ok(values);
+        }
         let mut values = Vec::with_capacity(len as usize);
         for (_, bytes) in pieces {
             if values.is_empty() {
@@ -221,6 +242,26 @@ impl ImageSource for Source<'_, '_> {
             }
         }
         Ok(values)
+    }
+}
+
+impl Source<'_, '_> {
+    /// The vector of `pieces` with the file's pages as its buffer, where they are borrowed
+    /// from a mapped file and lie as a map needs them.
+    fn mapped<T: Plain>(&self, pieces: &[Piece<'_>]) -> Option<Vec<T>> {
+        let (file, map) = self.images.file?;
+        let start = map.as_ptr() as usize;
+        let in_file: Option<Vec<(u64, usize)>> = pieces
+            .iter()
+            .map(|(_, bytes)| match bytes {
+                Cow::Borrowed(bytes) => {
+                    let at = (bytes.as_ptr() as usize).checked_sub(start)?;
+                    (at + bytes.len() <= map.len()).then_some((at as u64, bytes.len()))
+                }
+                Cow::Owned(_) => None,
+            })
+            .collect();
+        crate::mapped::mapped_vec(file, &in_file?)
     }
 }
 
