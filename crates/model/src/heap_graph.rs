@@ -323,13 +323,41 @@ impl HeapGraph {
         if parts.first_edge.get(0) != 0 || parts.first_edge.get(n_nodes) != n_edges as u64 {
             return bad("first_edge does not run from 0 to the edge count".to_owned());
         }
-        if let Some(pos) = parts.edge_to.iter().position(|&to| to as usize >= n_nodes) {
+        let n_strings = strings.len();
+        // The two passes over every edge, on two threads where there are many: a std thread,
+        // not a rayon task, since this runs on the V8 parser's own thread, which a rayon
+        // worker may be waiting on (architecture.md, "Performance").
+        let edge_to_out_of_range = || parts.edge_to.iter().position(|&to| to as usize >= n_nodes);
+        let named_edge_out_of_range = || {
+            parts
+                .edge_kind
+                .iter()
+                .zip(parts.edge_name.iter())
+                .position(|(kind, name)| !kind.is_indexed() && name as usize >= n_strings)
+        };
+        let (edge_to_out_of_range, named_edge_out_of_range) = if n_edges >= 1 << 20 {
+            std::thread::scope(|scope| {
+                let targets = std::thread::Builder::new()
+                    .spawn_scoped(scope, edge_to_out_of_range)
+                    .ok();
+                let names = named_edge_out_of_range();
+                let targets = match targets {
+                    Some(thread) => thread
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    None => edge_to_out_of_range(),
+                };
+                (targets, names)
+            })
+        } else {
+            (edge_to_out_of_range(), named_edge_out_of_range())
+        };
+        if let Some(pos) = edge_to_out_of_range {
             return bad(format!(
                 "edge {pos} points to node {} of {n_nodes}",
                 parts.edge_to[pos]
             ));
         }
-        let n_strings = strings.len();
         let string_ok = |id: &StringId| id.index() < n_strings;
         let types_ok = match parts.node_type.distinct() {
             Some(distinct) => distinct.iter().all(string_ok),
@@ -338,11 +366,6 @@ impl HeapGraph {
         if !types_ok || !parts.node_name.named().all(|(_, name)| string_ok(&name)) {
             return bad("a node names a string outside the table".to_owned());
         }
-        let named_edge_out_of_range = parts
-            .edge_kind
-            .iter()
-            .zip(parts.edge_name.iter())
-            .position(|(kind, name)| !kind.is_indexed() && name as usize >= n_strings);
         if let Some(pos) = named_edge_out_of_range {
             return bad(format!("edge {pos} names a string outside the table"));
         }

@@ -127,21 +127,23 @@ impl<'a> Images<'a> {
             .push((chunk.offset, Cow::Owned(chunk.data.to_vec())));
     }
 
-    /// The column `column` made again by its type, `None` where the file has no image of it.
-    ///
-    /// # Errors
-    /// A message saying which vector is missing or cut short, or which invariant fails.
-    pub(super) fn column<C: Imaged>(&mut self, column: &str) -> Result<Option<C>, String> {
-        let Some(chunk) = self.columns.remove(column) else {
-            return Ok(None);
-        };
-        let mut source = Source {
-            chunk: &chunk,
-            images: self,
-        };
-        C::from_image(&mut source)
-            .map(Some)
-            .map_err(|message| format!("column {column:?}: {message}"))
+    /// Takes column `column`'s image and its vectors' pieces, `None` where the file has none.
+    fn source(&mut self, column: &str) -> Option<Source<'a>> {
+        let chunk = self.columns.remove(column)?;
+        let pieces = chunk
+            .parts
+            .iter()
+            .filter_map(|(part, _, _)| {
+                let pieces = self.pieces.remove(&(column.to_owned(), part.clone()))?;
+                Some((part.clone(), pieces))
+            })
+            .collect();
+        Some(Source {
+            chunk,
+            pieces,
+            release: self.release,
+            file: self.file,
+        })
     }
 
     /// Forgets column `column` (one a cut-short file has not all of).
@@ -171,13 +173,29 @@ impl<'a> Images<'a> {
     }
 }
 
-/// One column's image, as its type takes it.
-struct Source<'i, 'a> {
-    chunk: &'i ImageChunk,
-    images: &'i mut Images<'a>,
+/// One column's image and its vectors' pieces, as its type takes them.
+struct Source<'a> {
+    chunk: ImageChunk,
+    /// Each vector's pieces, by name.
+    pieces: BTreeMap<String, Vec<Piece<'a>>>,
+    release: Release<'a>,
+    file: Option<(&'a std::fs::File, &'a [u8])>,
 }
 
-impl ImageSource for Source<'_, '_> {
+impl Source<'_> {
+    /// The column made again by its type.
+    fn build<C: Imaged>(mut self) -> Result<C, String> {
+        C::from_image(&mut self)
+            .map_err(|message| format!("column {:?}: {message}", self.chunk.column))
+    }
+}
+
+/// The column of `source`, where there is one.
+fn build<C: Imaged>(source: Option<Source<'_>>) -> Result<Option<C>, String> {
+    source.map(Source::build).transpose()
+}
+
+impl ImageSource for Source<'_> {
     fn repr(&self) -> &str {
         &self.chunk.repr
     }
@@ -203,11 +221,7 @@ impl ImageSource for Source<'_, '_> {
                 T::WIDTH
             ));
         }
-        let mut pieces = self
-            .images
-            .pieces
-            .remove(&(self.chunk.column.clone(), name.to_owned()))
-            .unwrap_or_default();
+        let mut pieces = self.pieces.remove(name).unwrap_or_default();
         pieces.sort_by_key(|&(offset, _)| offset);
         // The pieces must tile the vector: each starts where the one before ends, all of them
         // whole values, and together exactly its length.
@@ -238,18 +252,18 @@ impl ImageSource for Source<'_, '_> {
                 values.extend(bytes.chunks_exact(T::WIDTH).map(T::from_le));
             }
             if let Cow::Borrowed(bytes) = bytes {
-                (self.images.release)(bytes);
+                (self.release)(bytes);
             }
         }
         Ok(values)
     }
 }
 
-impl Source<'_, '_> {
+impl Source<'_> {
     /// The vector of `pieces` with the file's pages as its buffer, where they are borrowed
     /// from a mapped file and lie as a map needs them.
     fn mapped<T: Plain>(&self, pieces: &[Piece<'_>]) -> Option<Vec<T>> {
-        let (file, map) = self.images.file?;
+        let (file, map) = self.file?;
         let start = map.as_ptr() as usize;
         let in_file: Option<Vec<(u64, usize)>> = pieces
             .iter()
@@ -289,41 +303,90 @@ pub(super) struct ImagedAnalysis {
 }
 
 impl Images<'_> {
-    /// The graph's columns, every one of which must be there.
+    /// The graph's columns, every one of which must be there, each made and checked by its
+    /// own task.
     ///
     /// # Errors
     /// A message naming the first column that is missing or fails its checks.
     pub(super) fn graph(&mut self) -> Result<ImagedGraph, String> {
-        fn needed<C: Imaged>(images: &mut Images<'_>, column: &str) -> Result<C, String> {
-            images
-                .column(column)?
+        let mut needed = |column: &str| {
+            self.source(column)
                 .ok_or_else(|| format!("the file has images but none of column {column:?}"))
-        }
+        };
+        let sources = (
+            needed(names::OBJECT_ID)?,
+            needed(names::NODE_KIND)?,
+            needed(names::NODE_TYPE)?,
+            needed(names::NODE_NAME)?,
+            needed(names::SHALLOW_SIZE)?,
+            needed(names::FIRST_EDGE)?,
+            needed(names::EDGE_TO)?,
+            needed(names::EDGE_KIND)?,
+            needed(names::EDGE_NAME)?,
+        );
+        let (
+            ((object_id, node_kind), (node_type, node_name)),
+            ((shallow_size, first_edge), (edge_to, (edge_kind, edge_name))),
+        ) = rayon::join(
+            || {
+                rayon::join(
+                    || rayon::join(|| sources.0.build(), || sources.1.build()),
+                    || rayon::join(|| sources.2.build(), || sources.3.build()),
+                )
+            },
+            || {
+                rayon::join(
+                    || rayon::join(|| sources.4.build(), || sources.5.build()),
+                    || {
+                        rayon::join(
+                            || sources.6.build(),
+                            || rayon::join(|| sources.7.build(), || sources.8.build()),
+                        )
+                    },
+                )
+            },
+        );
         Ok(ImagedGraph {
-            object_id: needed(self, names::OBJECT_ID)?,
-            node_kind: needed(self, names::NODE_KIND)?,
-            node_type: needed(self, names::NODE_TYPE)?,
-            node_name: needed(self, names::NODE_NAME)?,
-            shallow_size: needed(self, names::SHALLOW_SIZE)?,
-            first_edge: needed(self, names::FIRST_EDGE)?,
-            edge_to: needed(self, names::EDGE_TO)?,
-            edge_kind: needed(self, names::EDGE_KIND)?,
-            edge_name: needed(self, names::EDGE_NAME)?,
+            object_id: object_id?,
+            node_kind: node_kind?,
+            node_type: node_type?,
+            node_name: node_name?,
+            shallow_size: shallow_size?,
+            first_edge: first_edge?,
+            edge_to: edge_to?,
+            edge_kind: edge_kind?,
+            edge_name: edge_name?,
         })
     }
 
     /// The stored analysis's columns, where the file has them (their lengths are checked
-    /// against the graph by the caller).
+    /// against the graph by the caller), each made and checked by its own task.
     ///
     /// # Errors
     /// A message naming the first column that fails its checks.
     pub(super) fn analysis(&mut self) -> Result<ImagedAnalysis, String> {
+        let sources = (
+            self.source(names::IDOM),
+            self.source(names::RETAINED_SIZE),
+            self.source(names::DISTANCE),
+            self.source(names::RETAINED_COUNT),
+            self.source(names::CHAIN_PARENT),
+        );
+        let ((idom, retained_size), (distance, (retained_count, chain_parent))) = rayon::join(
+            || rayon::join(|| build(sources.0), || build(sources.1)),
+            || {
+                rayon::join(
+                    || build(sources.2),
+                    || rayon::join(|| build(sources.3), || build(sources.4)),
+                )
+            },
+        );
         Ok(ImagedAnalysis {
-            idom: self.column(names::IDOM)?.unwrap_or_default(),
-            retained_size: self.column(names::RETAINED_SIZE)?.unwrap_or_default(),
-            distance: self.column(names::DISTANCE)?.unwrap_or_default(),
-            retained_count: self.column(names::RETAINED_COUNT)?.unwrap_or_default(),
-            chain_parent: self.column(names::CHAIN_PARENT)?.unwrap_or_default(),
+            idom: idom?.unwrap_or_default(),
+            retained_size: retained_size?.unwrap_or_default(),
+            distance: distance?.unwrap_or_default(),
+            retained_count: retained_count?.unwrap_or_default(),
+            chain_parent: chain_parent?.unwrap_or_default(),
         })
     }
 }
