@@ -77,11 +77,11 @@ pub(crate) fn mapped_vec<T: heapgraph_model::image::Plain>(
     let (last, whole) = pieces.split_last()?;
     let laid_out = cfg!(target_endian = "little")
         && len >= MAP_FROM_BYTES
-        && len % T::WIDTH == 0
-        && last.0 % PAGE == 0
-        && whole
-            .iter()
-            .all(|&(offset, bytes)| offset % PAGE == 0 && bytes as u64 % PAGE == 0);
+        && len.is_multiple_of(T::WIDTH)
+        && last.0.is_multiple_of(PAGE)
+        && whole.iter().all(|&(offset, bytes)| {
+            offset.is_multiple_of(PAGE) && (bytes as u64).is_multiple_of(PAGE)
+        });
     if !laid_out {
         return None;
     }
