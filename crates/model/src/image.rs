@@ -117,11 +117,6 @@ pub trait ImageSource {
     fn take<T: Plain>(&mut self, name: &str) -> Result<Vec<T>, String>;
 }
 
-/// The values of `bytes` (little-endian, a whole number of `T`s).
-pub fn values_of<T: Plain>(bytes: &[u8]) -> Vec<T> {
-    bytes.chunks_exact(T::WIDTH).map(T::from_le).collect()
-}
-
 /// A column that a file can hold as its vectors.
 pub trait Imaged: Sized {
     /// The column laid out as its vectors.
@@ -248,7 +243,7 @@ pub(crate) mod testing {
             if bytes.len() % T::WIDTH != 0 {
                 return Err(format!("the vector {name:?} has a ragged end"));
             }
-            Ok(values_of(&bytes))
+            Ok(bytes.chunks_exact(T::WIDTH).map(T::from_le).collect())
         }
     }
 }

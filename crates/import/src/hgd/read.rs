@@ -601,7 +601,8 @@ impl Columns {
     /// Takes the graph's columns, and the stored analysis's where they arrived whole, from the
     /// file's images, if it has any: a file whose columns are images has no `nodes` or `edges`
     /// chunks, and is read only whole (a cut inside the graph's columns is an error; one inside
-    /// the analysis's drops the analysis).
+    /// the analysis's drops the columns it cut, and the analysis with a required one). Plain
+    /// `analysis` chunks, which heapgraph never writes beside images, win over images of it.
     fn adopt_images(
         &mut self,
         images: &mut Images<'_>,
@@ -642,6 +643,9 @@ impl Columns {
         }
         self.imaged = Some(images.graph().map_err(inconsistent)?);
         let analysis = images.analysis().map_err(inconsistent)?;
+        if !self.dominator.is_empty() {
+            return Ok(());
+        }
         self.dominator = analysis.idom;
         self.retained_size = analysis.retained_size;
         self.distance = analysis.distance;

@@ -4,7 +4,7 @@
 
 use super::Release;
 use heapgraph_format::{ImageChunk, ImageDataChunk};
-use heapgraph_model::image::{ImageSource, Imaged, Plain, values_of};
+use heapgraph_model::image::{ImageSource, Imaged, Plain};
 use heapgraph_model::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
 };
@@ -243,14 +243,10 @@ impl ImageSource for Source<'_> {
         if let Some(values) = self.mapped(&pieces) {
             return Ok(values);
         }
+        // `len` values are there, in whole pieces: the capacity is no more than the file holds.
         let mut values = Vec::with_capacity(len as usize);
         for (_, bytes) in pieces {
-            if values.is_empty() {
-                values = values_of::<T>(&bytes);
-                values.reserve_exact(len as usize - values.len());
-            } else {
-                values.extend(bytes.chunks_exact(T::WIDTH).map(T::from_le));
-            }
+            values.extend(bytes.chunks_exact(T::WIDTH).map(T::from_le));
             if let Cow::Borrowed(bytes) = bytes {
                 (self.release)(bytes);
             }
