@@ -68,12 +68,26 @@ fn main() -> Result<()> {
     }
 
     // .hgd: all three kinds of file. A heap graph with its stored analysis, as `convert` writes
-    // it (from the V8 seed) and without one (from the HPROF seed); an allocation snapshot (from
-    // the tracemalloc seed); the recorder's real timeline.
+    // it (images, from the V8 seed) and in plain columns (as the Python dumper writes them), and
+    // without one (from the HPROF seed); an allocation snapshot (from the tracemalloc seed); the
+    // recorder's real timeline.
     let v8_graph =
         heapgraph_import::v8::import(&v8_tiny[..], &Default::default()).context("the V8 seed")?;
-    seeds.write("hgd", "v8-tiny-analysed.hgd", &hgd_bytes(&v8_graph, true)?)?;
-    seeds.write("hgd", "hprof-32.hgd", &hgd_bytes(&java_graph, false)?)?;
+    seeds.write(
+        "hgd",
+        "v8-tiny-analysed.hgd",
+        &hgd_bytes(&v8_graph, true, Layout::Images)?,
+    )?;
+    seeds.write(
+        "hgd",
+        "v8-tiny-plain.hgd",
+        &hgd_bytes(&v8_graph, true, Layout::Plain)?,
+    )?;
+    seeds.write(
+        "hgd",
+        "hprof-32.hgd",
+        &hgd_bytes(&java_graph, false, Layout::Images)?,
+    )?;
     let snapshot = tracemalloc::import_slice(&read(&fixture("tracemalloc/before.tracemalloc"))?)
         .context("the tracemalloc seed")?;
     let mut alloc_hgd = Vec::new();
@@ -102,8 +116,16 @@ impl Seeds {
     }
 }
 
-/// `graph` as an `.hgd`, with the analysis `convert` stores when `analysed`.
-fn hgd_bytes(graph: &HeapGraph, analysed: bool) -> Result<Vec<u8>> {
+/// How an `.hgd` seed holds its columns.
+enum Layout {
+    /// As images, as `convert` writes them.
+    Images,
+    /// As plain columns.
+    Plain,
+}
+
+/// `graph` as an `.hgd` in `layout`, with the analysis `convert` stores when `analysed`.
+fn hgd_bytes(graph: &HeapGraph, analysed: bool, layout: Layout) -> Result<Vec<u8>> {
     let stored = analysed.then(|| {
         let options = AnalyzerOptions {
             edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
@@ -111,7 +133,10 @@ fn hgd_bytes(graph: &HeapGraph, analysed: bool) -> Result<Vec<u8>> {
         heapgraph_analyzer::analyze(graph, &options).into_stored(graph)
     });
     let mut bytes = Vec::new();
-    hgd::write_heap_graph(graph, stored.as_ref(), &mut bytes)?;
+    match layout {
+        Layout::Images => hgd::write_heap_graph(graph, stored.as_ref(), &mut bytes)?,
+        Layout::Plain => hgd::write_heap_graph_plain(graph, stored.as_ref(), &mut bytes)?,
+    }
     Ok(bytes)
 }
 

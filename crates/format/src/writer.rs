@@ -245,8 +245,9 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes bytes `data` of vector `part` of image column `column`, from byte `offset` of
-    /// the vector on, as one `image_data` chunk whose bytes start at a multiple of
-    /// [`IMAGE_ALIGN`] in the stream (the chunk's `pad` makes up the difference).
+    /// the vector on, as one `image_data` chunk; when `aligned`, its bytes start at a multiple
+    /// of [`IMAGE_ALIGN`] in the stream (the chunk's `pad` makes up the difference), so that a
+    /// reader may map them.
     ///
     /// # Errors
     /// [`Error::InvalidColumns`] when `data` does not fit in a record, [`Error::Io`].
@@ -256,6 +257,7 @@ impl<W: Write> Writer<W> {
         part: &str,
         offset: u64,
         data: &[u8],
+        aligned: bool,
     ) -> Result<(), Error> {
         let record = self.chunks + 1;
         if data.len() as u64 + IMAGE_ALIGN + RECORD_OVERHEAD_BYTES > MAX_RECORD_BYTES {
@@ -287,7 +289,11 @@ impl<W: Write> Writer<W> {
         })?;
         let before_data = self.out.written + prefix.len() as u64 - bin_marker_bytes(0)
             + bin_marker_bytes(data.len());
-        let short = (IMAGE_ALIGN - before_data % IMAGE_ALIGN) % IMAGE_ALIGN;
+        let short = if aligned {
+            (IMAGE_ALIGN - before_data % IMAGE_ALIGN) % IMAGE_ALIGN
+        } else {
+            0
+        };
         let pad_len = match short {
             0..=255 => short,
             256 => IMAGE_ALIGN + 255,
@@ -295,7 +301,9 @@ impl<W: Write> Writer<W> {
         } as usize;
         static ZEROS: [u8; IMAGE_ALIGN as usize * 2] = [0; IMAGE_ALIGN as usize * 2];
         self.serialize(record, &chunk(&ZEROS[..pad_len], data))?;
-        debug_assert_eq!((self.out.written - data.len() as u64) % IMAGE_ALIGN, 0);
+        debug_assert!(
+            !aligned || (self.out.written - data.len() as u64).is_multiple_of(IMAGE_ALIGN)
+        );
         self.chunks = record;
         Ok(())
     }

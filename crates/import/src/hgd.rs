@@ -25,7 +25,7 @@ pub use alloc::write_alloc_snapshot;
 pub use read::{
     import, import_path_with_analysis, import_slice_with_analysis, import_with_analysis,
 };
-pub use write::write_heap_graph;
+pub use write::{write_heap_graph, write_heap_graph_plain};
 
 use crate::{Format, ImportError};
 use heapgraph_format as format;

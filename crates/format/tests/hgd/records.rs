@@ -549,9 +549,10 @@ proptest! {
     }
 }
 
-/// Image data starts at a multiple of `IMAGE_ALIGN` in the file whatever came before it (small
-/// and large blobs, fillers below and above 255 bytes, the 256-byte case that needs a whole page
-/// more), and both readers give back the image and every byte.
+/// Image data asked to be aligned starts at a multiple of `IMAGE_ALIGN` in the file whatever
+/// came before it (small and large blobs, fillers below and above 255 bytes, the 256-byte case
+/// that needs a whole page more), other data with no filler, and both readers give back the
+/// image and every byte.
 #[test]
 fn image_data_is_aligned_and_reads_back() {
     use heapgraph_format::{IMAGE_ALIGN, ImageChunk, VERSION_IMAGES};
@@ -578,17 +579,19 @@ fn image_data_is_aligned_and_reads_back() {
         for shift in 0..40 {
             let column = "c".repeat(index * 37 + shift * 101 % 300);
             let data: Vec<u8> = (0..*len).map(|byte| (byte * 7 + shift) as u8).collect();
+            let aligned = shift % 5 != 4;
             writer
-                .write_image_data(&column, "values", shift as u64, &data)
+                .write_image_data(&column, "values", shift as u64, &data, aligned)
                 .expect("data");
-            written.push((column, shift as u64, data));
+            written.push((column, shift as u64, data, aligned));
         }
     }
     writer.finish().expect("end");
     let check = |chunks: Vec<Chunk<'_>>| {
         assert_eq!(chunks[0], Chunk::Image(image.clone()));
         assert_eq!(chunks.len(), written.len() + 1);
-        for (chunk, (column, offset, data)) in chunks[1..].iter().zip(&written) {
+        let mut unaligned = 0;
+        for (chunk, (column, offset, data, aligned)) in chunks[1..].iter().zip(&written) {
             let Chunk::ImageData(chunk) = chunk else {
                 panic!("{chunk:?}");
             };
@@ -597,13 +600,22 @@ fn image_data_is_aligned_and_reads_back() {
                 (column, *offset, &data[..])
             );
             let at = chunk.data.as_ptr() as usize - file.as_ptr() as usize;
-            assert_eq!(
-                at as u64 % IMAGE_ALIGN,
-                0,
-                "data of {} bytes at {at}",
-                data.len()
-            );
+            if *aligned {
+                assert_eq!(
+                    at as u64 % IMAGE_ALIGN,
+                    0,
+                    "data of {} bytes at {at}",
+                    data.len()
+                );
+            } else {
+                assert!(chunk.pad.is_empty());
+                unaligned += usize::from(!(at as u64).is_multiple_of(IMAGE_ALIGN));
+            }
         }
+        assert!(
+            unaligned > 0,
+            "data not asked to be aligned is written where it falls"
+        );
     };
     let mut reader = SliceReader::new(&file).expect("header");
     let mut chunks = Vec::new();

@@ -522,6 +522,30 @@ fn hgd_images_round_trip_in_any_pieces() {
     }
 }
 
+/// The plain writer writes what every reader reads: version 1, `nodes` and `edges` chunks, no
+/// image; and it reads back the same graph and analysis.
+#[test]
+fn hgd_plain_files_are_version_1_and_round_trip() {
+    let graph = sample_graph();
+    let stored = sample_analysis();
+    let mut file = Vec::new();
+    super::write_heap_graph_plain(&graph, Some(&stored), &mut file).expect("written");
+    let mut reader = heapgraph_format::SliceReader::new(&file).expect("header");
+    assert_eq!(reader.header().version, heapgraph_format::VERSION);
+    let mut types = Vec::new();
+    while let Some(chunk) = reader.next_chunk().expect("chunk") {
+        types.push(chunk.type_name().to_owned());
+    }
+    assert!(types.iter().any(|name| name == "nodes"), "{types:?}");
+    assert!(
+        !types.iter().any(|name| name.starts_with("image")),
+        "{types:?}"
+    );
+    let (back, analysis) = read(&file).expect("read back");
+    assert_same(&back, &graph);
+    assert_eq!(analysis.as_ref(), Some(&stored));
+}
+
 /// Cut anywhere, a file of images reads with its whole graph and a note (its analysis only if
 /// that arrived whole too), or fails as cut short: its columns are read only whole.
 #[test]

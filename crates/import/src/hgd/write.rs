@@ -17,6 +17,11 @@ use std::io::{self, Write};
 /// vector lie back to back in a map of the file but for the records' own bytes between them.
 const IMAGE_PIECE_BYTES: usize = 64 << 20;
 
+/// The vectors whose bytes start on a page of the file: from 1 MiB, below the 4 MiB from which
+/// a reader maps them (`mapped::MAP_FROM_BYTES`); a smaller one's filler would only make a small
+/// dump's file larger.
+const ALIGNED_FROM_BYTES: usize = 1 << 20;
+
 /// Writes `graph` (and `analysis`, when given) as an `.hgd` stream: header, strings in id order,
 /// node kinds, root, then the graph's and the analysis's columns as images (each column the
 /// vectors it is in memory, page-aligned in the file), then the end record.
@@ -39,17 +44,33 @@ pub fn write_heap_graph<W: Write>(
     )
 }
 
+/// [`write_heap_graph`] as plain columns in chunks of about 1M rows (format version 1): what
+/// every heapgraph reads, those before images too, larger and slower to reopen.
+///
+/// # Errors
+/// As [`write_heap_graph`], and [`io::ErrorKind::InvalidInput`] when a node has 2³² edges or
+/// more.
+pub fn write_heap_graph_plain<W: Write>(
+    graph: &HeapGraph,
+    analysis: Option<&StoredAnalysis>,
+    out: W,
+) -> io::Result<()> {
+    write_as(
+        graph,
+        analysis,
+        out,
+        Layout::Plain {
+            chunk_rows: format::DEFAULT_CHUNK_ROWS,
+        },
+    )
+}
+
 /// How the columns are written.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Layout {
     /// As images, each vector in pieces of at most this many bytes.
     Images { piece_bytes: usize },
-    /// As plain columns, in chunks of this many rows: only tests write them, as the Python
-    /// dumper does in the field.
-    #[cfg_attr(
-        not(test),
-        allow(dead_code, reason = "the tests' files of plain columns")
-    )]
+    /// As plain columns, in chunks of this many rows.
     Plain { chunk_rows: usize },
 }
 
@@ -230,11 +251,14 @@ fn write_image<W: Write>(
     let mut bytes = Vec::new();
     for (part, values) in &parts {
         let per_piece = (piece_bytes / values.width()).max(1);
+        // Only a vector large enough to be mapped is worth its pieces' filler.
+        let aligned = values.len() * values.width() >= ALIGNED_FROM_BYTES;
         for start in (0..values.len()).step_by(per_piece) {
             bytes.clear();
             values.put_le(start..(start + per_piece).min(values.len()), &mut bytes);
+            let offset = (start * values.width()) as u64;
             writer
-                .write_image_data(name, part, (start * values.width()) as u64, &bytes)
+                .write_image_data(name, part, offset, &bytes, aligned)
                 .map_err(write_error)?;
         }
     }
