@@ -34,14 +34,8 @@ pub fn write_heap_graph<W: Write>(
     analysis: Option<&StoredAnalysis>,
     out: W,
 ) -> io::Result<()> {
-    write_as(
-        graph,
-        analysis,
-        out,
-        Layout::Images {
-            piece_bytes: IMAGE_PIECE_BYTES,
-        },
-    )
+    let piece_bytes = IMAGE_PIECE_BYTES;
+    write_as(graph, analysis, out, Layout::Images { piece_bytes })
 }
 
 /// [`write_heap_graph`] as plain columns in chunks of about 1M rows (format version 1): what
@@ -55,14 +49,8 @@ pub fn write_heap_graph_plain<W: Write>(
     analysis: Option<&StoredAnalysis>,
     out: W,
 ) -> io::Result<()> {
-    write_as(
-        graph,
-        analysis,
-        out,
-        Layout::Plain {
-            chunk_rows: format::DEFAULT_CHUNK_ROWS,
-        },
-    )
+    let chunk_rows = format::DEFAULT_CHUNK_ROWS;
+    write_as(graph, analysis, out, Layout::Plain { chunk_rows })
 }
 
 /// How the columns are written.
