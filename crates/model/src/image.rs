@@ -156,6 +156,40 @@ pub fn expect_repr(source: &impl ImageSource, known: &[&str]) -> Result<(), Stri
     }
 }
 
+/// Checks the places of a compact column's values kept beside: one place for each of the
+/// `n_beside` values, in strictly increasing order, each that of a `marker` in `narrow`; `what`
+/// names a value in the messages. That every marker has a place is the caller's count, taken
+/// in the pass it already makes over `narrow`.
+///
+/// # Errors
+/// A message naming the first place that is out of order or not marked.
+pub fn check_places_beside<N: PartialEq, P: Copy + Into<u64>>(
+    narrow: &[N],
+    marker: &N,
+    places: &[P],
+    n_beside: usize,
+    what: &str,
+) -> Result<(), String> {
+    if n_beside != places.len() {
+        return Err(format!(
+            "{n_beside} {what}s beside at {} places",
+            places.len()
+        ));
+    }
+    let mut previous = None;
+    for &place in places {
+        let at: u64 = place.into();
+        if previous.is_some_and(|previous| at <= previous) {
+            return Err(format!("{what} {at} is listed beside out of order"));
+        }
+        if usize::try_from(at).ok().and_then(|at| narrow.get(at)) != Some(marker) {
+            return Err(format!("{what} {at} is listed beside but is not marked so"));
+        }
+        previous = Some(at);
+    }
+    Ok(())
+}
+
 /// An [`ImageSource`] over a column's own image, for tests: what writing the image and reading
 /// it back gives.
 #[cfg(test)]

@@ -24,7 +24,8 @@ const ALIGNED_FROM_BYTES: usize = 1 << 20;
 
 /// Writes `graph` (and `analysis`, when given) as an `.hgd` stream: header, strings in id order,
 /// node kinds, root, then the graph's and the analysis's columns as images (each column the
-/// vectors it is in memory, page-aligned in the file), then the end record.
+/// vectors it is in memory, those of 1 MiB or more page-aligned in the file), then the end
+/// record.
 ///
 /// # Errors
 /// [`io::ErrorKind::InvalidInput`] when `analysis` does not have one entry per node; otherwise

@@ -1,7 +1,9 @@
 //! Edge names in two bytes while they fit, four otherwise.
 
 use super::ChainExact;
-use crate::image::{ColumnImage, ImageSource, Imaged, PartValues, expect_repr};
+use crate::image::{
+    ColumnImage, ImageSource, Imaged, PartValues, check_places_beside, expect_repr,
+};
 
 /// Edge names (a [`StringId`](crate::StringId)'s raw value, or an index): two bytes per edge while nearly all
 /// fit in 16 bits (Java's field names and the indices of all but huge arrays), the rest beside;
@@ -330,24 +332,7 @@ impl Imaged for EdgeNames {
         let narrow: Vec<u16> = source.take("narrow")?;
         let wide_at: Vec<u64> = source.take("wide_at")?;
         let wide: Vec<u32> = source.take("wide")?;
-        if wide.len() != wide_at.len() {
-            return Err(format!(
-                "{} names beside at {} places",
-                wide.len(),
-                wide_at.len()
-            ));
-        }
-        // Every place beside is a marker, in increasing order, and every marker has a place.
-        let mut previous = None;
-        for &at in &wide_at {
-            if previous.is_some_and(|previous| at <= previous) {
-                return Err(format!("edge {at} is listed beside out of order"));
-            }
-            if usize::try_from(at).ok().and_then(|at| narrow.get(at)) != Some(&u16::MAX) {
-                return Err(format!("edge {at} is listed beside but is not marked so"));
-            }
-            previous = Some(at);
-        }
+        check_places_beside(&narrow, &u16::MAX, &wide_at, wide.len(), "edge name")?;
         let markers = narrow.iter().filter(|&&short| short == u16::MAX).count();
         if markers != wide_at.len() {
             return Err(format!(

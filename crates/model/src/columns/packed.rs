@@ -1,7 +1,9 @@
 //! A per-node `u64` column in about two bytes a value, for values that change little.
 
 use super::ChainExact;
-use crate::image::{ColumnImage, ImageSource, Imaged, PartValues, expect_repr};
+use crate::image::{
+    ColumnImage, ImageSource, Imaged, PartValues, check_places_beside, expect_repr,
+};
 
 /// Values per block of a [`PackedU64`], as a power of two: small enough that a block's values
 /// stay within 2¹⁵ steps of its first (256 consecutive objects of a heap span kilobytes).
@@ -303,23 +305,7 @@ impl Imaged for PackedU64 {
                 steps.len()
             ));
         }
-        if wide.len() != wide_at.len() {
-            return Err(format!(
-                "{} values beside at {} places",
-                wide.len(),
-                wide_at.len()
-            ));
-        }
-        // Every place beside is a marker, in increasing order, and every marker has a place.
-        let mut previous = None;
-        for &at in &wide_at {
-            if previous.is_some_and(|previous| at <= previous)
-                || steps.get(at as usize) != Some(&BESIDE_STEP)
-            {
-                return Err(format!("value {at} is listed beside but is not marked so"));
-            }
-            previous = Some(at);
-        }
+        check_places_beside(&steps, &BESIDE_STEP, &wide_at, wide.len(), "value")?;
         let markers = steps.iter().filter(|&&step| step == BESIDE_STEP).count();
         if markers != wide_at.len() {
             return Err(format!(

@@ -1,6 +1,8 @@
 //! A per-node `u64` column in a `u32` where that fits.
 
-use crate::image::{ColumnImage, ImageSource, Imaged, ONLY, PartValues, expect_repr};
+use crate::image::{
+    ColumnImage, ImageSource, Imaged, ONLY, PartValues, check_places_beside, expect_repr,
+};
 
 /// A per-node column of `u64` values (sizes, object ids) stored as `value = base + (narrow <<
 /// shift)` in a `u32` where that fits, the others beside it.
@@ -268,24 +270,7 @@ impl Imaged for U64Column {
         if shift >= 64 {
             return Err(format!("a shift of {shift} bits"));
         }
-        if wide.len() != wide_at.len() {
-            return Err(format!(
-                "{} values beside at {} places",
-                wide.len(),
-                wide_at.len()
-            ));
-        }
-        // Every place beside is a marker, in increasing order, and every marker has a place.
-        let mut previous = None;
-        for &at in &wide_at {
-            if previous.is_some_and(|previous| at <= previous) {
-                return Err(format!("value {at} is listed beside out of order"));
-            }
-            if narrow.get(at as usize) != Some(&BESIDE) {
-                return Err(format!("value {at} is listed beside but is not marked so"));
-            }
-            previous = Some(at);
-        }
+        check_places_beside(&narrow, &BESIDE, &wide_at, wide.len(), "value")?;
         let (mut markers, mut most) = (0, 0);
         for &value in &narrow {
             if value == BESIDE {
