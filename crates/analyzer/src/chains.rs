@@ -144,7 +144,10 @@ impl CompactDistances {
                 }
             })
             .collect();
-        CompactDistances { near, far }
+        CompactDistances {
+            near: heapgraph_model::file_pages::page_out(near),
+            far,
+        }
     }
 
     #[inline]

@@ -62,6 +62,7 @@ pub use view::{
 };
 pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
+use heapgraph_model::file_pages::page_out;
 use heapgraph_model::{HeapGraph, NodeId, StoredAnalysis, TypeTotals, U64Column, timed};
 use histogram::DominatorChildren;
 use std::sync::OnceLock;
@@ -203,13 +204,15 @@ impl Analysis {
     /// values: nodes reached only from system roots count from [`BASE_SYSTEM_DISTANCE`]
     /// ([`edges_from_root`] removes it).
     pub fn distances(&self, graph: &HeapGraph) -> &[u32] {
-        self.distance.get_or_init(|| match self.chains.get() {
-            Some(index) if !self.edge_rule.devtools_distances => {
-                timed("distances, from the chain index", || {
-                    index.plain_distances()
-                })
-            }
-            _ => timed("distances", || bfs_distances(graph, &self.edge_rule)),
+        self.distance.get_or_init(|| {
+            page_out(match self.chains.get() {
+                Some(index) if !self.edge_rule.devtools_distances => {
+                    timed("distances, from the chain index", || {
+                        index.plain_distances()
+                    })
+                }
+                _ => timed("distances", || bfs_distances(graph, &self.edge_rule)),
+            })
         })
     }
 
@@ -297,7 +300,7 @@ impl Analysis {
     pub fn chain_parents(&self, graph: &HeapGraph) -> &[u32] {
         self.chain_parent.get_or_init(|| {
             timed("chain parents", || {
-                merged_paths::chain_parents(graph, &self.edge_rule)
+                page_out(merged_paths::chain_parents(graph, &self.edge_rule))
             })
         })
     }

@@ -222,11 +222,27 @@ fn listed_from() -> usize {
     LISTED_FROM_BYTES.load(Ordering::Relaxed)
 }
 
-/// Maps the stretches of `.hgd` files that `heapgraph_import` asks for as blocks of this
-/// allocator's ([`heapgraph_import::BlockMapper`]).
+/// The directory scratch files are made in ([`FileBlocks`]), as the `open` call takes it.
+static SCRATCH_DIR: OnceLock<CString> = OnceLock::new();
+
+/// Scratch files for the indexes kept in files (`heapgraph_model::file_pages`) are made in
+/// `dir` (the first directory given is kept).
+pub(crate) fn scratch_in(dir: &Path) {
+    let _ = SCRATCH_DIR.set(CString::new(dir.as_os_str().as_encoded_bytes()).unwrap_or_default());
+}
+
+/// Maps the stretches of files that `heapgraph_model::file_pages` asks for (an `.hgd` file's
+/// images, scratch files' indexes) as blocks of this allocator's, and makes the scratch files.
 pub(crate) struct FileBlocks;
 
-impl heapgraph_import::BlockMapper for FileBlocks {
+impl heapgraph_model::file_pages::BlockMapper for FileBlocks {
+    fn scratch_file(&self) -> Option<std::fs::File> {
+        use std::os::fd::FromRawFd;
+        let fd = unnamed_file(SCRATCH_DIR.get()?)?;
+        // SAFETY: `fd` was just opened here, and is owned by the file from now on.
+        Some(unsafe { std::fs::File::from_raw_fd(fd) })
+    }
+
     fn map(
         &self,
         file: &std::fs::File,
@@ -496,7 +512,10 @@ mod tests {
     /// frees them as any vector frees its buffer.
     #[test]
     fn file_pages_are_blocks_that_read_the_file_and_free_as_any() {
-        use heapgraph_import::BlockMapper;
+        use heapgraph_model::file_pages::BlockMapper;
+        let _alone = FILE_PAGES_TESTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         use std::io::Write;
         let path =
             std::env::temp_dir().join(format!("heapgraph-file-pages-{}", std::process::id()));
@@ -518,7 +537,7 @@ mod tests {
             .map(&file, &pieces, 2 * PAGE + 100)
             .expect("mapped");
         let len = 2 * PAGE + 100;
-        // SAFETY: as `heapgraph_import::mapped_vec`: the allocator's own block of `len` bytes.
+        // SAFETY: as `heapgraph_model::file_pages::mapped_vec`: the allocator's own block of `len` bytes.
         let mut vector = unsafe { Vec::from_raw_parts(block.as_ptr(), len, len) };
         assert!(listed(vector.as_ptr()));
         let expected = [&bytes[PAGE..3 * PAGE], &bytes[4 * PAGE..4 * PAGE + 100]].concat();
@@ -543,15 +562,24 @@ mod tests {
         std::fs::remove_file(&path).expect("removed");
     }
 
-    /// A converted dump whose columns are large enough to be mapped reads back the graph it
-    /// was written from, its large vectors the file's pages.
-    #[test]
-    fn a_converted_dump_reads_back_from_its_own_pages() {
+    /// Taken by the tests that count the blocks of files' pages, which the others' would
+    /// change under them.
+    static FILE_PAGES_TESTS: Mutex<()> = Mutex::new(());
+
+    /// The blocks of files' pages listed now.
+    fn file_pages_listed() -> usize {
+        SPILLED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|slot| slot.1 == FILE_PAGES)
+            .count()
+    }
+
+    /// 1.2M nodes in a chain with a few shortcuts: `edge_to` is 5 MB, past the size that is
+    /// mapped.
+    fn chain_with_shortcuts() -> heapgraph_model::HeapGraph {
         use heapgraph_model::EdgeKind;
-        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
-        unsafe { heapgraph_import::set_block_mapper(&FileBlocks) };
-        // 1.2M nodes in a chain with a few shortcuts: `edge_to` is 5 MB, past the size that
-        // is mapped.
         let n: u32 = 1_200_000;
         let mut edges: Vec<(u32, u32, EdgeKind)> = (0..n - 1)
             .map(|node| (node, node + 1, EdgeKind::Property))
@@ -562,7 +590,65 @@ mod tests {
                 .map(|node| (node, (node * 13) % n, EdgeKind::Element)),
         );
         edges.sort_by_key(|edge| edge.0);
-        let graph = heapgraph_test_support::graph_from_edges(&vec![24; n as usize], &edges);
+        heapgraph_test_support::graph_from_edges(&vec![24; n as usize], &edges)
+    }
+
+    /// Indexes kept in files (as `serve` and `mcp` keep them) are the file's pages, and hold
+    /// what the same index built in memory holds: the retainers, built a chunk at a time into
+    /// files, and a column paged out.
+    #[test]
+    fn indexes_kept_in_files_are_the_ones_built_in_memory() {
+        use heapgraph_model::file_pages;
+        let _alone = FILE_PAGES_TESTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
+        unsafe { file_pages::set_block_mapper(&FileBlocks) };
+        scratch_in(&std::env::temp_dir());
+        let graph = chain_with_shortcuts();
+        let in_memory = heapgraph_model::ReverseEdges::build(graph.parts());
+        let column: Vec<u64> = (0..1u64 << 20).map(|i| i * 31).collect();
+        // Kept in files for the rest of this test binary, whose other tests' indexes then are
+        // too (the same values, as this test shows).
+        file_pages::keep_indexes_in_files();
+        let before = file_pages_listed();
+        let in_files = heapgraph_model::ReverseEdges::build(graph.parts());
+        assert_eq!(
+            file_pages_listed(),
+            before + 3,
+            "the offsets, sources and edges are files' pages"
+        );
+        for node in graph.nodes() {
+            assert!(
+                in_files.retainers(node).eq(in_memory.retainers(node)),
+                "the retainers of {node:?}"
+            );
+        }
+        let paged = file_pages::page_out(column.clone());
+        let at = paged.as_ptr().cast::<u8>() as usize;
+        assert!(
+            SPILLED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|slot| slot.0 == at && slot.1 == FILE_PAGES),
+            "a paged-out column is a file's pages"
+        );
+        assert_eq!(paged, column);
+        drop((in_files, paged));
+        assert_eq!(file_pages_listed(), before, "unlisted when freed");
+    }
+
+    /// A converted dump whose columns are large enough to be mapped reads back the graph it
+    /// was written from, its large vectors the file's pages.
+    #[test]
+    fn a_converted_dump_reads_back_from_its_own_pages() {
+        let _alone = FILE_PAGES_TESTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
+        unsafe { heapgraph_model::file_pages::set_block_mapper(&FileBlocks) };
+        let graph = chain_with_shortcuts();
         let path =
             std::env::temp_dir().join(format!("heapgraph-mapped-{}.hgd", std::process::id()));
         heapgraph_import::hgd::write_heap_graph(

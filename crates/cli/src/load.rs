@@ -237,6 +237,7 @@ static SPILL: OnceLock<(SpillArg, PathBuf, usize)> = OnceLock::new();
 /// When spilling is on and no file can be made in the directory.
 pub(crate) fn set_spill(when: SpillArg, dir: Option<PathBuf>, from: usize) -> anyhow::Result<()> {
     let dir = dir.unwrap_or_else(std::env::temp_dir);
+    crate::allocator::scratch_in(&dir);
     if when == SpillArg::Always {
         crate::allocator::spill_to(&dir, from)?;
     }

@@ -16,6 +16,9 @@ mod allocator {
     pub(crate) fn spilled() -> Option<(usize, usize, &'static std::path::Path)> {
         None
     }
+
+    /// No scratch files either: the indexes stay in memory.
+    pub(crate) fn scratch_in(_dir: &std::path::Path) {}
 }
 mod args;
 mod capture;
@@ -56,7 +59,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     // SAFETY: `FileBlocks` lists every block it maps in the global allocator's own list,
     // which frees it (by address) as the block of the size and alignment it was made for.
     unsafe {
-        heapgraph_import::set_block_mapper(&allocator::FileBlocks);
+        heapgraph_model::file_pages::set_block_mapper(&allocator::FileBlocks);
     }
     if cli.timings {
         heapgraph_model::keep_timings();

@@ -22,7 +22,6 @@ mod formats;
 pub mod hgd;
 pub mod hprof;
 mod mapped;
-pub use mapped::{BlockMapper, set_block_mapper};
 pub mod phd;
 mod pickle;
 pub mod redact;

@@ -35,6 +35,7 @@
 mod alloc;
 mod array_lengths;
 mod columns;
+pub mod file_pages;
 mod heap_graph;
 pub mod image;
 mod passes;

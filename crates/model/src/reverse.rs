@@ -1,6 +1,8 @@
 //! Retainers: the transpose of the reference CSR, so that "who points at this" is a slice.
 
+use crate::file_pages::{FileColumn, page_out};
 use crate::heap_graph::{HeapGraphParts, NodeId};
+use crate::image::Plain;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -35,7 +37,7 @@ impl Indices {
 }
 
 /// An integer an [`Indices`] column holds.
-trait Index: Copy + Default + Send + Sync {
+trait Index: Plain + Default {
     fn from_usize(value: usize) -> Self;
     fn to_usize(self) -> usize;
 }
@@ -58,11 +60,18 @@ impl Index for u64 {
     }
 }
 
+/// Retainer slots filled at once when the retainers are built into files: two buffers of this
+/// many values (64 MiB at 4 bytes each), where the columns would be 0.7 GB on the large
+/// benchmark dump, for one scan of the edges per chunk (twelve there).
+const FILE_CHUNK_SLOTS: usize = 8 << 20;
+
 impl ReverseEdges {
-    /// Builds the transpose of `parts`' edges.
+    /// Builds the transpose of `parts`' edges: in scratch files a chunk of targets at a time
+    /// where indexes are kept in files (`file_pages::keep_indexes_in_files`), else in memory.
     ///
     /// Complexity: O(V + E · T) time over T threads (each scans every edge, and fills the
-    /// retainers of its own range of targets), O(V + E) space.
+    /// retainers of its own range of targets), once more per chunk when built into files;
+    /// O(V + E) space, in files, or memory.
     pub fn build(parts: &HeapGraphParts) -> ReverseEdges {
         if u32::try_from(parts.edge_to.len()).is_ok() {
             let (first_retainer, retainer_from, retainer_edge) = transpose::<u32>(parts);
@@ -105,42 +114,116 @@ impl ReverseEdges {
 }
 
 /// The transpose's three columns, offsets and edge indices as `I`, which must hold the edge
-/// count.
+/// count: the slots in scratch files where they can be had, else in memory.
 fn transpose<I: Index>(parts: &HeapGraphParts) -> (Vec<I>, Vec<u32>, Vec<I>) {
-    let n_nodes = parts.node_kind.len();
+    let first_retainer = retainer_offsets::<I>(parts);
     let n_edges = parts.edge_to.len();
-    let in_degree: Vec<AtomicU32> = (0..n_nodes).map(|_| AtomicU32::new(0)).collect();
-    parts.edge_to.par_chunks(1 << 16).for_each(|chunk| {
-        for &to in chunk {
-            in_degree[to as usize].fetch_add(1, Ordering::Relaxed);
+    if let (Some(mut from_file), Some(mut edge_file)) =
+        (FileColumn::new(n_edges), FileColumn::new(n_edges))
+    {
+        let written = fill_in_chunks(
+            parts,
+            &first_retainer,
+            FILE_CHUNK_SLOTS,
+            |at, from, edge| {
+                from_file.write_at(at, from)?;
+                edge_file.write_at(at, edge)
+            },
+        );
+        if let Ok((retainer_from, retainer_edge)) =
+            written.and_then(|()| Ok((from_file.finish()?, edge_file.finish()?)))
+        {
+            return (page_out(first_retainer), retainer_from, retainer_edge);
         }
-    });
-    let mut first_retainer: Vec<I> = Vec::with_capacity(n_nodes + 1);
-    let mut running = 0usize;
-    first_retainer.push(I::from_usize(0));
-    for degree in &in_degree {
-        running += degree.load(Ordering::Relaxed) as usize;
-        first_retainer.push(I::from_usize(running));
+        // A full disk: the columns are built in memory instead.
     }
-    drop(in_degree);
-
     let mut retainer_from = vec![0u32; n_edges];
     let mut retainer_edge = vec![I::default(); n_edges];
+    fill(
+        parts,
+        &first_retainer,
+        0..parts.node_kind.len(),
+        &mut retainer_from,
+        &mut retainer_edge,
+    );
+    (first_retainer, retainer_from, retainer_edge)
+}
+
+/// Where each node's retainers start in the slots, and the slot count last: `node_count + 1`
+/// offsets.
+fn retainer_offsets<I: Index>(parts: &HeapGraphParts) -> Vec<I> {
+    let n_nodes = parts.node_kind.len();
+    // Each node's count one place on, so that the running sums are the offsets, made in place.
+    let counts: Vec<AtomicU32> = (0..=n_nodes).map(|_| AtomicU32::new(0)).collect();
+    parts.edge_to.par_chunks(1 << 16).for_each(|chunk| {
+        for &to in chunk {
+            counts[to as usize + 1].fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let mut running = 0usize;
+    counts
+        .into_iter()
+        .map(|count| {
+            running += count.into_inner() as usize;
+            I::from_usize(running)
+        })
+        .collect()
+}
+
+/// Fills the slots a run of targets at a time, each run's slots at most `chunk` (a run is one
+/// target at least, however many retainers it has), and hands each run's slots to `sink` with
+/// the position of its first slot.
+fn fill_in_chunks<I: Index>(
+    parts: &HeapGraphParts,
+    first_retainer: &[I],
+    chunk: usize,
+    mut sink: impl FnMut(usize, &[u32], &[I]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let n_nodes = parts.node_kind.len();
+    let (mut from, mut edge) = (Vec::new(), Vec::new());
+    let mut lo = 0;
+    while lo < n_nodes {
+        let start = first_retainer[lo].to_usize();
+        let within = first_retainer.partition_point(|first| first.to_usize() <= start + chunk);
+        let hi = within.saturating_sub(1).clamp(lo + 1, n_nodes);
+        let len = first_retainer[hi].to_usize() - start;
+        from.resize(len, 0);
+        edge.resize(len, I::default());
+        fill(parts, first_retainer, lo..hi, &mut from, &mut edge);
+        sink(start, &from, &edge)?;
+        lo = hi;
+    }
+    Ok(())
+}
+
+/// Fills the retainer slots of the targets `targets` (source node and edge index, by edge
+/// index), which `from` and `edge` hold from the first of them on.
+fn fill<I: Index>(
+    parts: &HeapGraphParts,
+    first_retainer: &[I],
+    targets: std::ops::Range<usize>,
+    from: &mut [u32],
+    edge: &mut [I],
+) {
+    let n_nodes = parts.node_kind.len();
     // Split the targets into ranges of about equal retainer counts; each range owns a
     // disjoint slice of the output, so workers write without sharing. One range per thread:
     // every range costs a scan of all the edges, and equal counts already balance the writes.
+    let base = first_retainer[targets.start].to_usize();
+    let n_slots = first_retainer[targets.end].to_usize() - base;
     let n_ranges = rayon::current_num_threads().max(1);
-    let mut boundaries = vec![0usize];
+    let mut boundaries = vec![targets.start];
     for range in 1..n_ranges {
-        let wanted = (n_edges as u64 * range as u64 / n_ranges as u64) as usize;
-        let target = first_retainer.partition_point(|&first| first.to_usize() < wanted);
-        let target = target.min(n_nodes).max(*boundaries.last().unwrap_or(&0));
+        let wanted = base + (n_slots as u64 * range as u64 / n_ranges as u64) as usize;
+        let target =
+            first_retainer[..targets.end].partition_point(|&first| first.to_usize() < wanted);
+        let target = target.clamp(*boundaries.last().unwrap_or(&targets.start), targets.end);
         boundaries.push(target);
     }
-    boundaries.push(n_nodes);
+    boundaries.push(targets.end);
     let mut jobs = Vec::with_capacity(n_ranges);
-    let mut from_rest: &mut [u32] = &mut retainer_from;
-    let mut edge_rest: &mut [I] = &mut retainer_edge;
+    let mut from_rest: &mut [u32] = from;
+    let mut edge_rest: &mut [I] = edge;
     for window in boundaries.windows(2) {
         let (lo, hi) = (window[0], window[1]);
         let len = first_retainer[hi].to_usize() - first_retainer[lo].to_usize();
@@ -152,6 +235,9 @@ fn transpose<I: Index>(parts: &HeapGraphParts) -> (Vec<I>, Vec<u32>, Vec<I>) {
     }
     jobs.into_par_iter()
         .for_each(|(lo, hi, from_chunk, edge_chunk)| {
+            if lo == hi {
+                return;
+            }
             let base = first_retainer[lo].to_usize();
             let mut cursor: Vec<u32> = vec![0; hi - lo];
             for source in 0..n_nodes {
@@ -169,7 +255,6 @@ fn transpose<I: Index>(parts: &HeapGraphParts) -> (Vec<I>, Vec<u32>, Vec<I>) {
                 }
             }
         });
-    (first_retainer, retainer_from, retainer_edge)
 }
 
 #[cfg(test)]
@@ -225,6 +310,22 @@ mod tests {
             }
             let narrow = transpose::<u32>(&parts);
             let wide = transpose::<u64>(&parts);
+            // Filled a run of targets at a time, as into files, the columns are the same.
+            for chunk in [1, 2, 7] {
+                let mut from = vec![u32::MAX; edge_to.len()];
+                let mut edges = vec![u32::MAX; edge_to.len()];
+                fill_in_chunks(&parts, &narrow.0, chunk, |at, run_from, run_edges| {
+                    from[at..at + run_from.len()].copy_from_slice(run_from);
+                    edges[at..at + run_edges.len()].copy_from_slice(run_edges);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(
+                    (&from, &edges),
+                    (&narrow.1, &narrow.2),
+                    "in runs of {chunk}"
+                );
+            }
             for node in 0..n_nodes {
                 let listed = |first: &[usize], from: &[u32], edges: &[usize]| {
                     (first[node]..first[node + 1])

@@ -19,6 +19,9 @@ use std::sync::Arc;
 
 /// Serves one MCP session on stdin and stdout, until the client closes it.
 pub(crate) fn mcp(args: &McpArgs) -> anyhow::Result<String> {
+    // A session holds its dumps' indexes for as long as it runs, and reads a little of them
+    // per answer.
+    heapgraph_model::file_pages::keep_indexes_in_files();
     let server = Server {
         dumps: Arc::new(Dumps::new(usize::from(args.keep), args.read)),
     };

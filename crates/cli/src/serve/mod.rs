@@ -25,6 +25,9 @@ use std::sync::Arc;
 
 /// Loads and analyses the dumps, then serves until the process is stopped.
 pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
+    // The server holds the explorer's indexes for as long as it runs, and reads a few pages of
+    // them per answer: in scratch files, only those pages are in memory.
+    heapgraph_model::file_pages::keep_indexes_in_files();
     let (evidence, baseline) = rayon::join(
         || crate::load::load_evidence(&args.file, &args.read),
         || args.baseline.as_deref().map(|path| load(path, &args.read)),

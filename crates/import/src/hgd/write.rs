@@ -18,7 +18,7 @@ use std::io::{self, Write};
 const IMAGE_PIECE_BYTES: usize = 64 << 20;
 
 /// The vectors whose bytes start on a page of the file: from 1 MiB, below the 4 MiB from which
-/// a reader maps them (`mapped::MAP_FROM_BYTES`); a smaller one's filler would only make a small
+/// a reader maps them (`heapgraph_model::file_pages::MAP_FROM_BYTES`); a smaller one's filler would only make a small
 /// dump's file larger.
 const ALIGNED_FROM_BYTES: usize = 1 << 20;
 

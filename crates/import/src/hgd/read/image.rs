@@ -60,7 +60,7 @@ pub(super) struct Images<'a> {
     /// Called with each borrowed piece once its values are copied out.
     release: Release<'a>,
     /// The mapped file the borrowed pieces lie in, and its bytes: where the pieces' pages
-    /// may be mapped as the vectors' buffers instead of copied (`mapped::mapped_vec`).
+    /// may be mapped as the vectors' buffers instead of copied (`heapgraph_model::file_pages::mapped_vec`).
     file: Option<(&'a std::fs::File, &'a [u8])>,
 }
 
@@ -271,7 +271,7 @@ impl Source<'_> {
                 Cow::Owned(_) => None,
             })
             .collect();
-        crate::mapped::mapped_vec(file, &in_file?)
+        heapgraph_model::file_pages::mapped_vec(file, &in_file?)
     }
 }
 
