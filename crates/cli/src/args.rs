@@ -95,7 +95,8 @@ pub(crate) struct Cli {
     /// (RAYON_NUM_THREADS sets them)
     #[arg(long, global = true)]
     pub(crate) timings: bool,
-    /// Where large columns spill to when a dump is larger than memory (default: the system's
+    /// Where large columns spill to when a dump is larger than memory, and where `serve` and
+    /// `mcp` keep the indexes they read a little of per answer (default: the system's
     /// temporary directory, $TMPDIR or /tmp); pick a local disk with room for about 1.2
     /// times the dump
     #[arg(long, global = true, value_name = "DIR")]
