@@ -121,8 +121,8 @@ impl Explorer {
     /// 4 bytes per object for the type order, 4 per node for the chain distances, plus 4 bytes
     /// per node for the id order when it is needed.
     pub fn warm(&self, graph: &HeapGraph, analysis: &Analysis) {
-        graph.reverse();
         self.id_index(graph);
+        graph.reverse();
         analysis.dominator_children(graph);
         self.type_order(graph, analysis);
         // The distances after the index, which gives them without a search of their own.
