@@ -3,7 +3,7 @@
 use crate::dominators::{DominatorTree, Offset};
 use crate::leb128;
 use fixedbitset::FixedBitSet;
-use heapgraph_model::{HeapGraph, StringId, TypeTotals};
+use heapgraph_model::{ChildLists, HeapGraph, StringId, TypeTotals};
 use std::ops::Range;
 use std::sync::atomic::AtomicU8;
 use std::sync::{Mutex, PoisonError};
@@ -201,6 +201,28 @@ fn lists<T: Offset>(
     (first, bytes)
 }
 
+/// The 64-bit words of `bits`, the low bit first.
+fn words_of(bits: &FixedBitSet) -> Vec<u64> {
+    let mut words = vec![0u64; bits.len().div_ceil(64)];
+    for node in bits.ones() {
+        words[node / 64] |= 1 << (node % 64);
+    }
+    words
+}
+
+/// The bit set of `n` bits whose 64-bit words are `words`, the low bit first.
+fn bits_of(words: &[u64], n: usize) -> FixedBitSet {
+    let mut bits = FixedBitSet::with_capacity(n);
+    for (at, &word) in words.iter().enumerate() {
+        let mut word = word;
+        while word != 0 {
+            bits.insert(at * 64 + word.trailing_zeros() as usize);
+            word &= word - 1;
+        }
+    }
+    bits
+}
+
 /// The zigzag form of `child - parent`.
 #[inline]
 fn zigzag(child: usize, parent: usize) -> u64 {
@@ -264,6 +286,132 @@ impl DominatorChildren {
             first,
             bytes,
         }
+    }
+
+    /// The lists as a stored analysis keeps them; `None` where their offsets are wide (lists
+    /// of more than 4 GiB, which no file stores).
+    pub(crate) fn into_stored(self) -> Option<ChildLists> {
+        let ListOffsets::Narrow(first) = self.first else {
+            return None;
+        };
+        let ParentBits { bits, before } = self.parents;
+        Some(ChildLists {
+            parent_bits: words_of(&bits),
+            parents_before: before,
+            first,
+            bytes: self.bytes,
+        })
+    }
+
+    /// Lists from a stored analysis, checked against `tree` (itself checked): the parents'
+    /// bits cover the graph's nodes; every listed child is a reachable node other than the
+    /// root whose dominator is the parent it is listed under, each list rising; and as many
+    /// are listed as the tree has reachable nodes below the root, so that each is listed once.
+    /// The parents' lists are checked in ranges on rayon's threads.
+    ///
+    /// # Errors
+    /// A message naming the first list or child that breaks a rule.
+    pub(crate) fn from_stored(
+        graph: &HeapGraph,
+        tree: &DominatorTree,
+        lists: ChildLists,
+    ) -> Result<Self, String> {
+        use rayon::prelude::*;
+        let n_nodes = graph.node_count();
+        let root = graph.root().index();
+        let ChildLists {
+            parent_bits,
+            parents_before,
+            first,
+            bytes,
+        } = lists;
+        let mut n_parents = 0u64;
+        let mut counted = true;
+        for (&word, &before) in parent_bits.iter().zip(&parents_before) {
+            counted &= u64::from(before) == n_parents;
+            n_parents += u64::from(word.count_ones());
+        }
+        let shape_fits = counted
+            && parent_bits.len() == n_nodes.div_ceil(64)
+            && parents_before.len() == parent_bits.len()
+            && first.len() as u64 == n_parents + 1
+            && first.last().is_some_and(|&end| end as usize == bytes.len())
+            && parent_bits
+                .last()
+                .is_none_or(|&word| n_nodes.is_multiple_of(64) || word >> (n_nodes % 64) == 0);
+        if !shape_fits {
+            return Err(format!(
+                "the stored dominator tree's children are not laid out for {n_nodes} nodes"
+            ));
+        }
+        // Words of parent bits per task.
+        const WORDS: usize = 1 << 14;
+        let listed = parent_bits
+            .par_chunks(WORDS)
+            .enumerate()
+            .map(|(chunk, words)| -> Result<u64, String> {
+                let mut rank = parents_before[chunk * WORDS] as usize;
+                let mut listed = 0u64;
+                for (word_at, &word) in words.iter().enumerate() {
+                    let mut bits = word;
+                    while bits != 0 {
+                        let parent =
+                            (chunk * WORDS + word_at) * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let (mut at, end) = (first[rank] as usize, first[rank + 1] as usize);
+                        rank += 1;
+                        let mut previous = None;
+                        while at < end {
+                            let (code, next) =
+                                leb128::read_within(&bytes, at, end).ok_or_else(|| {
+                                    format!(
+                                        "the list of node {parent}'s children ends inside a child"
+                                    )
+                                })?;
+                            at = next;
+                            let child = usize::try_from(parent as i64 + leb128::unzigzag(code))
+                                .ok()
+                                .filter(|&child| child < n_nodes)
+                                .ok_or_else(|| {
+                                    format!("node {parent} lists a child that is not a node")
+                                })?;
+                            if child == root
+                                || !tree.reachable[child]
+                                || tree.idom[child] as usize != parent
+                            {
+                                return Err(format!(
+                                    "node {child} is listed as a child of node {parent}, which is \
+                                     not its dominator"
+                                ));
+                            }
+                            if previous.is_some_and(|previous| child <= previous) {
+                                return Err(format!(
+                                    "the children of node {parent} are out of order at node {child}"
+                                ));
+                            }
+                            previous = Some(child);
+                            listed += 1;
+                        }
+                    }
+                }
+                Ok(listed)
+            })
+            .try_reduce(|| 0, |a, b| Ok(a + b))?;
+        let below_root = tree.reachable.count_set().saturating_sub(1) as u64;
+        if listed != below_root {
+            return Err(format!(
+                "the stored dominator tree's children list {listed} nodes of the {below_root} \
+                 below the root"
+            ));
+        }
+        Ok(DominatorChildren {
+            parents: ParentBits {
+                bits: bits_of(&parent_bits, n_nodes),
+                before: parents_before,
+            },
+            first: ListOffsets::Narrow(first),
+            bytes,
+        })
     }
 
     /// Where the list of `node`'s children starts and ends in the byte stream (equal for none).

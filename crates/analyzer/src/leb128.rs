@@ -50,6 +50,19 @@ pub(crate) fn read(bytes: &[u8], mut at: usize) -> (u64, usize) {
     }
 }
 
+/// Decodes the value that starts at `bytes[at]` of a value below 2^35 (five groups), read from
+/// a file: `None` where it does not end before `end` or within five bytes.
+pub(crate) fn read_within(bytes: &[u8], at: usize, end: usize) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (group, &byte) in bytes.get(at..end)?.iter().take(5).enumerate() {
+        value |= u64::from(byte & 0x7f) << (7 * group);
+        if byte & 0x80 == 0 {
+            return Some((value, at + group + 1));
+        }
+    }
+    None
+}
+
 /// Decodes the next value of `bytes`, a stream of encodings (0 if it ends first).
 #[inline]
 pub(crate) fn read_from(bytes: &mut impl Iterator<Item = u8>) -> u64 {

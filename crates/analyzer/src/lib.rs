@@ -354,6 +354,7 @@ impl Analysis {
             distance,
             type_totals,
             chain_parent,
+            dominator_children,
         } = stored;
         if idom.len() != n_nodes || retained_size.len() != n_nodes || distance.len() != n_nodes {
             return Err(format!(
@@ -378,6 +379,13 @@ impl Analysis {
         );
         let (chain_parent, type_totals) = side_checks?;
         let tree = tree?;
+        // The stored children are checked against the tree, which must be checked first.
+        let children = match dominator_children {
+            Some(lists) => OnceLock::from(timed("dominator tree's children checked", || {
+                DominatorChildren::from_stored(graph, &tree, lists)
+            })?),
+            None => OnceLock::new(),
+        };
         Ok(Analysis {
             edge_rule,
             dominators: tree,
@@ -386,7 +394,7 @@ impl Analysis {
             weak: OnceLock::new(),
             chains: OnceLock::new(),
             chain_parent,
-            children: OnceLock::new(),
+            children,
             view_distances: ViewDistances::Shown,
         })
     }
@@ -419,15 +427,13 @@ impl Analysis {
             view_distances: _,
         } = self;
         let chain_parent = chain_parent.into_inner().unwrap_or_default();
+        let mut children = children.into_inner();
         let type_totals = type_totals.into_inner().unwrap_or_else(|| {
-            histogram::type_totals(graph, &dominators, || {
-                Box::new(
-                    children
-                        .into_inner()
-                        .unwrap_or_else(|| DominatorChildren::build(graph, &dominators)),
-                )
-            })
+            let built =
+                children.get_or_insert_with(|| DominatorChildren::build(graph, &dominators));
+            histogram::type_totals(graph, &dominators, || &*built)
         });
+        let dominator_children = children.and_then(DominatorChildren::into_stored);
         let distance = distance
             .into_inner()
             .unwrap_or_else(|| bfs_distances(graph, &edge_rule));
@@ -451,6 +457,7 @@ impl Analysis {
             distance,
             type_totals: Some(type_totals),
             chain_parent,
+            dominator_children,
         }
     }
 }
@@ -621,6 +628,7 @@ fn check_type_totals(graph: &HeapGraph, totals: &TypeTotals) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use heapgraph_model::ChildLists;
     use heapgraph_test_support::graph;
 
     fn analysis_of(graph: &HeapGraph) -> Analysis {
@@ -706,6 +714,62 @@ mod tests {
         let mut outside = stored.clone();
         outside.chain_parent[1] = graph.node_count() as u32;
         assert!(adopt(&graph, outside).is_err());
+    }
+
+    /// The dominator tree's children stored beside it are adopted without a pass that builds
+    /// them, and are the children built from the tree; lists that lie about the tree are
+    /// refused.
+    #[test]
+    fn stored_children_are_the_built_ones_and_lies_are_refused() {
+        let graph = graph(NOTATION);
+        let built = DominatorChildren::build(&graph, &analysis_of(&graph).dominators);
+        let stored = analysis_of(&graph).into_stored(&graph);
+        assert!(stored.dominator_children.is_some(), "children stored");
+        let adopted = adopt(&graph, stored.clone()).expect("a consistent analysis");
+        let children = adopted
+            .children
+            .get()
+            .expect("adopted, not built on first use");
+        for node in 0..graph.node_count() {
+            assert!(
+                children.of(node).eq(built.of(node)),
+                "the children of {node}"
+            );
+        }
+        type Lie = (&'static str, fn(&mut ChildLists));
+        let lies: [Lie; 5] = [
+            ("a child under a node that does not dominate it", |lists| {
+                lists.bytes[0] += 2;
+            }),
+            ("a list cut short", |lists| {
+                lists.bytes.pop();
+                if let Some(end) = lists.first.last_mut() {
+                    *end -= 1;
+                }
+            }),
+            ("a list that ends inside a child", |lists| {
+                if let Some(last) = lists.bytes.last_mut() {
+                    *last |= 0x80;
+                }
+            }),
+            ("children out of order", |lists| {
+                let longest = (1..lists.first.len())
+                    .map(|rank| lists.first[rank - 1] as usize..lists.first[rank] as usize)
+                    .max_by_key(|list| list.len())
+                    .expect("a list");
+                lists.bytes[longest].reverse();
+            }),
+            ("a parent past the last node", |lists| {
+                lists.parent_bits[0] |= 1 << 63;
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut lying = stored.clone();
+            if let Some(lists) = &mut lying.dominator_children {
+                tell(lists);
+            }
+            assert!(adopt(&graph, lying).is_err(), "{lie}");
+        }
     }
 
     #[test]

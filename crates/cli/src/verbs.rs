@@ -504,7 +504,8 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let objects = graph.node_count() - synthetic;
     Ok(format!(
         "wrote {} ({objects} objects, {synthetic} synthetic root node{} that `summary` leaves \
-         out, {} references, with dominators, retained sizes, distances, type totals and chain parents)\n",
+         out, {} references, with the dominator tree and its children, retained sizes, distances, type \
+         totals and chain parents)\n",
         args.output.display(),
         if synthetic == 1 { "" } else { "s" },
         graph.edge_count()

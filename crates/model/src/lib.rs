@@ -61,7 +61,7 @@ pub use heap_graph::{
 pub use passes::{PassTime, keep_timings, take_timings, timed};
 pub use prefetch::prefetch;
 pub use reverse::ReverseEdges;
-pub use stored::{StoredAnalysis, TypeTotals};
+pub use stored::{ChildLists, StoredAnalysis, TypeTotals};
 pub use strings::{StringId, StringTable};
 pub use timeline::{
     EventKind, GpuSeries, Level, MemoryLimit, Resource, Samples, Threshold, Timeline,

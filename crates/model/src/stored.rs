@@ -29,6 +29,8 @@ pub struct StoredAnalysis {
     /// search that enters through named roots first), [`StoredAnalysis::NONE`] for the root and
     /// where the search does not reach; empty when not stored.
     pub chain_parent: Vec<u32>,
+    /// The dominator tree's children, where stored.
+    pub dominator_children: Option<ChildLists>,
 }
 
 impl StoredAnalysis {
@@ -49,4 +51,156 @@ pub struct TypeTotals {
     /// Their retained sizes, with each retained byte counted once (an instance inside the
     /// dominator subtree of another instance of its type is not added again).
     pub retained: Vec<u64>,
+}
+
+/// The dominator tree's children as the analyzer keeps them (`heapgraph_analyzer`'s
+/// `DominatorChildren`), stored beside the tree so that reopening a converted dump skips their
+/// three passes over every node. A bit per node that has children (`parent_bits`, 64 nodes a
+/// word, the low bit first) and, per word, how many bits are set before it
+/// (`parents_before`); per such node, in index order, where its list starts in `bytes`
+/// (`first`: one more entry than there are parents, the last the bytes' length); and the
+/// lists: each child as its signed distance from its parent, zigzag-encoded in 7-bit groups
+/// (LEB128), children in index order.
+///
+/// Invariants checked when made from a file ([`crate::image::Imaged`]): the counts before each
+/// word are the bits' running count, `first` starts at 0, rises strictly (every parent has a
+/// child) and ends at the bytes' length. That the lists are the dominators' children is the
+/// analyzer's check, when it adopts them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChildLists {
+    /// A bit per node: whether it has children.
+    pub parent_bits: Vec<u64>,
+    /// Per word of `parent_bits`, the bits set in the words before it.
+    pub parents_before: Vec<u32>,
+    /// Per parent, where its list starts in `bytes`; then the bytes' length.
+    pub first: Vec<u32>,
+    /// The lists.
+    pub bytes: Vec<u8>,
+}
+
+impl ChildLists {
+    /// The representation's name in a file's images.
+    pub const REPR: &str = "leb128-deltas";
+}
+
+impl crate::image::Imaged for ChildLists {
+    fn image(&self) -> crate::image::ColumnImage<'_> {
+        use crate::image::PartValues;
+        crate::image::ColumnImage {
+            repr: Self::REPR,
+            scalars: Vec::new(),
+            parts: vec![
+                ("parent_bits", PartValues::U64(&self.parent_bits)),
+                ("parents_before", PartValues::U32(&self.parents_before)),
+                ("first", PartValues::U32(&self.first)),
+                ("bytes", PartValues::U8(&self.bytes)),
+            ],
+        }
+    }
+
+    fn from_image(source: &mut impl crate::image::ImageSource) -> Result<Self, String> {
+        crate::image::expect_repr(source, &[Self::REPR])?;
+        let lists = ChildLists {
+            parent_bits: source.take("parent_bits")?,
+            parents_before: source.take("parents_before")?,
+            first: source.take("first")?,
+            bytes: source.take("bytes")?,
+        };
+        if lists.parents_before.len() != lists.parent_bits.len() {
+            return Err(format!(
+                "{} counts before {} words of parent bits",
+                lists.parents_before.len(),
+                lists.parent_bits.len()
+            ));
+        }
+        let mut running = 0u64;
+        for (word, (&bits, &before)) in lists
+            .parent_bits
+            .iter()
+            .zip(&lists.parents_before)
+            .enumerate()
+        {
+            if u64::from(before) != running {
+                return Err(format!(
+                    "word {word} of the parent bits counts {before} parents before it, not {running}"
+                ));
+            }
+            running += u64::from(bits.count_ones());
+        }
+        if lists.first.len() as u64 != running + 1 {
+            return Err(format!(
+                "{} list offsets for {running} parents",
+                lists.first.len()
+            ));
+        }
+        if lists.first.first() != Some(&0) {
+            return Err("the first list does not start at byte 0".to_owned());
+        }
+        if let Some(at) = lists.first.windows(2).position(|pair| pair[0] >= pair[1]) {
+            return Err(format!("list {at} is empty or ends before it starts"));
+        }
+        if lists.first.last().map(|&end| end as usize) != Some(lists.bytes.len()) {
+            return Err(format!(
+                "the lists end at byte {:?} of {}",
+                lists.first.last(),
+                lists.bytes.len()
+            ));
+        }
+        Ok(lists)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::Imaged;
+    use crate::image::testing::{Copied, Lie};
+
+    /// Node 0 has children 1 and 2, node 2 has child 3 (deltas +1, +2, +1, zigzagged).
+    fn sample() -> ChildLists {
+        ChildLists {
+            parent_bits: vec![0b101],
+            parents_before: vec![0],
+            first: vec![0, 2, 3],
+            bytes: vec![2, 4, 2],
+        }
+    }
+
+    #[test]
+    fn child_lists_read_back_and_lies_are_refused() {
+        let lists = sample();
+        let back = ChildLists::from_image(&mut Copied::new(&lists.image())).expect("read back");
+        assert_eq!(back, lists);
+        let lies: [Lie; 6] = [
+            ("another representation", |copied| {
+                *copied = Copied::new(&crate::image::ColumnImage {
+                    repr: "other",
+                    ..sample().image()
+                });
+            }),
+            (
+                "a count before a word that is not the running count",
+                |copied| {
+                    copied.edit_part("parents_before", |bytes| bytes[0] = 1);
+                },
+            ),
+            ("an offset too few", |copied| {
+                copied.edit_part("first", |bytes| bytes.truncate(8));
+            }),
+            ("an empty list", |copied| {
+                copied.edit_part("first", |bytes| bytes[4] = 0);
+            }),
+            ("lists that end before the bytes do", |copied| {
+                copied.edit_part("bytes", |bytes| bytes.push(0));
+            }),
+            ("a first list that does not start at 0", |copied| {
+                copied.edit_part("first", |bytes| bytes[0] = 1);
+            }),
+        ];
+        for (lie, tell) in lies {
+            let mut copied = Copied::new(&sample().image());
+            tell(&mut copied);
+            assert!(ChildLists::from_image(&mut copied).is_err(), "{lie}");
+        }
+    }
 }

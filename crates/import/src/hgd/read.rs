@@ -19,9 +19,9 @@ use heapgraph_format::{
     SliceReader, Truncation, column_len, decode_column,
 };
 use heapgraph_model::{
-    ArrayLengths, CollectionFill, EdgeKind, EdgeNames, EdgeOffsets, Fill, GraphMeta, HeapGraph,
-    HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime, StoredAnalysis,
-    StringId, StringTable, TypeTotals, U64Column,
+    ArrayLengths, ChildLists, CollectionFill, EdgeKind, EdgeNames, EdgeOffsets, Fill, GraphMeta,
+    HeapGraph, HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime,
+    StoredAnalysis, StringId, StringTable, TypeTotals, U64Column,
 };
 use image::{ImagedGraph, Images};
 use std::collections::BTreeMap;
@@ -373,6 +373,8 @@ struct Columns {
     chain_parent: Vec<u32>,
     /// Whether an analysis chunk came without chain parents.
     chain_parent_missing: bool,
+    /// The dominator tree's children, from an image (plain chunks never hold them).
+    dominator_children: Option<ChildLists>,
     type_totals: RawTypeTotals,
     /// Object arrays' lengths (node, length), and the bytes of one slot.
     array_lengths: Vec<(u32, u32)>,
@@ -416,6 +418,7 @@ impl Default for Columns {
             retained_count_missing: false,
             chain_parent: Vec::new(),
             chain_parent_missing: false,
+            dominator_children: None,
             type_totals: RawTypeTotals::default(),
             array_lengths: Vec::new(),
             slot_bytes: 0,
@@ -651,6 +654,7 @@ impl Columns {
         self.distance = analysis.distance;
         self.retained_count = analysis.retained_count;
         self.chain_parent = analysis.chain_parent;
+        self.dominator_children = analysis.dominator_children;
         Ok(())
     }
 
@@ -1184,6 +1188,7 @@ impl Columns {
             retained_count,
             type_totals,
             chain_parent,
+            dominator_children: self.dominator_children.take(),
         })
     }
 }

@@ -172,6 +172,9 @@ pub(super) fn write_as<W: Write>(
                 if !analysis.chain_parent.is_empty() {
                     image(names::CHAIN_PARENT, &analysis.chain_parent)?;
                 }
+                if let Some(children) = &analysis.dominator_children {
+                    image(names::DOMINATOR_CHILDREN, children)?;
+                }
             }
             Layout::Plain { .. } => write_plain_analysis(&mut writer, analysis)?,
         }

@@ -6,7 +6,8 @@ use super::Release;
 use heapgraph_format::{ImageChunk, ImageDataChunk};
 use heapgraph_model::image::{ImageSource, Imaged, Plain};
 use heapgraph_model::{
-    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
+    ChildLists, EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64,
+    U64Column,
 };
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -27,13 +28,20 @@ pub(in crate::hgd) mod names {
     pub(in crate::hgd) const DISTANCE: &str = "analysis.distance";
     pub(in crate::hgd) const RETAINED_COUNT: &str = "analysis.retained_count";
     pub(in crate::hgd) const CHAIN_PARENT: &str = "analysis.chain_parent";
+    pub(in crate::hgd) const DOMINATOR_CHILDREN: &str = "analysis.dominator_children";
 
     /// The stored analysis's columns without which it is not one.
     pub(in crate::hgd) const REQUIRED_ANALYSIS: [&str; 3] = [IDOM, RETAINED_SIZE, DISTANCE];
 
     /// The stored analysis's columns.
-    pub(in crate::hgd) const ANALYSIS: [&str; 5] =
-        [IDOM, RETAINED_SIZE, DISTANCE, RETAINED_COUNT, CHAIN_PARENT];
+    pub(in crate::hgd) const ANALYSIS: [&str; 6] = [
+        IDOM,
+        RETAINED_SIZE,
+        DISTANCE,
+        RETAINED_COUNT,
+        CHAIN_PARENT,
+        DOMINATOR_CHILDREN,
+    ];
 
     /// The graph's columns, all of which a file with images has.
     pub(in crate::hgd) const GRAPH: [&str; 9] = [
@@ -296,6 +304,7 @@ pub(super) struct ImagedAnalysis {
     pub(super) distance: Vec<u32>,
     pub(super) retained_count: Vec<u32>,
     pub(super) chain_parent: Vec<u32>,
+    pub(super) dominator_children: Option<ChildLists>,
 }
 
 impl Images<'_> {
@@ -367,9 +376,18 @@ impl Images<'_> {
             self.source(names::DISTANCE),
             self.source(names::RETAINED_COUNT),
             self.source(names::CHAIN_PARENT),
+            self.source(names::DOMINATOR_CHILDREN),
         );
-        let ((idom, retained_size), (distance, (retained_count, chain_parent))) = rayon::join(
-            || rayon::join(|| build(sources.0), || build(sources.1)),
+        let (
+            (idom, (retained_size, dominator_children)),
+            (distance, (retained_count, chain_parent)),
+        ) = rayon::join(
+            || {
+                rayon::join(
+                    || build(sources.0),
+                    || rayon::join(|| build(sources.1), || build(sources.5)),
+                )
+            },
             || {
                 rayon::join(
                     || build(sources.2),
@@ -383,6 +401,7 @@ impl Images<'_> {
             distance: distance?.unwrap_or_default(),
             retained_count: retained_count?.unwrap_or_default(),
             chain_parent: chain_parent?.unwrap_or_default(),
+            dominator_children: dominator_children?,
         })
     }
 }
