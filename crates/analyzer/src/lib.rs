@@ -63,7 +63,9 @@ pub use view::{
 pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
 use heapgraph_model::file_pages::page_out;
-use heapgraph_model::{HeapGraph, NodeId, StoredAnalysis, TypeTotals, U64Column, timed};
+use heapgraph_model::{
+    ChildLists, HeapGraph, NodeId, StoredAnalysis, TypeTotals, U64Column, timed,
+};
 use histogram::DominatorChildren;
 use std::sync::OnceLock;
 
@@ -375,17 +377,19 @@ impl Analysis {
                     checked_type_totals(graph, type_totals)?,
                 ))
             },
-            || checked_tree(graph, idom, retained_size, retained_count),
+            || {
+                checked_tree(
+                    graph,
+                    idom,
+                    retained_size,
+                    retained_count,
+                    dominator_children,
+                )
+            },
         );
         let (chain_parent, type_totals) = side_checks?;
-        let tree = tree?;
-        // The stored children are checked against the tree, which must be checked first.
-        let children = match dominator_children {
-            Some(lists) => OnceLock::from(timed("dominator tree's children checked", || {
-                DominatorChildren::from_stored(graph, &tree, lists)
-            })?),
-            None => OnceLock::new(),
-        };
+        let (tree, children) = tree?;
+        let children = children.map_or_else(OnceLock::new, OnceLock::from);
         Ok(Analysis {
             edge_rule,
             dominators: tree,
@@ -533,7 +537,8 @@ fn checked_tree(
     mut idom: Vec<u32>,
     retained_size: U64Column,
     retained_count: Vec<u32>,
-) -> Result<DominatorTree, String> {
+    children: Option<ChildLists>,
+) -> Result<(DominatorTree, Option<DominatorChildren>), String> {
     let n_nodes = graph.node_count();
     let root = graph.root().index();
     idom[root] = root as u32;
@@ -553,12 +558,28 @@ fn checked_tree(
         retained_count: NodeCounts::default(),
         reachable,
     };
-    tree.retained_count = if retained_count.is_empty() {
-        rebuilt_retained_counts(graph, &tree)?.into()
-    } else {
-        checked_retained_counts(graph, &tree, retained_count)?
-    };
-    Ok(tree)
+    // The counts and the stored children are each checked against the dominators, side by
+    // side.
+    let (counts, children) = rayon::join(
+        || {
+            if retained_count.is_empty() {
+                rebuilt_retained_counts(graph, &tree).map(NodeCounts::from)
+            } else {
+                checked_retained_counts(graph, &tree, retained_count)
+            }
+        },
+        || {
+            children
+                .map(|lists| {
+                    timed("dominator tree's children checked", || {
+                        DominatorChildren::from_stored(graph, &tree, lists)
+                    })
+                })
+                .transpose()
+        },
+    );
+    tree.retained_count = counts?;
+    Ok((tree, children?))
 }
 
 /// Stored retained counts, checked against the tree (see [`Analysis::from_stored`]): with
@@ -628,7 +649,6 @@ fn check_type_totals(graph: &HeapGraph, totals: &TypeTotals) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use heapgraph_model::ChildLists;
     use heapgraph_test_support::graph;
 
     fn analysis_of(graph: &HeapGraph) -> Analysis {
