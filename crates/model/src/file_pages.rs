@@ -158,17 +158,15 @@ impl<T: Plain> FileColumn<T> {
         if let Some(mapped) = self.mapped()? {
             return Ok(mapped);
         }
-        let bytes = self.len * T::WIDTH;
-        let mut column: Vec<T> = Vec::with_capacity(self.len);
+        let zero = T::from_le(&[0; 8][..T::WIDTH]);
+        let mut column = vec![zero; self.len];
         self.file.seek(SeekFrom::Start(0))?;
-        // SAFETY: the spare capacity is `len * WIDTH` bytes, filled whole by `read_exact`
-        // (or left unused on an error, the vector still empty) before the length is set; any
-        // bytes are `T`s (`Plain`).
-        unsafe {
-            let spare = std::slice::from_raw_parts_mut(column.as_mut_ptr().cast::<u8>(), bytes);
-            self.file.read_exact(spare)?;
-            column.set_len(self.len);
-        }
+        // SAFETY: the vector's `len * WIDTH` bytes are initialised (zeros), a `u8` has no
+        // alignment to keep, and any bytes read over them are `T`s (`Plain`).
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(column.as_mut_ptr().cast::<u8>(), self.len * T::WIDTH)
+        };
+        self.file.read_exact(bytes)?;
         Ok(column)
     }
 
