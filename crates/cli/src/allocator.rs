@@ -524,13 +524,7 @@ mod tests {
             .and_then(|mut file| file.write_all(&bytes))
             .expect("a file in the temporary directory");
         let file = std::fs::File::open(&path).expect("opened");
-        let listed = |block: *const u8| {
-            SPILLED
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .any(|slot| slot.0 == block as usize && slot.1 == FILE_PAGES)
-        };
+        let listed = |block: *const u8| is_file_pages(block as usize);
         // Pages 1 and 2, then 100 bytes from page 4 on.
         let pieces = [(PAGE as u64, 2 * PAGE), (4 * PAGE as u64, 100)];
         let block = FileBlocks
@@ -565,6 +559,15 @@ mod tests {
     /// Taken by the tests that count the blocks of files' pages, which the others' would
     /// change under them.
     static FILE_PAGES_TESTS: Mutex<()> = Mutex::new(());
+
+    /// Whether the block at `block` is listed as a file's pages.
+    fn is_file_pages(block: usize) -> bool {
+        SPILLED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|slot| slot.0 == block && slot.1 == FILE_PAGES)
+    }
 
     /// The blocks of files' pages listed now.
     fn file_pages_listed() -> usize {
@@ -625,13 +628,8 @@ mod tests {
             );
         }
         let paged = file_pages::page_out(column.clone());
-        let at = paged.as_ptr().cast::<u8>() as usize;
         assert!(
-            SPILLED
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .any(|slot| slot.0 == at && slot.1 == FILE_PAGES),
+            is_file_pages(paged.as_ptr() as usize),
             "a paged-out column is a file's pages"
         );
         assert_eq!(paged, column);
@@ -663,13 +661,7 @@ mod tests {
         let heapgraph_import::Contents::HeapGraph(back) = contents else {
             panic!("a heap graph");
         };
-        let mapped = |column: *const u32| {
-            SPILLED
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .any(|slot| slot.0 == column as usize && slot.1 == FILE_PAGES)
-        };
+        let mapped = |column: *const u32| is_file_pages(column as usize);
         assert!(
             mapped(back.parts().edge_to.as_ptr()),
             "edge_to is the file's pages"
