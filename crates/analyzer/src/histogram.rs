@@ -319,31 +319,23 @@ impl DominatorChildren {
         use rayon::prelude::*;
         let n_nodes = graph.node_count();
         let root = graph.root().index();
+        lists.check_layout()?;
+        let fits_the_nodes = lists.parent_bits.len() == n_nodes.div_ceil(64)
+            && lists
+                .parent_bits
+                .last()
+                .is_none_or(|&word| n_nodes.is_multiple_of(64) || word >> (n_nodes % 64) == 0);
+        if !fits_the_nodes {
+            return Err(format!(
+                "the stored dominator tree's children are not laid out for {n_nodes} nodes"
+            ));
+        }
         let ChildLists {
             parent_bits,
             parents_before,
             first,
             bytes,
         } = lists;
-        let mut n_parents = 0u64;
-        let mut counted = true;
-        for (&word, &before) in parent_bits.iter().zip(&parents_before) {
-            counted &= u64::from(before) == n_parents;
-            n_parents += u64::from(word.count_ones());
-        }
-        let shape_fits = counted
-            && parent_bits.len() == n_nodes.div_ceil(64)
-            && parents_before.len() == parent_bits.len()
-            && first.len() as u64 == n_parents + 1
-            && first.last().is_some_and(|&end| end as usize == bytes.len())
-            && parent_bits
-                .last()
-                .is_none_or(|&word| n_nodes.is_multiple_of(64) || word >> (n_nodes % 64) == 0);
-        if !shape_fits {
-            return Err(format!(
-                "the stored dominator tree's children are not laid out for {n_nodes} nodes"
-            ));
-        }
         // Words of parent bits per task.
         const WORDS: usize = 1 << 14;
         let listed = parent_bits

@@ -62,7 +62,7 @@ pub struct TypeTotals {
 /// lists: each child as its signed distance from its parent, zigzag-encoded in 7-bit groups
 /// (LEB128), children in index order.
 ///
-/// Invariants checked when made from a file ([`crate::image::Imaged`]): the counts before each
+/// Invariants ([`ChildLists::check_layout`], when made from a file): the counts before each
 /// word are the bits' running count, `first` starts at 0, rises strictly (every parent has a
 /// child) and ends at the bytes' length. That the lists are the dominators' children is the
 /// analyzer's check, when it adopts them.
@@ -81,6 +81,56 @@ pub struct ChildLists {
 impl ChildLists {
     /// The representation's name in a file's images.
     pub const REPR: &str = "leb128-deltas";
+
+    /// Checks the invariants of the layout (the type's documentation): the counts before each
+    /// word are the bits' running count, and `first` starts at 0, rises strictly and ends at
+    /// the bytes' length.
+    ///
+    /// # Errors
+    /// A message naming the first rule broken.
+    pub fn check_layout(&self) -> Result<(), String> {
+        if self.parents_before.len() != self.parent_bits.len() {
+            return Err(format!(
+                "{} counts before {} words of parent bits",
+                self.parents_before.len(),
+                self.parent_bits.len()
+            ));
+        }
+        let mut running = 0u64;
+        for (word, (&bits, &before)) in self
+            .parent_bits
+            .iter()
+            .zip(&self.parents_before)
+            .enumerate()
+        {
+            if u64::from(before) != running {
+                return Err(format!(
+                    "word {word} of the parent bits counts {before} parents before it, not {running}"
+                ));
+            }
+            running += u64::from(bits.count_ones());
+        }
+        if self.first.len() as u64 != running + 1 {
+            return Err(format!(
+                "{} list offsets for {running} parents",
+                self.first.len()
+            ));
+        }
+        if self.first.first() != Some(&0) {
+            return Err("the first list does not start at byte 0".to_owned());
+        }
+        if let Some(at) = self.first.windows(2).position(|pair| pair[0] >= pair[1]) {
+            return Err(format!("list {at} is empty or ends before it starts"));
+        }
+        if self.first.last().map(|&end| end as usize) != Some(self.bytes.len()) {
+            return Err(format!(
+                "the lists end at byte {:?} of {}",
+                self.first.last(),
+                self.bytes.len()
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl crate::image::Imaged for ChildLists {
@@ -106,46 +156,7 @@ impl crate::image::Imaged for ChildLists {
             first: source.take("first")?,
             bytes: source.take("bytes")?,
         };
-        if lists.parents_before.len() != lists.parent_bits.len() {
-            return Err(format!(
-                "{} counts before {} words of parent bits",
-                lists.parents_before.len(),
-                lists.parent_bits.len()
-            ));
-        }
-        let mut running = 0u64;
-        for (word, (&bits, &before)) in lists
-            .parent_bits
-            .iter()
-            .zip(&lists.parents_before)
-            .enumerate()
-        {
-            if u64::from(before) != running {
-                return Err(format!(
-                    "word {word} of the parent bits counts {before} parents before it, not {running}"
-                ));
-            }
-            running += u64::from(bits.count_ones());
-        }
-        if lists.first.len() as u64 != running + 1 {
-            return Err(format!(
-                "{} list offsets for {running} parents",
-                lists.first.len()
-            ));
-        }
-        if lists.first.first() != Some(&0) {
-            return Err("the first list does not start at byte 0".to_owned());
-        }
-        if let Some(at) = lists.first.windows(2).position(|pair| pair[0] >= pair[1]) {
-            return Err(format!("list {at} is empty or ends before it starts"));
-        }
-        if lists.first.last().map(|&end| end as usize) != Some(lists.bytes.len()) {
-            return Err(format!(
-                "the lists end at byte {:?} of {}",
-                lists.first.last(),
-                lists.bytes.len()
-            ));
-        }
+        lists.check_layout()?;
         Ok(lists)
     }
 }
