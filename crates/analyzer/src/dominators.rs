@@ -66,16 +66,21 @@ impl DominatorTree {
 /// The search numbers the nodes 1, 2, … in DFS order (0 is "none", as in memlab), and steps 4
 /// and 5 run on arrays indexed by that number, so that they walk memory in order. The pass is
 /// laid out for peak memory, which on large dumps is the binding constraint:
-/// - the first search keeps each node's number and each number's DFS parent, nothing else;
+/// - the first search keeps each node's number and each number's DFS parent, and, unless
+///   memory is the bound, counts each node's retaining predecessors beside its number as it
+///   reads the edge (so the lists' first pass over the edges is not needed);
 /// - the retaining predecessors are then gathered by DFS number (so the semidominator loop
 ///   reads them front to back and needs no number-to-node map), and the node numbers are
 ///   dropped;
 /// - the semidominator loop holds only the predecessor lists and a forest of two `u32` per
 ///   vertex, whose parent links are the DFS parents' array itself; the semidominators take
 ///   the place of list offsets the loop has passed;
-/// - a second search, identical to the first, walks the same tree again to turn
-///   semidominators into immediate dominators (each one is an ancestor on its stack) and to
-///   sum retained sizes in post-order, writing the per-node results directly.
+/// - below [`memory_bound`] (the fast order), a copy of the DFS parents and the node of each
+///   number, kept beside the loop, give the immediate dominators in one pass by number and
+///   the retained sizes in another, in reverse DFS order; from it on, a second search,
+///   identical to the first, walks the same tree again to turn semidominators into immediate
+///   dominators (each one is an ancestor on its stack) and to sum retained sizes in
+///   post-order, writing the per-node results directly.
 ///
 /// Where step 3 attached nodes without a search, the numbering is not a depth-first one and
 /// Lengauer–Tarjan's buckets give the dominators; the results then go back to node order
@@ -94,20 +99,27 @@ impl DominatorTree {
 /// (the predecessor lists' fill, then the semidominator loop): the predecessor lists (E' `u32`
 /// for the E' retaining edges, less those into the root's own targets, and V + 2 offsets,
 /// `u32` when E < 2³²) beside two `u32` arrays of V entries (the node numbers and DFS
-/// parents, then the forest); then one `u32` array of V entries beside the results, a bit per
-/// node and a DFS stack of at most V entries. Lengauer–Tarjan's forest takes four `u32` per
-/// vertex, its buckets two more.
+/// parents, then the forest), and in the fast order two more; then one `u32` array of V
+/// entries beside the results, a bit per node and a DFS stack of at most V entries (the fast
+/// order: two). Lengauer–Tarjan's forest takes four `u32` per vertex, its buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     dominators_trading_memory(graph, rule, memory_bound(graph))
 }
 
-/// [`dominators`], trading time for memory (the lean order) only when `lean`.
+/// [`dominators`], trading time for memory: the lean order when `lean`, else the fast one
+/// below [`memory_bound`] and the balanced one from there on.
 pub(crate) fn dominators_trading_memory(
     graph: &HeapGraph,
     rule: &EdgeRule,
     lean: bool,
 ) -> DominatorTree {
-    let order = if lean { Order::Lean } else { Order::Fast };
+    let order = if lean {
+        Order::Lean
+    } else if memory_bound(graph) {
+        Order::Balanced
+    } else {
+        Order::Fast
+    };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
         dominators_with::<u32>(graph, rule, true, order)
     } else {
@@ -122,21 +134,28 @@ pub const MEMORY_BOUND_REFERENCES: usize = 1 << 26;
 /// Whether `graph` is large enough that the analysis's peak memory, rather than its time,
 /// bounds the dumps a machine can open: from [`MEMORY_BOUND_REFERENCES`] references on.
 /// [`dominators`] then finds the DFS parents again instead of keeping them beside the
-/// predecessor lists, and packs the long lists; callers may hand freed memory back before the
-/// analysis. Below, each of these costs more time than the memory it saves is worth (on the
-/// large V8 snapshot, whose peak is elsewhere: 0.6 s of 3.4 s, for 10 MiB).
+/// predecessor lists, and packs the long lists (its lean order), or, where the caller asks
+/// for speed, searches the graph a second time rather than hold two more `u32` per node (the
+/// balanced order); callers may hand freed memory back before the analysis. Below, each of
+/// these costs more time than the memory it saves is worth.
 pub fn memory_bound(graph: &HeapGraph) -> bool {
     graph.edge_count() >= MEMORY_BOUND_REFERENCES
 }
 
-/// How the semi-NCA pass trades time for memory (see [`memory_bound`]); both give the same
+/// How the semi-NCA pass trades time for memory (see [`memory_bound`]); all give the same
 /// tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Order {
-    /// The first search's DFS parents are kept, and the lists left as built.
+    /// The first search's DFS parents are kept, with a copy for the last step (the forest
+    /// consumes them), and the node of each number: the immediate dominators then follow in
+    /// one pass over the numbers and the retained sizes in another, with no second search of
+    /// the graph. Two more `u32` per node at the pass's peak, the semidominators' start.
     Fast,
-    /// The parents are dropped before the lists are built and found again by a second search
-    /// after them, and the long lists are packed.
+    /// The first search's DFS parents are kept, and a second search finds the immediate
+    /// dominators and the retained sizes.
+    Balanced,
+    /// As balanced, but the parents are dropped before the lists are built and found again
+    /// by a search after them, and the long lists are packed.
     Lean,
 }
 
@@ -144,6 +163,9 @@ enum Order {
 /// halves the offsets when the edges allow it.
 pub(crate) trait Offset: Copy + Send + Sync {
     const ZERO: Self;
+    /// Whether a node's count of predecessors fits a `u32` whatever the graph (fewer than 2³²
+    /// edges), so that the first search may count them.
+    const COUNTS_FIT_U32: bool;
     /// `value`, which the caller knows to fit.
     fn new(value: usize) -> Self;
     fn get(self) -> usize;
@@ -153,6 +175,7 @@ pub(crate) trait Offset: Copy + Send + Sync {
 
 impl Offset for u32 {
     const ZERO: Self = 0;
+    const COUNTS_FIT_U32: bool = true;
     #[inline]
     fn new(value: usize) -> Self {
         value as u32
@@ -168,6 +191,7 @@ impl Offset for u32 {
 
 impl Offset for u64 {
     const ZERO: Self = 0;
+    const COUNTS_FIT_U32: bool = false;
     #[inline]
     fn new(value: usize) -> Self {
         value as u64
@@ -193,11 +217,15 @@ fn dominators_with<O: Offset>(
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
 
-    // Step 1, while another worker marks the nodes step 2 must not start from.
+    let root_target = root_targets(parts, rule, root_ordinal);
+    // Step 1, while another worker marks the nodes step 2 must not start from. The search
+    // reads every retaining edge from the nodes it numbers once, and counts the predecessor
+    // lists' entries as it goes (their first pass).
     let (mut search, has_referrer) = timed("dominators: depth-first search", || {
         rayon::join(
             || {
-                let mut search = Search::new(parts, rule, root_ordinal);
+                let counted = (O::COUNTS_FIT_U32 && order != Order::Lean).then_some(&root_target);
+                let mut search = Search::new(parts, rule, root_ordinal, counted);
                 search.run(root_ordinal, 0);
                 search
             },
@@ -213,7 +241,7 @@ fn dominators_with<O: Offset>(
         && (search.n_numbered as usize) < n_nodes
     {
         for ordinal in 0..n_nodes {
-            if search.number[ordinal] == 0 && !has_referrer.contains(ordinal) {
+            if search.visits.number(ordinal) == 0 && !has_referrer.contains(ordinal) {
                 orphan_starts.push(ordinal as u32);
                 search.run(ordinal as u32, ROOT);
             }
@@ -221,7 +249,7 @@ fn dominators_with<O: Offset>(
     }
     drop(has_referrer);
     let Search {
-        mut number,
+        visits,
         mut parent,
         n_numbered: mut n,
         stack,
@@ -229,6 +257,9 @@ fn dominators_with<O: Offset>(
     } = search;
     drop(stack);
     let n_searched = n;
+    // Step 3's nodes (below) are never searched, so their edges are not counted.
+    let all_searched = !(rule.orphans_under_root && (n as usize) < n_nodes);
+    let (mut number, counted) = visits.into_parts::<O>(n as usize + 1, all_searched);
     // Step 3: whatever is left hangs under the root.
     if rule.orphans_under_root && (n as usize) < n_nodes {
         for slot in &mut number {
@@ -262,9 +293,36 @@ fn dominators_with<O: Offset>(
         parent = Vec::new();
     }
     let preds = timed("dominators: predecessor lists", || {
-        Preds::<O>::build(parts, rule, root_ordinal, &number, len, lists)
+        Preds::<O>::build(
+            parts,
+            rule,
+            root_ordinal,
+            &number,
+            len,
+            &root_target,
+            counted,
+            lists,
+        )
     });
     match method {
+        IdomMethod::SemiNca if order == Order::Fast => {
+            // The DFS parents are kept beside the forest made of them, and the numbers
+            // turned into the nodes they number: the dominators then follow in one pass by
+            // number, and the retained sizes in another, without searching the graph again.
+            let vertex = timed("dominators: nodes by number", || {
+                nodes_by_number(&number, len)
+            });
+            drop(number);
+            let kept_parent = parent.clone();
+            let semi = timed("dominators: semidominators", || semi_nca(preds, parent));
+            let dom = timed("dominators: immediate dominators", || {
+                dominators_from_semi(semi, &kept_parent)
+            });
+            drop(kept_parent);
+            timed("dominators: retained sizes", || {
+                finish_by_vertex(parts, &dom, &vertex, n_reachable)
+            })
+        }
         IdomMethod::SemiNca => {
             drop(number);
             let mut preds = preds;
@@ -296,12 +354,7 @@ fn dominators_with<O: Offset>(
             finish.into_tree()
         }
         IdomMethod::LengauerTarjan => {
-            let mut vertex = vec![NO_NODE; len];
-            for (ordinal, &w) in number.iter().enumerate() {
-                if w != 0 {
-                    vertex[w as usize] = ordinal as u32;
-                }
-            }
+            let vertex = nodes_by_number(&number, len);
             drop(number);
             let dom = timed("dominators: semidominators and buckets", || {
                 lengauer_tarjan(&preds, &parent)
@@ -503,14 +556,14 @@ fn retains(rule: &EdgeRule, from: u32, from_is_root: bool, kind: EdgeKind, to: u
 
 /// The iterative depth-first search of steps 1 and 2, numbering nodes in visiting order.
 ///
-/// Invariants: `number[o]` is the DFS number of node `o` (0 while unvisited); `parent[k]` is
-/// the DFS number of the tree parent of the node numbered `k` (0 for the root);
+/// Invariants: `visits.number[o]` is the DFS number of node `o` (0 while unvisited);
+/// `parent[k]` is the DFS number of the tree parent of the node numbered `k` (0 for the root);
 /// `n_numbered` nodes carry numbers 1..=n_numbered.
 struct Search<'a> {
     parts: &'a HeapGraphParts,
     rule: &'a EdgeRule,
     root_ordinal: u32,
-    number: Vec<u32>,
+    visits: Numbers<'a>,
     parent: Vec<u32>,
     n_numbered: u32,
     /// Per open node: its index, its DFS number and the next edge to look at (its edges end
@@ -519,13 +572,20 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    fn new(parts: &'a HeapGraphParts, rule: &'a EdgeRule, root_ordinal: u32) -> Self {
+    /// A search that counts each node's predecessors as [`Preds::build`] keeps them, given
+    /// the root's targets (`counted`), or none.
+    fn new(
+        parts: &'a HeapGraphParts,
+        rule: &'a EdgeRule,
+        root_ordinal: u32,
+        counted: Option<&'a FixedBitSet>,
+    ) -> Self {
         let n_nodes = parts.first_edge.len() - 1;
         Search {
             parts,
             rule,
             root_ordinal,
-            number: vec![0; n_nodes],
+            visits: Numbers::new(n_nodes, counted),
             parent: vec![0; n_nodes + 1],
             n_numbered: 0,
             stack: Vec::new(),
@@ -541,7 +601,7 @@ impl<'a> Search<'a> {
             self.root_ordinal,
             (start, start_parent),
             self.n_numbered,
-            &mut self.number,
+            &mut self.visits,
             &mut self.parent,
             &mut self.stack,
         );
@@ -554,20 +614,85 @@ trait Visits {
     fn mark(&mut self, node: u32, number: u32);
     /// Hints that `seen(node)` will be asked soon.
     fn prefetch(&self, node: u32);
+    /// Notes a retaining edge into `node`, from the root or not.
+    #[inline]
+    fn note_edge(&mut self, _node: u32, _from_is_root: bool) {}
 }
 
-impl Visits for Vec<u32> {
+/// The first search's marks in one vector: each node's DFS number and, when counting, how many
+/// of the edges [`for_each_pred`] calls back for come into it, beside it (`[number, count]`
+/// a node, so that counting writes the cache line the search reads anyway). The search reads
+/// each retaining edge from the nodes it numbers once, so these are the predecessor lists'
+/// counts, found without a pass over the edges of their own.
+struct Numbers<'a> {
+    slots: Vec<u32>,
+    /// 1 when counting (two slots a node), else 0.
+    shift: u32,
+    /// When counting: the root's targets, into which only the root's own edges count.
+    root_target: Option<&'a FixedBitSet>,
+}
+
+impl<'a> Numbers<'a> {
+    fn new(n_nodes: usize, counted: Option<&'a FixedBitSet>) -> Self {
+        let shift = u32::from(counted.is_some());
+        Numbers {
+            slots: vec![0; n_nodes << shift],
+            shift,
+            root_target: counted,
+        }
+    }
+
+    #[inline]
+    fn number(&self, node: usize) -> u32 {
+        self.slots[node << self.shift]
+    }
+
+    /// The DFS number of each node, and, when counted, the counts by number as
+    /// [`Preds::build`] takes them (`len` numbers); `keep_counts: false` lets them go.
+    fn into_parts<O: Offset>(self, len: usize, keep_counts: bool) -> (Vec<u32>, Option<Vec<O>>) {
+        let mut slots = self.slots;
+        if self.shift == 0 {
+            return (slots, None);
+        }
+        let mut counts = keep_counts.then(|| vec![O::ZERO; len + 1]);
+        let n_nodes = slots.len() / 2;
+        // In place: node `i`'s number moves down to slot `i`, which belongs to a node already
+        // read.
+        for node in 0..n_nodes {
+            let (w, count) = (slots[2 * node], slots[2 * node + 1]);
+            if let Some(counts) = &mut counts
+                && w != 0
+            {
+                counts[w as usize + 1] = O::new(count as usize);
+            }
+            slots[node] = w;
+        }
+        slots.truncate(n_nodes);
+        slots.shrink_to_fit();
+        (slots, counts)
+    }
+}
+
+impl Visits for Numbers<'_> {
     #[inline]
     fn seen(&self, node: u32) -> bool {
-        self[node as usize] != 0
+        self.number(node as usize) != 0
     }
     #[inline]
     fn mark(&mut self, node: u32, number: u32) {
-        self[node as usize] = number;
+        self.slots[(node as usize) << self.shift] = number;
     }
     #[inline]
     fn prefetch(&self, node: u32) {
-        prefetch(self, node as usize);
+        prefetch(&self.slots, (node as usize) << self.shift);
+    }
+    #[inline]
+    fn note_edge(&mut self, node: u32, from_is_root: bool) {
+        if let Some(root_target) = self.root_target
+            && (from_is_root || !root_target.contains(node as usize))
+        {
+            self.slots[2 * node as usize + 1] += 1;
+        }
     }
 }
 
@@ -620,9 +745,12 @@ fn depth_first<V: Visits>(
             let w = edge_to[edge as usize];
             let kind = edge_kind[edge as usize];
             edge += 1;
-            if retains(rule, v, from_is_root, kind, w) && !visits.seen(w) {
-                next = Some(w);
-                break;
+            if retains(rule, v, from_is_root, kind, w) {
+                visits.note_edge(w, from_is_root);
+                if !visits.seen(w) {
+                    next = Some(w);
+                    break;
+                }
             }
         }
         top.2 = edge;
@@ -822,6 +950,33 @@ impl<'a> Finish<'a> {
     }
 }
 
+/// The node of each DFS number (`len` of them; 0 numbers none) from the number of each node.
+fn nodes_by_number(number: &[u32], len: usize) -> Vec<u32> {
+    let mut vertex = vec![NO_NODE; len];
+    for (node, &w) in number.iter().enumerate() {
+        if w != 0 {
+            vertex[w as usize] = node as u32;
+        }
+    }
+    vertex
+}
+
+/// Semi-NCA's last step, over DFS numbers in order: the immediate dominator of `w` is the
+/// nearest of its DFS parent's dominators (found before it, being ancestors) that is not below
+/// its semidominator. Turns `semi` into the dominators, in place.
+fn dominators_from_semi(semi: Vec<u32>, parent: &[u32]) -> Vec<u32> {
+    let mut dom = semi;
+    for w in (ROOT as usize + 1)..dom.len() {
+        let semi = dom[w];
+        let mut candidate = parent[w];
+        while candidate > semi {
+            candidate = dom[candidate as usize];
+        }
+        dom[w] = candidate;
+    }
+    dom
+}
+
 /// Step 5's results in node order from the dominators `dom` by DFS number, through `vertex`
 /// (number to node), with retained sizes summed in reverse DFS order (Lengauer–Tarjan's path:
 /// there a dominator is below its vertex's number but not always its DFS ancestor).
@@ -832,25 +987,38 @@ fn finish_by_vertex(
     n_reachable: u32,
 ) -> DominatorTree {
     let n_nodes = parts.node_shallow_size.len();
-    let mut idom = vec![NO_NODE; n_nodes];
-    let mut reachable = NodeFlags::new(n_nodes);
-    let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
-    let mut retained_count = NodeCounts::ones(n_nodes);
-    for w in 1..vertex.len() {
-        let node = vertex[w] as usize;
-        idom[node] = vertex[dom[w] as usize];
-        reachable.set(node, w <= n_reachable as usize);
-    }
-    for w in (2..vertex.len()).rev() {
-        let dominator = dom[w] as usize;
-        if dominator == ROOT as usize && w > n_reachable as usize {
-            continue;
+    let dominators = || {
+        let mut idom = vec![NO_NODE; n_nodes];
+        let mut reachable = NodeFlags::new(n_nodes);
+        for w in 1..vertex.len() {
+            let node = vertex[w] as usize;
+            idom[node] = vertex[dom[w] as usize];
+            reachable.set(node, w <= n_reachable as usize);
         }
-        let (node, into) = (vertex[w] as usize, vertex[dominator] as usize);
-        retained_size.set(into, retained_size.get(into) + retained_size.get(node));
-        let count = retained_count[node];
-        retained_count.add(into, count);
-    }
+        (idom, reachable)
+    };
+    let sizes = || {
+        let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
+        let mut retained_count = NodeCounts::ones(n_nodes);
+        for w in (2..vertex.len()).rev() {
+            // The node ahead is known, its place in the columns a cache miss away.
+            if let Some(&ahead) = vertex.get(w.wrapping_sub(PREFETCH_DISTANCE)) {
+                retained_size.prefetch(ahead as usize);
+                retained_count.prefetch(ahead as usize);
+            }
+            let dominator = dom[w] as usize;
+            if dominator == ROOT as usize && w > n_reachable as usize {
+                continue;
+            }
+            let (node, into) = (vertex[w] as usize, vertex[dominator] as usize);
+            retained_size.set(into, retained_size.get(into) + retained_size.get(node));
+            let count = retained_count[node];
+            retained_count.add(into, count);
+        }
+        (retained_size, retained_count)
+    };
+    // The two write separate columns.
+    let ((idom, reachable), (retained_size, retained_count)) = rayon::join(dominators, sizes);
     DominatorTree {
         idom,
         retained_size,
@@ -882,8 +1050,9 @@ enum Lists {
 
 impl<O: Offset> Preds<O> {
     /// Gathers the retaining edges between numbered nodes (`number` by node index, `len` =
-    /// the highest number + 1), in two passes over the edges: count, then fill; `lists` says
-    /// which lists are kept.
+    /// the highest number + 1), in two passes over the edges: count (unless `counted` brings
+    /// the counts, at `w + 1` for number `w`), then fill; `lists` says which lists are kept;
+    /// `root_target`: the targets of the root's retaining edges, by node.
     ///
     /// The targets of the root's own retaining edges keep only those edges: the root, the
     /// least number, is then their semidominator whatever else refers to them, and on Java
@@ -895,27 +1064,26 @@ impl<O: Offset> Preds<O> {
         root_ordinal: u32,
         number: &[u32],
         len: usize,
+        root_target: &FixedBitSet,
+        counted: Option<Vec<O>>,
         lists: Lists,
     ) -> Self {
-        let n_nodes = number.len();
-        let mut root_target = FixedBitSet::with_capacity(n_nodes);
-        // The same, by DFS number.
-        let mut root_target_number = FixedBitSet::with_capacity(len);
-        for edge in parts.first_edge.range(root_ordinal as usize) {
-            let to = parts.edge_to[edge];
-            if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
-                root_target.insert(to as usize);
-                root_target_number.insert(number[to as usize] as usize);
-            }
-        }
         // Counts at `first[w + 1]`; after the prefix sums `first[w]` is where `w`'s list
         // starts and serves as its fill cursor, which leaves it where the list ends.
-        let mut first = vec![O::ZERO; len + 1];
-        for_each_pred(parts, rule, root_ordinal, number, &root_target, |to, _| {
-            first[to + 1] = O::new(first[to + 1].get() + 1);
+        let mut first = counted.unwrap_or_else(|| {
+            let mut first = vec![O::ZERO; len + 1];
+            for_each_pred(parts, rule, root_ordinal, number, root_target, |to, _| {
+                first[to + 1] = O::new(first[to + 1].get() + 1);
+            });
+            first
         });
         let mut left_out = FixedBitSet::with_capacity(len);
         if lists == Lists::WithoutSinglePredecessors {
+            // The root's targets keep their lists even with one entry.
+            let mut root_target_number = FixedBitSet::with_capacity(len);
+            for node in root_target.ones() {
+                root_target_number.insert(number[node] as usize);
+            }
             for w in 2..len {
                 if first[w + 1].get() == 1 && !root_target_number.contains(w) {
                     left_out.insert(w);
@@ -932,7 +1100,7 @@ impl<O: Offset> Preds<O> {
             rule,
             root_ordinal,
             number,
-            &root_target,
+            root_target,
             |to, source| {
                 if left_out.contains(to) {
                     return;
@@ -1041,6 +1209,18 @@ fn for_each_pred(
     }
 }
 
+/// The targets of the root's retaining edges, by node (see [`Preds::build`]).
+fn root_targets(parts: &HeapGraphParts, rule: &EdgeRule, root_ordinal: u32) -> FixedBitSet {
+    let mut root_target = FixedBitSet::with_capacity(parts.first_edge.len() - 1);
+    for edge in parts.first_edge.range(root_ordinal as usize) {
+        let to = parts.edge_to[edge];
+        if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
+            root_target.insert(to as usize);
+        }
+    }
+    root_target
+}
+
 /// One vertex of the link-eval forest of step 4, by DFS number; kept together so that a
 /// path step touches one cache line.
 #[derive(Clone, Copy)]
@@ -1131,7 +1311,7 @@ mod tests {
     use heapgraph_test_support::graph_from_edges;
 
     /// The `u64` offsets, used only past 2³² edges, give the same tree as the `u32` ones, the
-    /// lean order as the fast one, and semi-NCA the same tree as Lengauer–Tarjan's buckets
+    /// balanced and lean orders as the fast one, and semi-NCA the same tree as Lengauer–Tarjan's buckets
     /// wherever it is used.
     #[test]
     fn offsets_and_idom_methods_give_the_same_tree() {
@@ -1169,6 +1349,7 @@ mod tests {
             for runtime in [Runtime::V8, Runtime::Java] {
                 let rule = EdgeRule::for_runtime(runtime);
                 let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
+                let balanced = dominators_with::<u32>(&graph, &rule, true, Order::Balanced);
                 let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean);
                 let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean);
                 let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false, Order::Fast);
@@ -1190,7 +1371,7 @@ mod tests {
                         assert_eq!(marked.contains(node), referred);
                     }
                 }
-                for other in [&lean, &wide, &lengauer_tarjan] {
+                for other in [&balanced, &lean, &wide, &lengauer_tarjan] {
                     assert_eq!(narrow.idom, other.idom);
                     assert_eq!(narrow.retained_size, other.retained_size);
                     assert_eq!(narrow.retained_count, other.retained_count);

@@ -75,6 +75,12 @@ impl NodeCounts {
         }
     }
 
+    /// Hints that the count of `node` will be read soon.
+    #[inline]
+    pub fn prefetch(&self, node: usize) {
+        heapgraph_model::prefetch(&self.narrow, node);
+    }
+
     /// Adds `more` to the count of `node`.
     #[inline]
     pub fn add(&mut self, node: usize, more: u32) {

@@ -151,6 +151,12 @@ impl U64Column {
         }
     }
 
+    /// Hints that the value at `index` will be read soon ([`crate::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, index: usize) {
+        crate::prefetch(&self.narrow, index);
+    }
+
     #[cold]
     fn beside(&self, index: usize) -> u64 {
         let at = self.wide_at.partition_point(|&i| (i as usize) < index);
