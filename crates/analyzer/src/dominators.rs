@@ -217,14 +217,15 @@ fn dominators_with<O: Offset>(
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
 
-    let root_target = root_targets(parts, rule, root_ordinal);
+    let pred_edges = PredEdges::new(parts, rule, root_ordinal);
     // Step 1, while another worker marks the nodes step 2 must not start from. The search
     // reads every retaining edge from the nodes it numbers once, and counts the predecessor
     // lists' entries as it goes (their first pass).
     let (mut search, has_referrer) = timed("dominators: depth-first search", || {
         rayon::join(
             || {
-                let counted = (O::COUNTS_FIT_U32 && order != Order::Lean).then_some(&root_target);
+                let counted =
+                    (O::COUNTS_FIT_U32 && order != Order::Lean).then_some(&pred_edges.root_target);
                 let mut search = Search::new(parts, rule, root_ordinal, counted);
                 search.run(root_ordinal, 0);
                 search
@@ -293,16 +294,7 @@ fn dominators_with<O: Offset>(
         parent = Vec::new();
     }
     let preds = timed("dominators: predecessor lists", || {
-        Preds::<O>::build(
-            parts,
-            rule,
-            root_ordinal,
-            &number,
-            len,
-            &root_target,
-            counted,
-            lists,
-        )
+        Preds::<O>::build(&pred_edges, &number, len, counted, lists)
     });
     match method {
         IdomMethod::SemiNca if order == Order::Fast => {
@@ -620,10 +612,10 @@ trait Visits {
 }
 
 /// The first search's marks in one vector: each node's DFS number and, when counting, how many
-/// of the edges [`for_each_pred`] calls back for come into it, beside it (`[number, count]`
-/// a node, so that counting writes the cache line the search reads anyway). The search reads
-/// each retaining edge from the nodes it numbers once, so these are the predecessor lists'
-/// counts, found without a pass over the edges of their own.
+/// of the [`PredEdges`] come into it, beside it (`[number, count]` a node, so that counting
+/// writes the cache line the search reads anyway). The search reads each retaining edge from
+/// the nodes it numbers once, so these are the predecessor lists' counts, found without a pass
+/// over the edges of their own.
 struct Numbers<'a> {
     slots: Vec<u32>,
     /// 1 when counting (two slots a node), else 0.
@@ -1049,22 +1041,13 @@ enum Lists {
 }
 
 impl<O: Offset> Preds<O> {
-    /// Gathers the retaining edges between numbered nodes (`number` by node index, `len` =
-    /// the highest number + 1), in two passes over the edges: count (unless `counted` brings
-    /// the counts, at `w + 1` for number `w`), then fill; `lists` says which lists are kept;
-    /// `root_target`: the targets of the root's retaining edges, by node.
-    ///
-    /// The targets of the root's own retaining edges keep only those edges: the root, the
-    /// least number, is then their semidominator whatever else refers to them, and on Java
-    /// dumps that leaves out every reference to a system class from its instances. (Their
-    /// lists are kept even with one entry: such a target's DFS parent need not be the root.)
+    /// Gathers `edges` by DFS number (`number` by node index, `len` = the highest number +
+    /// 1), in two passes over the edges: count (unless `counted` brings the counts, at `w + 1`
+    /// for number `w`), then fill; `lists` says which lists are kept.
     fn build(
-        parts: &HeapGraphParts,
-        rule: &EdgeRule,
-        root_ordinal: u32,
+        edges: &PredEdges,
         number: &[u32],
         len: usize,
-        root_target: &FixedBitSet,
         counted: Option<Vec<O>>,
         lists: Lists,
     ) -> Self {
@@ -1072,7 +1055,7 @@ impl<O: Offset> Preds<O> {
         // starts and serves as its fill cursor, which leaves it where the list ends.
         let mut first = counted.unwrap_or_else(|| {
             let mut first = vec![O::ZERO; len + 1];
-            for_each_pred(parts, rule, root_ordinal, number, root_target, |to, _| {
+            edges.for_each(number, |to, _| {
                 first[to + 1] = O::new(first[to + 1].get() + 1);
             });
             first
@@ -1081,7 +1064,7 @@ impl<O: Offset> Preds<O> {
         if lists == Lists::WithoutSinglePredecessors {
             // The root's targets keep their lists even with one entry.
             let mut root_target_number = FixedBitSet::with_capacity(len);
-            for node in root_target.ones() {
+            for node in edges.root_target.ones() {
                 root_target_number.insert(number[node] as usize);
             }
             for w in 2..len {
@@ -1095,21 +1078,14 @@ impl<O: Offset> Preds<O> {
             first[k] = O::new(first[k].get() + first[k - 1].get());
         }
         let mut from = vec![0u32; first[len].get()];
-        for_each_pred(
-            parts,
-            rule,
-            root_ordinal,
-            number,
-            root_target,
-            |to, source| {
-                if left_out.contains(to) {
-                    return;
-                }
-                let slot = &mut first[to];
-                from[slot.get()] = source;
-                *slot = O::new(slot.get() + 1);
-            },
-        );
+        edges.for_each(number, |to, source| {
+            if left_out.contains(to) {
+                return;
+            }
+            let slot = &mut first[to];
+            from[slot.get()] = source;
+            *slot = O::new(slot.get() + 1);
+        });
         first.copy_within(0..len, 1);
         first[0] = O::ZERO;
         Preds {
@@ -1170,55 +1146,74 @@ impl<O: Offset> Preds<O> {
     }
 }
 
-/// Calls `visit(target number, source number)` for every retaining edge between numbered
-/// nodes, in edge order, but for edges into `root_target` nodes that do not leave the root.
-fn for_each_pred(
-    parts: &HeapGraphParts,
-    rule: &EdgeRule,
+/// The edges the predecessor lists hold: the retaining edges between numbered nodes, but for
+/// edges into the targets of the root's own retaining edges from elsewhere. Those keep only
+/// the root's: the root, the least number, is then their semidominator whatever else refers
+/// to them, and on Java dumps that leaves out every reference to a system class from its
+/// instances. (Their lists are kept even with one entry: such a target's DFS parent need not
+/// be the root.)
+struct PredEdges<'a> {
+    parts: &'a HeapGraphParts,
+    rule: &'a EdgeRule,
     root_ordinal: u32,
-    number: &[u32],
-    root_target: &FixedBitSet,
-    mut visit: impl FnMut(usize, u32),
-) {
-    let edge_to = &parts.edge_to;
-    for from in 0..number.len() {
-        let source = number[from];
-        if source == 0 {
-            continue;
-        }
-        let from_is_root = from as u32 == root_ordinal;
-        let range = parts.first_edge.range(from);
-        let end = range.end;
-        for edge in range {
-            if let Some(&ahead) = edge_to.get(edge + PREFETCH_DISTANCE)
-                && edge + PREFETCH_DISTANCE < end
-            {
-                prefetch(number, ahead as usize);
-            }
-            let to = edge_to[edge];
-            if !retains(rule, from as u32, from_is_root, parts.edge_kind[edge], to)
-                || (!from_is_root && root_target.contains(to as usize))
-            {
-                continue;
-            }
-            let target = number[to as usize];
-            if target != 0 {
-                visit(target as usize, source);
-            }
-        }
-    }
+    /// The targets of the root's retaining edges, by node.
+    root_target: FixedBitSet,
 }
 
-/// The targets of the root's retaining edges, by node (see [`Preds::build`]).
-fn root_targets(parts: &HeapGraphParts, rule: &EdgeRule, root_ordinal: u32) -> FixedBitSet {
-    let mut root_target = FixedBitSet::with_capacity(parts.first_edge.len() - 1);
-    for edge in parts.first_edge.range(root_ordinal as usize) {
-        let to = parts.edge_to[edge];
-        if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
-            root_target.insert(to as usize);
+impl<'a> PredEdges<'a> {
+    fn new(parts: &'a HeapGraphParts, rule: &'a EdgeRule, root_ordinal: u32) -> Self {
+        let mut root_target = FixedBitSet::with_capacity(parts.first_edge.len() - 1);
+        for edge in parts.first_edge.range(root_ordinal as usize) {
+            let to = parts.edge_to[edge];
+            if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
+                root_target.insert(to as usize);
+            }
+        }
+        PredEdges {
+            parts,
+            rule,
+            root_ordinal,
+            root_target,
         }
     }
-    root_target
+
+    /// Calls `visit(target number, source number)` for each, in edge order (`number`: the DFS
+    /// number of each node, 0 for none).
+    fn for_each(&self, number: &[u32], mut visit: impl FnMut(usize, u32)) {
+        let parts = self.parts;
+        let edge_to = &parts.edge_to;
+        for from in 0..number.len() {
+            let source = number[from];
+            if source == 0 {
+                continue;
+            }
+            let from_is_root = from as u32 == self.root_ordinal;
+            let range = parts.first_edge.range(from);
+            let end = range.end;
+            for edge in range {
+                if let Some(&ahead) = edge_to.get(edge + PREFETCH_DISTANCE)
+                    && edge + PREFETCH_DISTANCE < end
+                {
+                    prefetch(number, ahead as usize);
+                }
+                let to = edge_to[edge];
+                if !retains(
+                    self.rule,
+                    from as u32,
+                    from_is_root,
+                    parts.edge_kind[edge],
+                    to,
+                ) || (!from_is_root && self.root_target.contains(to as usize))
+                {
+                    continue;
+                }
+                let target = number[to as usize];
+                if target != 0 {
+                    visit(target as usize, source);
+                }
+            }
+        }
+    }
 }
 
 /// One vertex of the link-eval forest of step 4, by DFS number; kept together so that a
