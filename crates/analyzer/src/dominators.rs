@@ -101,7 +101,8 @@ impl DominatorTree {
 /// `u32` when E < 2³²) beside two `u32` arrays of V entries (the node numbers and DFS
 /// parents, then the forest), and in the fast order two more; then one `u32` array of V
 /// entries beside the results, a bit per node and a DFS stack of at most V entries (the fast
-/// order: two). Lengauer–Tarjan's forest takes four `u32` per vertex, its buckets two more.
+/// order: two `u32` arrays and no stack). Lengauer–Tarjan's forest takes four `u32` per
+/// vertex, its buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     dominators_trading_memory(graph, rule, memory_bound(graph))
 }
