@@ -225,9 +225,8 @@ fn dominators_with<O: Offset>(
     let (mut search, has_referrer) = timed("dominators: depth-first search", || {
         rayon::join(
             || {
-                let counted =
-                    (O::COUNTS_FIT_U32 && order != Order::Lean).then_some(&pred_edges.root_target);
-                let mut search = Search::new(parts, rule, root_ordinal, counted);
+                let counting = O::COUNTS_FIT_U32 && order != Order::Lean;
+                let mut search = Search::new(parts, rule, root_ordinal, counting);
                 search.run(root_ordinal, 0);
                 search
             },
@@ -261,7 +260,8 @@ fn dominators_with<O: Offset>(
     let n_searched = n;
     // Step 3's nodes (below) are never searched, so their edges are not counted.
     let all_searched = !(rule.orphans_under_root && (n as usize) < n_nodes);
-    let (mut number, counted) = visits.into_parts::<O>(n as usize + 1, all_searched);
+    let (mut number, counted) =
+        visits.into_parts::<O>(n as usize + 1, all_searched.then_some(&pred_edges));
     // Step 3: whatever is left hangs under the root.
     if rule.orphans_under_root && (n as usize) < n_nodes {
         for slot in &mut number {
@@ -556,7 +556,7 @@ struct Search<'a> {
     parts: &'a HeapGraphParts,
     rule: &'a EdgeRule,
     root_ordinal: u32,
-    visits: Numbers<'a>,
+    visits: Numbers,
     parent: Vec<u32>,
     n_numbered: u32,
     /// Per open node: its index, its DFS number and the next edge to look at (its edges end
@@ -565,20 +565,19 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    /// A search that counts each node's predecessors as [`Preds::build`] keeps them, given
-    /// the root's targets (`counted`), or none.
+    /// A search; `counting`: one that counts each node's retaining predecessors.
     fn new(
         parts: &'a HeapGraphParts,
         rule: &'a EdgeRule,
         root_ordinal: u32,
-        counted: Option<&'a FixedBitSet>,
+        counting: bool,
     ) -> Self {
         let n_nodes = parts.first_edge.len() - 1;
         Search {
             parts,
             rule,
             root_ordinal,
-            visits: Numbers::new(n_nodes, counted),
+            visits: Numbers::new(n_nodes, counting),
             parent: vec![0; n_nodes + 1],
             n_numbered: 0,
             stack: Vec::new(),
@@ -607,31 +606,28 @@ trait Visits {
     fn mark(&mut self, node: u32, number: u32);
     /// Hints that `seen(node)` will be asked soon.
     fn prefetch(&self, node: u32);
-    /// Notes a retaining edge into `node`, from the root or not.
+    /// Notes a retaining edge into `node`.
     #[inline]
-    fn note_edge(&mut self, _node: u32, _from_is_root: bool) {}
+    fn note_edge(&mut self, _node: u32) {}
 }
 
 /// The first search's marks in one vector: each node's DFS number and, when counting, how many
-/// of the [`PredEdges`] come into it, beside it (`[number, count]` a node, so that counting
-/// writes the cache line the search reads anyway). The search reads each retaining edge from
-/// the nodes it numbers once, so these are the predecessor lists' counts, found without a pass
-/// over the edges of their own.
-struct Numbers<'a> {
+/// retaining edges come into it, beside it (`[number, count]` a node, so that counting writes
+/// the cache line the search reads anyway). The search reads each retaining edge from the
+/// nodes it numbers once, so these are the predecessor lists' counts, found without a pass
+/// over the edges of their own (but for the root's targets, set right afterwards).
+struct Numbers {
     slots: Vec<u32>,
     /// 1 when counting (two slots a node), else 0.
     shift: u32,
-    /// When counting: the root's targets, into which only the root's own edges count.
-    root_target: Option<&'a FixedBitSet>,
 }
 
-impl<'a> Numbers<'a> {
-    fn new(n_nodes: usize, counted: Option<&'a FixedBitSet>) -> Self {
-        let shift = u32::from(counted.is_some());
+impl Numbers {
+    fn new(n_nodes: usize, counting: bool) -> Self {
+        let shift = u32::from(counting);
         Numbers {
             slots: vec![0; n_nodes << shift],
             shift,
-            root_target: counted,
         }
     }
 
@@ -640,14 +636,26 @@ impl<'a> Numbers<'a> {
         self.slots[node << self.shift]
     }
 
-    /// The DFS number of each node, and, when counted, the counts by number as
-    /// [`Preds::build`] takes them (`len` numbers); `keep_counts: false` lets them go.
-    fn into_parts<O: Offset>(self, len: usize, keep_counts: bool) -> (Vec<u32>, Option<Vec<O>>) {
+    /// The DFS number of each node, and, when counted and `edges` are given, the counts of
+    /// `edges` by number as [`Preds::build`] takes them (`len` numbers).
+    fn into_parts<O: Offset>(
+        self,
+        len: usize,
+        edges: Option<&PredEdges>,
+    ) -> (Vec<u32>, Option<Vec<O>>) {
         let mut slots = self.slots;
         if self.shift == 0 {
             return (slots, None);
         }
-        let mut counts = keep_counts.then(|| vec![O::ZERO; len + 1]);
+        let mut counts = None;
+        if let Some(edges) = edges {
+            // Only the root's own edges go into its targets' lists.
+            for node in edges.root_target.ones() {
+                slots[2 * node + 1] = 0;
+            }
+            edges.for_each_root_target(|node| slots[2 * node as usize + 1] += 1);
+            counts = Some(vec![O::ZERO; len + 1]);
+        }
         let n_nodes = slots.len() / 2;
         // In place: node `i`'s number moves down to slot `i`, which belongs to a node already
         // read.
@@ -666,7 +674,7 @@ impl<'a> Numbers<'a> {
     }
 }
 
-impl Visits for Numbers<'_> {
+impl Visits for Numbers {
     #[inline]
     fn seen(&self, node: u32) -> bool {
         self.number(node as usize) != 0
@@ -680,10 +688,8 @@ impl Visits for Numbers<'_> {
         prefetch(&self.slots, (node as usize) << self.shift);
     }
     #[inline]
-    fn note_edge(&mut self, node: u32, from_is_root: bool) {
-        if let Some(root_target) = self.root_target
-            && (from_is_root || !root_target.contains(node as usize))
-        {
+    fn note_edge(&mut self, node: u32) {
+        if self.shift == 1 {
             self.slots[2 * node as usize + 1] += 1;
         }
     }
@@ -739,7 +745,7 @@ fn depth_first<V: Visits>(
             let kind = edge_kind[edge as usize];
             edge += 1;
             if retains(rule, v, from_is_root, kind, w) {
-                visits.note_edge(w, from_is_root);
+                visits.note_edge(w);
                 if !visits.seen(w) {
                     next = Some(w);
                     break;
@@ -1163,18 +1169,26 @@ struct PredEdges<'a> {
 
 impl<'a> PredEdges<'a> {
     fn new(parts: &'a HeapGraphParts, rule: &'a EdgeRule, root_ordinal: u32) -> Self {
-        let mut root_target = FixedBitSet::with_capacity(parts.first_edge.len() - 1);
-        for edge in parts.first_edge.range(root_ordinal as usize) {
-            let to = parts.edge_to[edge];
-            if retains(rule, root_ordinal, true, parts.edge_kind[edge], to) {
-                root_target.insert(to as usize);
-            }
-        }
-        PredEdges {
+        let mut edges = PredEdges {
             parts,
             rule,
             root_ordinal,
-            root_target,
+            root_target: FixedBitSet::with_capacity(parts.first_edge.len() - 1),
+        };
+        let mut root_target = FixedBitSet::with_capacity(parts.first_edge.len() - 1);
+        edges.for_each_root_target(|to| root_target.insert(to as usize));
+        edges.root_target = root_target;
+        edges
+    }
+
+    /// Calls `visit(target)` for each of the root's retaining edges, in edge order.
+    fn for_each_root_target(&self, mut visit: impl FnMut(u32)) {
+        let (parts, root) = (self.parts, self.root_ordinal);
+        for edge in parts.first_edge.range(root as usize) {
+            let to = parts.edge_to[edge];
+            if retains(self.rule, root, true, parts.edge_kind[edge], to) {
+                visit(to);
+            }
         }
     }
 

@@ -77,6 +77,8 @@ pub(super) struct Block {
     run: Option<(usize, usize)>,
     /// The numbers of the pre-scanned range.
     numbers: Vec<u32>,
+    /// Room for the pre-scan's second run ([`numbers::prescan`]).
+    scratch: Vec<u32>,
 }
 
 impl Block {
@@ -101,7 +103,11 @@ impl Block {
 
     /// Pre-scans the block's input for a run of numbers.
     fn prescan(&mut self) {
-        self.run = numbers::prescan(&self.data[..self.len], &mut self.numbers);
+        self.run = numbers::prescan(
+            &self.data[..self.len],
+            &mut self.numbers,
+            &mut self.scratch,
+        );
     }
 
     /// The input bytes.

@@ -11,7 +11,7 @@
 //! and only the columns that can hold such a value (a node's `id` and `self_size`) look for it.
 
 use super::cursor::{BlockSource, Cursor};
-use super::digits::{FAST_PATH_BYTES, fast_number, fast_separator};
+use super::digits::fast_units;
 use super::json::{describe_byte, is_whitespace};
 use super::{malformed, truncated};
 use crate::ImportError;
@@ -61,22 +61,15 @@ const CHUNK_BYTES: usize = 32 << 10;
 /// writes) for as long as they come, into `out`. Returns the byte range read, which starts
 /// and ends just after a comma, so that a scanner in state [`State::Value`] at its start
 /// would read exactly `out` and end at its end in the same state; `None` if nothing was read.
-pub(super) fn prescan(bytes: &[u8], out: &mut Vec<u32>) -> Option<(usize, usize)> {
+pub(super) fn prescan(
+    bytes: &[u8],
+    out: &mut Vec<u32>,
+    scratch: &mut Vec<u32>,
+) -> Option<(usize, usize)> {
     out.clear();
     let start = memchr::memchr(b',', bytes)? + 1;
-    let n = bytes.len();
-    let mut i = start;
-    while i + FAST_PATH_BYTES <= n {
-        let Some((number, len)) = fast_number(bytes, i) else {
-            break;
-        };
-        let Some(next) = fast_separator(bytes, i + len) else {
-            break;
-        };
-        out.push(number);
-        i = next;
-    }
-    (i > start).then_some((start, i))
+    let end = fast_units(bytes, start, out, scratch);
+    (end > start).then_some((start, end))
 }
 
 /// Where the scanner is in the array.
@@ -108,6 +101,8 @@ struct Scanner {
     digits: u64,
     /// Whether the number being read started with `0`.
     leading_zero: bool,
+    /// Room for the fast path's second run ([`fast_units`]).
+    scratch: Vec<u32>,
 }
 
 impl Scanner {
@@ -120,6 +115,7 @@ impl Scanner {
             overflow: false,
             digits: 0,
             leading_zero: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -191,23 +187,10 @@ impl Scanner {
                 State::First | State::Value => {
                     // Fast path: numbers and their separators a word at a time (see
                     // `digits`), with no branch on a number's length.
-                    while i + FAST_PATH_BYTES <= n {
-                        let Some((number, len)) = fast_number(bytes, i) else {
-                            break;
-                        };
-                        out.push(number);
-                        i += len;
+                    let end = fast_units(bytes, i, out, &mut self.scratch);
+                    if end > i {
+                        i = end;
                         state = State::Value;
-                        match fast_separator(bytes, i) {
-                            Some(next) => i = next,
-                            None => {
-                                state = State::Separator;
-                                break;
-                            }
-                        }
-                    }
-                    if state == State::Separator {
-                        continue;
                     }
                     while i < n && is_whitespace(bytes[i]) {
                         i += 1;
@@ -534,9 +517,10 @@ mod tests {
         }
         text.push_str("1]");
         let bytes = text.as_bytes();
+        let mut scratch = Vec::new();
         for from in (0..bytes.len()).step_by(37) {
             let mut numbers = Vec::new();
-            let Some((start, end)) = prescan(&bytes[from..], &mut numbers) else {
+            let Some((start, end)) = prescan(&bytes[from..], &mut numbers, &mut scratch) else {
                 continue;
             };
             assert_eq!(bytes[from + start - 1], b',');
@@ -560,10 +544,14 @@ mod tests {
         // Nothing to pre-scan in text that is not numbers.
         let mut numbers = Vec::new();
         assert_eq!(
-            prescan(br#""a","b","c","d","e","f","g","h","i""#, &mut numbers),
+            prescan(
+                br#""a","b","c","d","e","f","g","h","i""#,
+                &mut numbers,
+                &mut scratch
+            ),
             None
         );
-        assert_eq!(prescan(b"1,2,3", &mut numbers), None);
+        assert_eq!(prescan(b"1,2,3", &mut numbers, &mut scratch), None);
     }
 
     #[test]
