@@ -103,11 +103,7 @@ impl Block {
 
     /// Pre-scans the block's input for a run of numbers.
     fn prescan(&mut self) {
-        self.run = numbers::prescan(
-            &self.data[..self.len],
-            &mut self.numbers,
-            &mut self.scratch,
-        );
+        self.run = numbers::prescan(&self.data[..self.len], &mut self.numbers, &mut self.scratch);
     }
 
     /// The input bytes.
