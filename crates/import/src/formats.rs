@@ -109,6 +109,13 @@ pub(crate) enum Input {
     InMemory(fn(Bytes<'_>, &Options<'_>) -> Result<Contents, ImportError>),
     /// A stream, read once from the front.
     Streamed(fn(&mut dyn BufRead, &Options<'_>) -> Result<Contents, ImportError>),
+    /// A file mapped (the first), else a stream (the second): for a reader that goes through
+    /// its input once from the front, which a file spares copying, and a stream (a gzipped
+    /// file) need not hold whole.
+    MappedElseStreamed(
+        fn(&memmap2::Mmap, &Options<'_>) -> Result<Contents, ImportError>,
+        fn(&mut dyn BufRead, &Options<'_>) -> Result<Contents, ImportError>,
+    ),
 }
 
 /// The whole input of an [`Input::InMemory`] reader.
@@ -163,9 +170,10 @@ pub(crate) const FORMATS: [Row; 9] = [
         holds: Some(Holds::HeapGraph),
         recognised: Recognised::Sniffed(
             v8::sniff,
-            Input::Streamed(|reader, _| {
-                v8::import(reader, &v8::Options::default()).map(Contents::HeapGraph)
-            }),
+            Input::MappedElseStreamed(
+                |map, _| v8::import_mapped(map, &v8::Options::default()).map(Contents::HeapGraph),
+                |reader, _| v8::import(reader, &v8::Options::default()).map(Contents::HeapGraph),
+            ),
         ),
     },
     Row {

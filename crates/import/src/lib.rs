@@ -97,18 +97,25 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Contents, Impor
     let prefix = reader.fill_buf()?;
     // Sniffed once: the formats read from memory are mapped, the others streamed; a gzipped
     // file is sniffed again inside.
+    let map_file = || -> Result<memmap2::Mmap, ImportError> {
+        let file = std::fs::File::open(path)?;
+        // SAFETY: the map is only read, and dropped before this returns. Another process
+        // could change the file meanwhile, as with any memory-mapped input; every byte read
+        // is checked as if it were hostile.
+        let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
+        if let Some(progress) = options.progress {
+            progress.advance(map.len() as u64);
+        }
+        Ok(map)
+    };
     match sniffed(prefix) {
         Some(Input::InMemory(import)) => {
             drop(reader);
-            let file = std::fs::File::open(path)?;
-            // SAFETY: the map is only read, and dropped before this returns. Another process
-            // could change the file meanwhile, as with any memory-mapped input; every byte read
-            // is checked as if it were hostile.
-            let map = unsafe { memmap2::MmapOptions::new().map(&file)? };
-            if let Some(progress) = options.progress {
-                progress.advance(map.len() as u64);
-            }
-            import(Bytes::Mapped(&map), options)
+            import(Bytes::Mapped(&map_file()?), options)
+        }
+        Some(Input::MappedElseStreamed(import, _)) => {
+            drop(reader);
+            import(&map_file()?, options)
         }
         Some(Input::Streamed(import)) => import(&mut reader, options),
         None if prefix.starts_with(&GZIP_MAGIC) => {
@@ -135,7 +142,9 @@ pub fn import_reader<R: BufRead>(
             reader.read_to_end(&mut bytes)?;
             import(Bytes::Read(&bytes), options)
         }
-        Some(Input::Streamed(import)) => import(&mut reader, options),
+        Some(Input::Streamed(import) | Input::MappedElseStreamed(_, import)) => {
+            import(&mut reader, options)
+        }
         None => Err(unknown_format(prefix)),
     }
 }

@@ -102,6 +102,23 @@ pub fn import<R: BufRead>(reader: R, options: &Options) -> Result<HeapGraph, Imp
     import_with(reader, options, Reading::Pipelined(ReadPlan::DEFAULT))
 }
 
+/// [`import`] of a mapped file: each block the parser reads is a stretch of the map, never
+/// copied, and the pages of the stretches it is done with are handed back.
+///
+/// # Errors
+/// As [`import`].
+pub(crate) fn import_mapped(
+    map: &memmap2::Mmap,
+    _options: &Options,
+) -> Result<HeapGraph, ImportError> {
+    import_in_memory(cursor::InMemory::mapped(map), ReadPlan::DEFAULT)
+}
+
+/// Parses `input` on a second thread, its blocks cut as `plan` says.
+fn import_in_memory(input: cursor::InMemory<'_>, plan: ReadPlan) -> Result<HeapGraph, ImportError> {
+    cursor::pipelined(input, plan, |source| parse(Cursor::new(source)))
+}
+
 /// How the bytes get from the reader to the parser.
 #[derive(Clone, Copy, Debug)]
 enum Reading {
@@ -122,9 +139,9 @@ fn import_with<R: BufRead>(
     reading: Reading,
 ) -> Result<HeapGraph, ImportError> {
     match reading {
-        Reading::Pipelined(plan) => {
-            cursor::pipelined(reader, plan, |source| parse(Cursor::new(source)))
-        }
+        Reading::Pipelined(plan) => cursor::pipelined(cursor::Reading(reader), plan, |source| {
+            parse(Cursor::new(source))
+        }),
         Reading::Direct(plan) => parse(Cursor::new(cursor::DirectSource::new(reader, plan))),
     }
 }
@@ -156,7 +173,7 @@ struct Sections {
 const KNOWN_KEYS: [&[u8]; 4] = [b"snapshot", b"nodes", b"edges", b"strings"];
 
 /// Parses a whole snapshot from `cursor`.
-fn parse<S: BlockSource>(mut cursor: Cursor<S>) -> Result<HeapGraph, ImportError> {
+fn parse<'a, S: BlockSource<'a>>(mut cursor: Cursor<'a, S>) -> Result<HeapGraph, ImportError> {
     skip_bom(&mut cursor)?;
     match cursor.skip_whitespace()? {
         Some(b'{') => cursor.advance(1),
@@ -271,7 +288,7 @@ fn rest_of_object(seen_keys: &[bool; KNOWN_KEYS.len()]) -> String {
 }
 
 /// Skips a UTF-8 byte-order mark at the start of the input.
-fn skip_bom<S: BlockSource>(cursor: &mut Cursor<S>) -> Result<(), ImportError> {
+fn skip_bom<'a, S: BlockSource<'a>>(cursor: &mut Cursor<'a, S>) -> Result<(), ImportError> {
     if cursor.peek()? != Some(BOM[0]) {
         return Ok(());
     }
@@ -294,8 +311,8 @@ fn skip_bom<S: BlockSource>(cursor: &mut Cursor<S>) -> Result<(), ImportError> {
 }
 
 /// Reads the value of top-level key `key` into `sections`, or skips it.
-fn read_section<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+fn read_section<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     key: &[u8],
     sections: &mut Sections,
 ) -> Result<(), ImportError> {

@@ -62,16 +62,20 @@ impl ReadPlan {
 /// two waiting.
 const POOL: usize = 4;
 
-/// Bytes of input, and the numbers pre-scanned in them.
+/// Bytes of input, read into the block or lying in a mapped file, and the numbers pre-scanned
+/// in them.
 ///
-/// Invariants: `data` is initialised up to its length and holds input in `..len`; when
-/// `run` is `Some((start, end))`, `start < end <= len` and `numbers` holds what
-/// [`numbers::prescan`] read in `data[start..end]`.
+/// Invariants: the input is `mapped` where it is `Some` (and `len` its length), else
+/// `data[..len]`, `data` being initialised up to its length; when `run` is `Some((start,
+/// end))`, `start < end <= len` and `numbers` holds what [`numbers::prescan`] read in the
+/// input's `start..end`.
 #[derive(Default)]
-pub(super) struct Block {
-    /// Storage, kept initialised so that reuse needs no zeroing.
+pub(super) struct Block<'a> {
+    /// Storage for input read, kept initialised so that reuse needs no zeroing.
     data: Vec<u8>,
-    /// Bytes of input in `data`.
+    /// Input that lies in memory already: a stretch of a mapped file.
+    mapped: Option<&'a [u8]>,
+    /// Bytes of input.
     len: usize,
     /// The pre-scanned byte range, if any.
     run: Option<(usize, usize)>,
@@ -81,9 +85,10 @@ pub(super) struct Block {
     scratch: Vec<u32>,
 }
 
-impl Block {
+impl<'a> Block<'a> {
     /// Refills the block with up to `size` bytes of `reader`, fewer only at the end of input.
     fn fill<R: Read>(&mut self, reader: &mut R, size: usize) -> io::Result<()> {
+        self.mapped = None;
         if self.data.len() < size {
             self.data.resize(size, 0);
         }
@@ -101,22 +106,36 @@ impl Block {
         Ok(())
     }
 
+    /// Makes `input` the block's input.
+    fn point_at(&mut self, input: &'a [u8]) {
+        self.mapped = Some(input);
+        self.len = input.len();
+        self.run = None;
+    }
+
     /// Pre-scans the block's input for a run of numbers.
     fn prescan(&mut self) {
-        self.run = numbers::prescan(&self.data[..self.len], &mut self.numbers, &mut self.scratch);
+        let input = match self.mapped {
+            Some(input) => input,
+            None => &self.data[..self.len],
+        };
+        self.run = numbers::prescan(input, &mut self.numbers, &mut self.scratch);
     }
 
     /// The input bytes.
     fn bytes(&self) -> &[u8] {
-        &self.data[..self.len]
+        match self.mapped {
+            Some(input) => input,
+            None => &self.data[..self.len],
+        }
     }
 }
 
 /// Where the parser gets its blocks.
-pub(super) trait BlockSource {
+pub(super) trait BlockSource<'a> {
     /// The next non-empty block, or `None` at the end of input; `spent` is the previous
     /// block, returned for reuse.
-    fn next_block(&mut self, spent: Block) -> io::Result<Option<Block>>;
+    fn next_block(&mut self, spent: Block<'a>) -> io::Result<Option<Block<'a>>>;
 }
 
 /// Blocks read on the parser's own thread.
@@ -140,8 +159,8 @@ impl<R> DirectSource<R> {
     }
 }
 
-impl<R: Read> BlockSource for DirectSource<R> {
-    fn next_block(&mut self, mut spent: Block) -> io::Result<Option<Block>> {
+impl<'a, R: Read> BlockSource<'a> for DirectSource<R> {
+    fn next_block(&mut self, mut spent: Block<'a>) -> io::Result<Option<Block<'a>>> {
         spent.fill(&mut self.reader, self.size)?;
         if self.plan.prescan == Prescan::Always {
             spent.prescan();
@@ -152,18 +171,18 @@ impl<R: Read> BlockSource for DirectSource<R> {
 }
 
 /// Blocks read by another thread and passed over a channel; spent blocks go back to it.
-pub(super) struct ChannelSource {
+pub(super) struct ChannelSource<'a> {
     /// Filled blocks, in input order; closed at the end of input.
-    full: Receiver<Block>,
+    full: Receiver<Block<'a>>,
     /// Spent blocks, back to the reader.
-    spent: SyncSender<Block>,
+    spent: SyncSender<Block<'a>>,
     /// Blocks sent and not yet received.
     waiting: Arc<AtomicUsize>,
 }
 
-impl BlockSource for ChannelSource {
-    fn next_block(&mut self, spent: Block) -> io::Result<Option<Block>> {
-        if spent.data.capacity() > 0 {
+impl<'a> BlockSource<'a> for ChannelSource<'a> {
+    fn next_block(&mut self, spent: Block<'a>) -> io::Result<Option<Block<'a>>> {
+        if spent.data.capacity() > 0 || spent.mapped.is_some() {
             // The pool holds at most `POOL` blocks, so the channel has room; if the reader is
             // gone the block is simply dropped.
             let _ = self.spent.try_send(spent);
@@ -176,7 +195,70 @@ impl BlockSource for ChannelSource {
     }
 }
 
-/// Runs `parse` on a second thread, feeding it `reader`'s bytes in blocks read on this one.
+/// Where the reading thread of [`pipelined`] gets the input for each block.
+pub(super) trait Input<'a> {
+    /// Makes `block`'s input the next `size` bytes, fewer only at the end of input.
+    fn fill(&mut self, block: &mut Block<'a>, size: usize) -> io::Result<()>;
+
+    /// Told that the parser is done with `block`, about to be filled again.
+    fn spent(&mut self, _block: &Block<'a>) {}
+}
+
+/// The input of a reader, read into the blocks.
+pub(super) struct Reading<R>(pub(super) R);
+
+impl<'a, R: Read> Input<'a> for Reading<R> {
+    fn fill(&mut self, block: &mut Block<'a>, size: usize) -> io::Result<()> {
+        block.fill(&mut self.0, size)
+    }
+}
+
+/// Input in memory, each block a stretch of it: nothing is copied. Where it is a mapped file,
+/// the pages of a stretch the parser is done with are handed back ([`crate::mapped`]), so
+/// that the file's pages do not stay in the process's memory.
+pub(super) struct InMemory<'a> {
+    input: &'a [u8],
+    /// The map `input` is, if any.
+    map: Option<&'a memmap2::Mmap>,
+    /// Where the next block starts.
+    at: usize,
+}
+
+impl<'a> InMemory<'a> {
+    pub(super) fn mapped(map: &'a memmap2::Mmap) -> Self {
+        InMemory {
+            input: map,
+            map: Some(map),
+            at: 0,
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn bytes(input: &'a [u8]) -> Self {
+        InMemory {
+            input,
+            map: None,
+            at: 0,
+        }
+    }
+}
+
+impl<'a> Input<'a> for InMemory<'a> {
+    fn fill(&mut self, block: &mut Block<'a>, size: usize) -> io::Result<()> {
+        let end = self.at.saturating_add(size).min(self.input.len());
+        block.point_at(&self.input[self.at..end]);
+        self.at = end;
+        Ok(())
+    }
+
+    fn spent(&mut self, block: &Block<'a>) {
+        if let (Some(map), Some(stretch)) = (self.map, block.mapped) {
+            crate::mapped::release_slice(map, stretch);
+        }
+    }
+}
+
+/// Runs `parse` on a second thread, feeding it `input`'s bytes in blocks made on this one.
 ///
 /// A read error wins over whatever the parser made of the input it got; a panic in the
 /// parser is a bug and is resumed here.
@@ -185,15 +267,19 @@ impl BlockSource for ChannelSource {
 /// load their dumps with `rayon::join`), which blocks here until the parser ends, so a parser
 /// waiting for the pool can wait forever once every worker is blocked so (a `rayon::join` in
 /// `columns::assemble` hung `leaks` on two cores).
-pub(super) fn pipelined<R, T, F>(mut reader: R, plan: ReadPlan, parse: F) -> Result<T, ImportError>
+pub(super) fn pipelined<'a, I, T, F>(
+    mut input: I,
+    plan: ReadPlan,
+    parse: F,
+) -> Result<T, ImportError>
 where
-    R: Read,
+    I: Input<'a>,
     T: Send,
-    F: FnOnce(ChannelSource) -> Result<T, ImportError> + Send,
+    F: FnOnce(ChannelSource<'a>) -> Result<T, ImportError> + Send,
 {
     std::thread::scope(|scope| {
-        let (full_sender, full_receiver) = sync_channel::<Block>(POOL);
-        let (spent_sender, spent_receiver) = sync_channel::<Block>(POOL);
+        let (full_sender, full_receiver) = sync_channel::<Block<'a>>(POOL);
+        let (spent_sender, spent_receiver) = sync_channel::<Block<'a>>(POOL);
         let waiting = Arc::new(AtomicUsize::new(0));
         let source = ChannelSource {
             full: full_receiver,
@@ -219,7 +305,8 @@ where
                 },
                 Err(TryRecvError::Disconnected) => break,
             };
-            if let Err(error) = block.fill(&mut reader, size) {
+            input.spent(&block);
+            if let Err(error) = input.fill(&mut block, size) {
                 read_error = Some(error);
                 break;
             }
@@ -254,11 +341,11 @@ where
 }
 
 /// A read position in the input: the current block and the offset of its first byte.
-pub(super) struct Cursor<S> {
+pub(super) struct Cursor<'a, S> {
     /// Where blocks come from.
     source: S,
     /// The current block.
-    block: Block,
+    block: Block<'a>,
     /// The position in `block`.
     pos: usize,
     /// Absolute offset of `block`'s first byte.
@@ -267,7 +354,7 @@ pub(super) struct Cursor<S> {
     ended: bool,
 }
 
-impl<S: BlockSource> Cursor<S> {
+impl<'a, S: BlockSource<'a>> Cursor<'a, S> {
     /// A cursor at offset 0 of `source`.
     pub(super) fn new(source: S) -> Self {
         Cursor {

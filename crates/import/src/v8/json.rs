@@ -23,8 +23,8 @@ pub(super) fn describe_byte(byte: u8) -> String {
 ///
 /// # Errors
 /// [`ImportError::Truncated`] naming `what` when the input ends first.
-pub(super) fn start_of_value<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+pub(super) fn start_of_value<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     what: &str,
 ) -> Result<u64, ImportError> {
     match cursor.skip_whitespace()? {
@@ -46,8 +46,8 @@ const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 /// # Errors
 /// [`ImportError::Malformed`] for an unknown escape or bad hex digits,
 /// [`ImportError::Truncated`] naming `what` when the input ends inside the string.
-pub(super) fn read_string_body<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+pub(super) fn read_string_body<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     out: &mut Vec<u8>,
     what: &str,
 ) -> Result<(), ImportError> {
@@ -109,7 +109,10 @@ pub(super) fn read_string_body<S: BlockSource>(
 }
 
 /// Reads the four hex digits of a `\u` escape.
-fn read_hex4<S: BlockSource>(cursor: &mut Cursor<S>, what: &str) -> Result<u16, ImportError> {
+fn read_hex4<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
+    what: &str,
+) -> Result<u16, ImportError> {
     let mut unit = 0u16;
     for _ in 0..4 {
         let Some(byte) = cursor.next_byte()? else {
@@ -178,8 +181,8 @@ fn push_char(character: char, out: &mut Vec<u8>) {
 /// # Errors
 /// [`ImportError::Malformed`] on unbalanced brackets, stray bytes or a value over the capture
 /// limit; [`ImportError::Truncated`] naming `what` when the input ends inside the value.
-pub(super) fn skip_value<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+pub(super) fn skip_value<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     mut capture: Option<(&mut Vec<u8>, usize)>,
     what: &str,
 ) -> Result<(), ImportError> {

@@ -279,8 +279,8 @@ impl Scanner {
 /// [`ImportError::Malformed`] for anything but unsigned integers up to `u64::MAX`, or a
 /// length that is not a multiple of `stride`; [`ImportError::Truncated`] when the input ends
 /// first; and whatever `sink` returns.
-pub(super) fn read_array<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+pub(super) fn read_array<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     array: &'static str,
     stride: usize,
     mut sink: impl FnMut(&[u32], &mut Wide) -> Result<(), ImportError>,
@@ -368,8 +368,8 @@ fn take_records(
 ///
 /// # Errors
 /// As [`read_array`].
-pub(super) fn read_flat_array<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+pub(super) fn read_flat_array<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     array: &'static str,
 ) -> Result<(Vec<u32>, Wide), ImportError> {
     let mut values = Vec::new();
@@ -384,8 +384,8 @@ pub(super) fn read_flat_array<S: BlockSource>(
 }
 
 /// Consumes the `[` that opens `array`.
-fn expect_open<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+fn expect_open<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     array: &'static str,
 ) -> Result<(), ImportError> {
     match cursor.skip_whitespace()? {

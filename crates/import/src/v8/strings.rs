@@ -46,8 +46,8 @@ impl StringColumn {
     /// # Errors
     /// [`ImportError::Malformed`] when the array holds anything but strings or a string has
     /// a bad escape; [`ImportError::Truncated`] when the input ends first.
-    pub(super) fn read<S: BlockSource>(
-        cursor: &mut Cursor<S>,
+    pub(super) fn read<'a, S: BlockSource<'a>>(
+        cursor: &mut Cursor<'a, S>,
         expected_strings: usize,
     ) -> Result<Self, ImportError> {
         match cursor.skip_whitespace()? {
@@ -166,8 +166,8 @@ impl Batch {
 
 /// Decodes the strings of the array whose `[` has been consumed, handing them to `flush` in
 /// batches (`flush` leaves the batch empty), through the closing `]`.
-fn decode<S: BlockSource>(
-    cursor: &mut Cursor<S>,
+fn decode<'a, S: BlockSource<'a>>(
+    cursor: &mut Cursor<'a, S>,
     mut flush: impl FnMut(&mut Batch) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     let mut batch = Batch::new();

@@ -1,10 +1,10 @@
-//! Unit tests of the V8 importer that need its internals: every way of reading (pipelined or
-//! plain, with or without pre-scanning, blocks from one byte up) must give the same graph, on
-//! a snapshot of Node.js and on one shaped as Julia writes them (ids above `u32::MAX`, whose
-//! numbers take the scanner's wide path).
+//! Unit tests of the V8 importer that need its internals: every way of reading (pipelined,
+//! plain or in memory, with or without pre-scanning, blocks from one byte up) must give the
+//! same graph, on a snapshot of Node.js and on one shaped as Julia writes them (ids above
+//! `u32::MAX`, whose numbers take the scanner's wide path).
 
-use super::cursor::{Prescan, ReadPlan};
-use super::{Options, Reading, import_with};
+use super::cursor::{InMemory, Prescan, ReadPlan};
+use super::{Options, Reading, import_in_memory, import_with};
 use crate::ImportError;
 use heapgraph_model::HeapGraph;
 use rayon::prelude::*;
@@ -110,6 +110,9 @@ fn every_way_of_reading_gives(text: &[u8]) {
                 let graph = import(text, reading).unwrap();
                 assert_eq!(fingerprint(&graph), expected, "{reading:?}");
             }
+            let plan = plan(first, max, prescan);
+            let graph = import_in_memory(InMemory::bytes(text), plan).unwrap();
+            assert_eq!(fingerprint(&graph), expected, "in memory, {plan:?}");
         }
     }
 }
@@ -134,6 +137,9 @@ fn pre_scanned_blocks_read_like_scanned_ones_on_a_real_snapshot() {
             let graph = import(&text, reading).unwrap();
             assert_eq!(fingerprint(&graph), expected, "{reading:?}");
         }
+        let plan = plan(first, max, Prescan::WhenBehind);
+        let graph = import_in_memory(InMemory::bytes(&text), plan).unwrap();
+        assert_eq!(fingerprint(&graph), expected, "in memory, {plan:?}");
     }
 }
 
@@ -160,6 +166,15 @@ fn cuts_read_in_tiny_blocks_are_truncated(text: &[u8]) {
             }
             other => panic!("cut at {cut}, {reading:?}: {other:?}"),
         });
+    (0..text.len()).into_par_iter().step_by(97).for_each(|cut| {
+        let input = InMemory::bytes(&text[..cut]);
+        match import_in_memory(input, plan(61, 61, Prescan::Always)) {
+            Err(ImportError::Truncated { offset, .. }) => {
+                assert_eq!(offset, cut as u64, "cut at {cut}, in memory")
+            }
+            other => panic!("cut at {cut}, in memory: {other:?}"),
+        }
+    });
 }
 
 #[test]
@@ -208,6 +223,10 @@ fn errors_are_the_same_whatever_the_blocks() {
         ] {
             let error = import(&bad, reading).unwrap_err().to_string();
             assert_eq!(error, expected, "{reading:?}");
+        }
+        for plan in [plan(64, 64, Prescan::Always), ReadPlan::DEFAULT] {
+            let error = import_in_memory(InMemory::bytes(&bad), plan).unwrap_err();
+            assert_eq!(error.to_string(), expected, "in memory, {plan:?}");
         }
     }
 }

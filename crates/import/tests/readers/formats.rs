@@ -3,7 +3,9 @@
 //! alike; the two formats a pickle may hold are told by parsing it.
 
 use crate::fixtures::{fixture, plain_bytes};
-use heapgraph_import::{Contents, Format, Holds, hgd, import_path, import_reader, sniff};
+use heapgraph_import::{
+    Contents, Format, Holds, ImportError, hgd, import_path, import_reader, sniff,
+};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -71,6 +73,34 @@ fn each_real_file_is_sniffed_and_read_as_its_format_says() {
         Format::Timeline,
         Holds::Timeline,
     );
+}
+
+/// A V8 snapshot file is mapped and read in place, a stream read into blocks: the same graph
+/// either way, and a file cut short is reported cut where it ends.
+#[test]
+fn a_v8_snapshot_file_reads_as_its_stream_does() {
+    let bytes = plain_bytes(&fixture("v8/app-before.heapsnapshot.gz"));
+    let path = scratch("mapped").join("app-before.heapsnapshot");
+    std::fs::write(&path, &bytes).expect("write the snapshot");
+    let graph = |contents| match contents {
+        Ok(Contents::HeapGraph(graph)) => graph,
+        Ok(_) => panic!("read as something else than a heap graph"),
+        Err(error) => panic!("{error}"),
+    };
+    let mapped = graph(import_path(&path, &Default::default()));
+    let streamed = graph(import_reader(&bytes[..], &Default::default()));
+    assert_eq!(
+        format!("{:?} {:?}", mapped.parts(), mapped.meta()),
+        format!("{:?} {:?}", streamed.parts(), streamed.meta())
+    );
+    let cut = bytes.len() * 2 / 3;
+    std::fs::write(&path, &bytes[..cut]).expect("write the cut snapshot");
+    match import_path(&path, &Default::default()) {
+        Err(ImportError::Truncated { offset, .. }) => assert_eq!(offset, cut as u64),
+        Err(error) => panic!("{error}"),
+        Ok(_) => panic!("a cut snapshot was read whole"),
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
