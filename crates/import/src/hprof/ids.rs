@@ -47,12 +47,14 @@ pub(super) enum IdIndex<'a> {
     /// page. A bitmap page has a bit set for each granule where an object starts, and
     /// `before[w]` counts the bits of the page's words before word `w`; a slot page holds the
     /// node whose object starts in each granule, or `EMPTY`. `ids` tells whether the object
-    /// found starts at `id` itself.
+    /// found starts at `id` itself, unless every object starts where a granule does (`exact`),
+    /// so that an id that does is the object's where the granule holds one.
     Paged {
         ids: &'a PackedU64,
         base: u32,
         min: u64,
         shift: u32,
+        exact: bool,
         directory: Vec<u32>,
         pages: Vec<Page>,
         bits: Vec<u64>,
@@ -92,9 +94,20 @@ impl<'a> IdIndex<'a> {
     /// Indexes `ids`, the ids of nodes `base`, `base + 1`, …, where objects start at least
     /// `1 << granule_shift` bytes apart (16 on 64-bit JVMs, whose smallest object takes 16
     /// bytes); also returns how many ids occur more than once (the first occurrence wins).
+    ///
+    /// Where the ids' own alignment is finer than the granule (8-byte aligned objects, 16-byte
+    /// granules), granules of that alignment are tried first: every object then starts where
+    /// a granule does, and a lookup need not read the id back (a cache miss per reference).
     pub(super) fn new(ids: &'a PackedU64, base: u32, granule_shift: u32) -> (IdIndex<'a>, u64) {
-        if let Some(paged) = IdIndex::paged(ids, base, granule_shift) {
-            return paged;
+        let alignment = ids.iter().fold(0, |bits, id| bits | id).trailing_zeros();
+        let mut shifts = [granule_shift.min(alignment), granule_shift];
+        if shifts[0] == shifts[1] {
+            shifts[1] = u32::MAX;
+        }
+        for shift in shifts.into_iter().filter(|&shift| shift != u32::MAX) {
+            if let Some(paged) = IdIndex::paged(ids, base, shift) {
+                return paged;
+            }
         }
         let (sorted, duplicates) = SortedIds::new(&ids.to_vec(), base);
         (IdIndex::Sorted(sorted), duplicates)
@@ -118,7 +131,9 @@ impl<'a> IdIndex<'a> {
         let mut directory = vec![EMPTY; n_directory];
         let mut arrivals: Vec<Arrival> = Vec::new();
         let page_mask = (1u32 << PAGE_BITS) - 1;
+        let mut offsets = 0u64;
         for (position, id) in ids.iter().enumerate() {
+            offsets |= id - min;
             let granule = (id - min) >> shift;
             let node = base + position as u32;
             let page = &mut directory[(granule >> PAGE_BITS) as usize];
@@ -205,6 +220,7 @@ impl<'a> IdIndex<'a> {
                 base,
                 min,
                 shift,
+                exact: offsets & ((1 << shift) - 1) == 0,
                 directory,
                 pages,
                 bits,
@@ -224,13 +240,18 @@ impl<'a> IdIndex<'a> {
                 base,
                 min,
                 shift,
+                exact,
                 directory,
                 pages,
                 bits,
                 before,
                 slots,
             } => {
-                let granule = id.checked_sub(*min)? >> shift;
+                let offset = id.checked_sub(*min)?;
+                if *exact && offset & ((1 << *shift) - 1) != 0 {
+                    return None;
+                }
+                let granule = offset >> shift;
                 let page = *directory.get(usize::try_from(granule >> PAGE_BITS).ok()?)?;
                 if page == EMPTY {
                     return None;
@@ -249,7 +270,7 @@ impl<'a> IdIndex<'a> {
                 } else {
                     slots[page.slots as usize + in_page]
                 };
-                (node != EMPTY && ids.get((node - base) as usize) == id).then_some(node)
+                (node != EMPTY && (*exact || ids.get((node - base) as usize) == id)).then_some(node)
             }
             IdIndex::Sorted(sorted) => sorted.get(id),
         }
@@ -361,6 +382,25 @@ mod tests {
         let slot_pages = pages.iter().filter(|page| page.bits == SLOTS).count();
         assert_eq!((slot_pages, pages.len()), (1, 20_000 * 32 / 16 / 4096 + 1));
         check(&ids, &index, duplicates);
+    }
+
+    /// Objects 8 bytes apart at the least, under 16-byte granules, get granules of 8 bytes,
+    /// whose lookups need no id read back; an address inside an object is still not one.
+    #[test]
+    fn granules_as_fine_as_the_ids_need_no_id_read_back() {
+        let ids: Vec<u64> = (0..10_000u64).map(|i| 0x6_0000_0000 + i * 24).collect();
+        let packed = PackedU64::compact(&ids);
+        let (index, duplicates) = IdIndex::new(&packed, 1, 4);
+        let IdIndex::Paged { shift, exact, .. } = &index else {
+            panic!("dense ids get the paged index");
+        };
+        assert_eq!((*shift, *exact), (3, true));
+        check(&ids, &index, duplicates);
+        for &id in &ids {
+            for inside in [8, 16, 4, 1] {
+                assert_eq!(index.get(id + inside), None, "{id:#x} + {inside}");
+            }
+        }
     }
 
     fn check(ids: &[u64], index: &IdIndex, duplicates: u64) {
