@@ -66,9 +66,9 @@ impl DominatorTree {
 /// The search numbers the nodes 1, 2, … in DFS order (0 is "none", as in memlab), and steps 4
 /// and 5 run on arrays indexed by that number, so that they walk memory in order. The pass is
 /// laid out for peak memory, which on large dumps is the binding constraint:
-/// - the first search keeps each node's number and each number's DFS parent, and, unless
-///   memory is the bound, counts each node's retaining predecessors beside its number as it
-///   reads the edge (so the lists' first pass over the edges is not needed);
+/// - the first search keeps each node's number and each number's DFS parent, and, but in the
+///   lean order, counts each node's retaining predecessors beside its number as it reads the
+///   edge (so the lists' first pass over the edges is not needed);
 /// - the retaining predecessors are then gathered by DFS number (so the semidominator loop
 ///   reads them front to back and needs no number-to-node map), and the node numbers are
 ///   dropped;
@@ -549,7 +549,7 @@ fn retains(rule: &EdgeRule, from: u32, from_is_root: bool, kind: EdgeKind, to: u
 
 /// The iterative depth-first search of steps 1 and 2, numbering nodes in visiting order.
 ///
-/// Invariants: `visits.number[o]` is the DFS number of node `o` (0 while unvisited);
+/// Invariants: `visits.number(o)` is the DFS number of node `o` (0 while unvisited);
 /// `parent[k]` is the DFS number of the tree parent of the node numbered `k` (0 for the root);
 /// `n_numbered` nodes carry numbers 1..=n_numbered.
 struct Search<'a> {

@@ -1,6 +1,7 @@
 //! The input as a sequence of blocks and a read position over them: the reader side (a
-//! channel of pooled blocks filled on the calling thread, or plain reads), and the
-//! [`Cursor`] the parser moves through the bytes with, counting absolute offsets.
+//! channel of blocks made on the calling thread, pooled buffers read into or stretches of a
+//! mapped file, or plain reads), and the [`Cursor`] the parser moves through the bytes with,
+//! counting absolute offsets.
 
 use super::{json, numbers};
 use crate::ImportError;
@@ -81,7 +82,7 @@ pub(super) struct Block<'a> {
     run: Option<(usize, usize)>,
     /// The numbers of the pre-scanned range.
     numbers: Vec<u32>,
-    /// Room for the pre-scan's second run ([`numbers::prescan`]).
+    /// Room for the pre-scan's second run of numbers ([`numbers::prescan`]).
     scratch: Vec<u32>,
 }
 
