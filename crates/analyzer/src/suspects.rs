@@ -22,7 +22,7 @@ use crate::view::{
 };
 use hashbrown::HashTable;
 use heapgraph_model::{EdgeName, HeapGraph, NodeId, NodeTypes, Runtime};
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
 use std::hash::Hasher;
@@ -268,61 +268,75 @@ fn accumulation_point(
 /// size of the topmost instances (those not below another instance of their type, so that no
 /// byte counts twice), largest first; and the topmost instance of the first type that retains
 /// the most (where a chain to the entries ends).
+///
+/// A walk of every node below `point`, cut into [`WalkPart`]s that rayon's threads walk at
+/// once (a node's topmost-ness depends only on the types above it, which each part is given),
+/// merged in the walk's order.
 fn accumulated_types(
     graph: &HeapGraph,
     tree: &crate::DominatorTree,
     children: &DominatorChildren,
     point: NodeId,
 ) -> (Vec<AccumulatedType>, Option<NodeId>) {
-    let types = &graph.parts().node_type;
-    // Per type: count, retained of the topmost instances, and the largest topmost instance;
-    // and how many instances of it are open on the walk's stack.
-    let mut by_type: PerType<(u64, u64, u32)> = PerType::new(types);
-    let mut open: PerType<u32> = PerType::new(types);
-    // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
-    let start = |node: u32| children.range(node as usize).0 as u64;
-    let mut stack: Vec<(u32, u64)> = vec![(point.to_raw(), start(point.to_raw()))];
-    while let Some(top) = stack.last_mut() {
-        let (node, at) = (top.0, top.1 as usize);
-        if at < children.range(node as usize).1 {
-            let (child, next) = children.decode(node as usize, at);
-            top.1 = next as u64;
-            let key = type_key(types, child);
-            let entry = by_type.get_mut(key);
-            if entry.0 == 0 {
-                entry.2 = child;
-            }
-            entry.0 += 1;
-            let open_count = open.get_mut(key);
-            if *open_count == 0 {
-                let retained = tree.retained_size.get(child as usize);
-                entry.1 += retained;
-                if retained > tree.retained_size.get(entry.2 as usize) {
-                    entry.2 = child;
-                }
-            }
-            *open_count += 1;
-            stack.push((child, start(child)));
-        } else {
-            stack.pop();
-            if node != point.to_raw() {
-                *open.get_mut(type_key(types, node)) -= 1;
+    let threads = rayon::current_num_threads() as u32;
+    let parts = walk_parts(
+        tree,
+        children,
+        point,
+        types_of(graph),
+        threads,
+        SPLIT_WALKS_FROM,
+    );
+    tally_parts(graph, tree, children, parts)
+}
+
+/// The node type column of `graph`.
+fn types_of(graph: &HeapGraph) -> &NodeTypes {
+    &graph.parts().node_type
+}
+
+/// [`accumulated_types`] from the walk cut into `parts` ([`walk_parts`]).
+fn tally_parts(
+    graph: &HeapGraph,
+    tree: &crate::DominatorTree,
+    children: &DominatorChildren,
+    parts: Vec<WalkPart>,
+) -> (Vec<AccumulatedType>, Option<NodeId>) {
+    let types = types_of(graph);
+    let walked: Vec<PerType<TypeTally>> = parts
+        .into_par_iter()
+        .map(|part| walk_part(graph, tree, children, &part))
+        .collect();
+    // In the walk's order, so that the largest instance is the first of the largest, as one
+    // walk would find it.
+    let mut merged: FxHashMap<u32, TypeTally> = FxHashMap::default();
+    for tallies in walked {
+        for (type_id, tally) in tallies.into_seen(types) {
+            let into = merged.entry(type_id).or_default();
+            into.count += tally.count;
+            into.retained += tally.retained;
+            if let Some(largest) = tally.largest
+                && into.largest.is_none_or(|before| {
+                    tree.retained_size.get(largest as usize)
+                        > tree.retained_size.get(before as usize)
+                })
+            {
+                into.largest = Some(largest);
             }
         }
     }
-    let mut rows: Vec<(AccumulatedType, u32)> = by_type
-        .into_seen(types)
+    let mut rows: Vec<(AccumulatedType, Option<u32>)> = merged
         .into_iter()
-        .map(|(type_id, (count, retained_size, largest))| {
+        .map(|(type_id, tally)| {
             let row = AccumulatedType {
                 type_name: graph
                     .strings()
                     .id_from_raw(type_id)
                     .map_or_else(String::new, |id| graph.strings().get(id).to_owned()),
-                count,
-                retained_size,
+                count: tally.count,
+                retained_size: tally.retained,
             };
-            (row, largest)
+            (row, tally.largest)
         })
         .collect();
     rows.sort_by(|(a, _), (b, _)| {
@@ -331,11 +345,180 @@ fn accumulated_types(
     rows.truncate(ACCUMULATED_TYPES);
     let representative = rows
         .first()
-        .and_then(|&(_, largest)| graph.node(largest as usize));
+        .and_then(|&(_, largest)| largest)
+        .and_then(|largest| graph.node(largest as usize));
     (
         rows.into_iter().map(|(row, _)| row).collect(),
         representative,
     )
+}
+
+/// What one type's instances below an accumulation point add up to: how many, the retained
+/// size of the topmost ones, and the first topmost one of the largest retained size.
+#[derive(Clone, Copy, Default, PartialEq)]
+struct TypeTally {
+    count: u64,
+    retained: u64,
+    largest: Option<u32>,
+}
+
+/// A stretch of the walk below an accumulation point: the subtrees of `roots` (whole, or only
+/// the root itself where `subtrees` is false), below instances of the types `open_types`.
+struct WalkPart {
+    roots: Vec<u32>,
+    subtrees: bool,
+    /// The type keys ([`type_key`]) of the nodes between the accumulation point and the
+    /// roots, each once per such node.
+    open_types: Vec<u32>,
+}
+
+/// Nodes below which a walk is cut into parts, at the least.
+const SPLIT_WALKS_FROM: u32 = 1 << 20;
+
+/// [`accumulated_types`]'s walk cut into parts for `threads` threads, in the walk's order: the
+/// children of `point` in runs of about an eighth of a thread's share; a child too large for
+/// one run is taken alone, and its own children cut so in its place, and so on down. A walk
+/// of fewer than `split_from` nodes, or on one thread, is one part.
+fn walk_parts(
+    tree: &crate::DominatorTree,
+    children: &DominatorChildren,
+    point: NodeId,
+    types: &NodeTypes,
+    threads: u32,
+    split_from: u32,
+) -> Vec<WalkPart> {
+    let total = tree.retained_count[point.index()];
+    let all_children = || WalkPart {
+        roots: children.of(point.index()).collect(),
+        subtrees: true,
+        open_types: Vec::new(),
+    };
+    if total < split_from || threads < 2 {
+        return vec![all_children()];
+    }
+    let run = (total / threads / 8).max(1);
+    let mut parts = Vec::new();
+    let mut open_types = Vec::new();
+    // Descends into the largest child while it is too large for one run; the children after
+    // it come back, nearest first, as the walk leaves each level.
+    let mut after: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    let mut node = point.to_raw();
+    loop {
+        let kids: Vec<u32> = children.of(node as usize).collect();
+        let largest = kids
+            .iter()
+            .enumerate()
+            .max_by_key(|&(at, &kid)| (tree.retained_count[kid as usize], Reverse(at)))
+            .map(|(at, _)| at);
+        let Some(at) = largest.filter(|&at| tree.retained_count[kids[at] as usize] > run) else {
+            push_runs(&mut parts, &kids, &open_types, run, tree);
+            break;
+        };
+        push_runs(&mut parts, &kids[..at], &open_types, run, tree);
+        parts.push(WalkPart {
+            roots: vec![kids[at]],
+            subtrees: false,
+            open_types: open_types.clone(),
+        });
+        after.push((kids[at + 1..].to_vec(), open_types.clone()));
+        open_types.push(type_key(types, kids[at]));
+        node = kids[at];
+    }
+    while let Some((kids, open_types)) = after.pop() {
+        push_runs(&mut parts, &kids, &open_types, run, tree);
+    }
+    parts
+}
+
+/// Parts of the whole subtrees of `kids`, in order, each of about `run` nodes at most or of one
+/// kid.
+fn push_runs(
+    parts: &mut Vec<WalkPart>,
+    kids: &[u32],
+    open_types: &[u32],
+    run: u32,
+    tree: &crate::DominatorTree,
+) {
+    let mut roots = Vec::new();
+    let mut nodes = 0u32;
+    for &kid in kids {
+        let count = tree.retained_count[kid as usize];
+        if !roots.is_empty() && nodes.saturating_add(count) > run {
+            parts.push(WalkPart {
+                roots: std::mem::take(&mut roots),
+                subtrees: true,
+                open_types: open_types.to_vec(),
+            });
+            nodes = 0;
+        }
+        roots.push(kid);
+        nodes = nodes.saturating_add(count);
+    }
+    if !roots.is_empty() {
+        parts.push(WalkPart {
+            roots,
+            subtrees: true,
+            open_types: open_types.to_vec(),
+        });
+    }
+}
+
+/// One part of [`accumulated_types`]'s walk: per type, the tally of the instances it holds.
+fn walk_part(
+    graph: &HeapGraph,
+    tree: &crate::DominatorTree,
+    children: &DominatorChildren,
+    part: &WalkPart,
+) -> PerType<TypeTally> {
+    let types = &graph.parts().node_type;
+    let mut by_type: PerType<TypeTally> = PerType::new(types);
+    // How many instances of each type are open above the node the walk is at.
+    let mut open: PerType<u32> = PerType::new(types);
+    for &key in &part.open_types {
+        *open.get_mut(key) += 1;
+    }
+    let mut enter = |node: u32, open: &mut PerType<u32>| {
+        let key = type_key(types, node);
+        let tally = by_type.get_mut(key);
+        tally.count += 1;
+        let open_count = open.get_mut(key);
+        if *open_count == 0 {
+            let retained = tree.retained_size.get(node as usize);
+            tally.retained += retained;
+            if tally
+                .largest
+                .is_none_or(|largest| retained > tree.retained_size.get(largest as usize))
+            {
+                tally.largest = Some(node);
+            }
+        }
+        *open_count += 1;
+        key
+    };
+    // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
+    let start = |node: u32| children.range(node as usize).0 as u64;
+    let mut stack: Vec<(u32, u64)> = Vec::new();
+    for &root in &part.roots {
+        let key = enter(root, &mut open);
+        if !part.subtrees {
+            *open.get_mut(key) -= 1;
+            continue;
+        }
+        stack.push((root, start(root)));
+        while let Some(top) = stack.last_mut() {
+            let (node, at) = (top.0, top.1 as usize);
+            if at < children.range(node as usize).1 {
+                let (child, next) = children.decode(node as usize, at);
+                top.1 = next as u64;
+                enter(child, &mut open);
+                stack.push((child, start(child)));
+            } else {
+                stack.pop();
+                *open.get_mut(type_key(types, node)) -= 1;
+            }
+        }
+    }
+    by_type
 }
 
 /// A value per type, for a walk that touches millions of nodes of a few hundred types: an array
@@ -743,6 +926,53 @@ impl<'a> StringValues<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{EdgeRule, Options, analyze};
+    use heapgraph_model::{EdgeKind, Runtime};
+    use heapgraph_test_support::graph_from_edges;
+
+    /// The walk below an accumulation point cut into parts as finely as it goes (a run of one
+    /// node, the largest child descended into at every level) tallies what one walk tallies,
+    /// largest instances included, on random graphs whose four types nest in one another.
+    #[test]
+    fn a_walk_in_parts_tallies_as_one_walk() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % bound
+        };
+        let options = Options {
+            edge_rule: EdgeRule::for_runtime(Runtime::Java),
+        };
+        let mut split = 0;
+        for _ in 0..300 {
+            let n_nodes = 2 + next(120) as u32;
+            let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + next(4)).collect();
+            // A tree from the root, so that most nodes are reached, then edges anywhere.
+            let mut edges: Vec<(u32, u32, EdgeKind)> = (1..n_nodes)
+                .map(|to| (next(u64::from(to)) as u32, to, EdgeKind::Property))
+                .collect();
+            for _ in 0..next(u64::from(n_nodes)) {
+                let (from, to) = (next(u64::from(n_nodes)), next(u64::from(n_nodes)));
+                edges.push((from as u32, to as u32, EdgeKind::Property));
+            }
+            let graph = graph_from_edges(&sizes, &edges);
+            let analysis = analyze(&graph, &options);
+            let (tree, children) = (&analysis.dominators, analysis.dominator_children(&graph));
+            for point in graph.nodes() {
+                let one = walk_parts(tree, children, point, types_of(&graph), 1, u32::MAX);
+                let parts = walk_parts(tree, children, point, types_of(&graph), 4, 1);
+                split += usize::from(parts.len() > 1);
+                assert_eq!(
+                    tally_parts(&graph, tree, children, parts),
+                    tally_parts(&graph, tree, children, one),
+                    "below {point:?} of {edges:?}"
+                );
+            }
+        }
+        assert!(split > 1000, "only {split} walks were cut into parts");
+    }
 
     /// The first n of the partial selection are the first n of a full sort, for every n, with
     /// ties on bytes and counts broken by the value.
