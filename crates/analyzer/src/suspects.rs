@@ -283,16 +283,11 @@ fn accumulated_types(
         tree,
         children,
         point,
-        types_of(graph),
+        &graph.parts().node_type,
         threads,
         SPLIT_WALKS_FROM,
     );
     tally_parts(graph, tree, children, parts)
-}
-
-/// The node type column of `graph`.
-fn types_of(graph: &HeapGraph) -> &NodeTypes {
-    &graph.parts().node_type
 }
 
 /// [`accumulated_types`] from the walk cut into `parts` ([`walk_parts`]).
@@ -302,7 +297,7 @@ fn tally_parts(
     children: &DominatorChildren,
     parts: Vec<WalkPart>,
 ) -> (Vec<AccumulatedType>, Option<NodeId>) {
-    let types = types_of(graph);
+    let types = &graph.parts().node_type;
     let walked: Vec<PerType<TypeTally>> = parts
         .into_par_iter()
         .map(|part| walk_part(graph, tree, children, &part))
@@ -961,8 +956,8 @@ mod tests {
             let analysis = analyze(&graph, &options);
             let (tree, children) = (&analysis.dominators, analysis.dominator_children(&graph));
             for point in graph.nodes() {
-                let one = walk_parts(tree, children, point, types_of(&graph), 1, u32::MAX);
-                let parts = walk_parts(tree, children, point, types_of(&graph), 4, 1);
+                let one = walk_parts(tree, children, point, &graph.parts().node_type, 1, u32::MAX);
+                let parts = walk_parts(tree, children, point, &graph.parts().node_type, 4, 1);
                 split += usize::from(parts.len() > 1);
                 assert_eq!(
                     tally_parts(&graph, tree, children, parts),

@@ -95,8 +95,8 @@ pub fn import_path(path: &Path, options: &Options<'_>) -> Result<Contents, Impor
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, counted);
     let prefix = reader.fill_buf()?;
-    // Sniffed once: the formats read from memory are mapped, the others streamed; a gzipped
-    // file is sniffed again inside.
+    // Sniffed once: the formats read from memory, or once from the front where a file is
+    // mapped, are mapped, the others streamed; a gzipped file is sniffed again inside.
     let map_file = || -> Result<memmap2::Mmap, ImportError> {
         let file = std::fs::File::open(path)?;
         // SAFETY: the map is only read, and dropped before this returns. Another process
