@@ -370,10 +370,15 @@ struct WalkPart {
 /// Nodes below which a walk is cut into parts, at the least.
 const SPLIT_WALKS_FROM: u32 = 1 << 20;
 
+/// Levels [`walk_parts`] descends at most: the types open above a part are copied into it, so
+/// a chain of a million links (a linked list) must not be descended link by link.
+const MOST_DESCENTS: usize = 32;
+
 /// [`accumulated_types`]'s walk cut into parts for `threads` threads, in the walk's order: the
 /// children of `point` in runs of about an eighth of a thread's share; a child too large for
-/// one run is taken alone, and its own children cut so in its place, and so on down. A walk
-/// of fewer than `split_from` nodes, or on one thread, is one part.
+/// one run is taken alone, and its own children cut so in its place, and so on down, at most
+/// [`MOST_DESCENTS`] levels. A walk of fewer than `split_from` nodes, or on one thread, is one
+/// part.
 fn walk_parts(
     tree: &crate::DominatorTree,
     children: &DominatorChildren,
@@ -405,7 +410,9 @@ fn walk_parts(
             .enumerate()
             .max_by_key(|&(at, &kid)| (tree.retained_count[kid as usize], Reverse(at)))
             .map(|(at, _)| at);
-        let Some(at) = largest.filter(|&at| tree.retained_count[kids[at] as usize] > run) else {
+        let Some(at) = largest.filter(|&at| {
+            tree.retained_count[kids[at] as usize] > run && after.len() < MOST_DESCENTS
+        }) else {
             push_runs(&mut parts, &kids, &open_types, run, tree);
             break;
         };
@@ -967,6 +974,28 @@ mod tests {
             }
         }
         assert!(split > 1000, "only {split} walks were cut into parts");
+        // A chain of 200,000 links is descended a few levels only, and still tallied whole.
+        let n_nodes = 200_000u32;
+        let sizes = vec![1; n_nodes as usize];
+        let edges: Vec<(u32, u32, EdgeKind)> = (1..n_nodes)
+            .map(|to| (to - 1, to, EdgeKind::Property))
+            .collect();
+        let graph = graph_from_edges(&sizes, &edges);
+        let analysis = analyze(&graph, &options);
+        let (tree, children) = (&analysis.dominators, analysis.dominator_children(&graph));
+        let point = graph.root();
+        let types = &graph.parts().node_type;
+        let parts = walk_parts(tree, children, point, types, 4, 1);
+        assert!(
+            parts.len() <= 2 * MOST_DESCENTS + 2,
+            "{} parts",
+            parts.len()
+        );
+        let one = walk_parts(tree, children, point, types, 1, u32::MAX);
+        assert_eq!(
+            tally_parts(&graph, tree, children, parts),
+            tally_parts(&graph, tree, children, one)
+        );
     }
 
     /// The first n of the partial selection are the first n of a full sort, for every n, with
