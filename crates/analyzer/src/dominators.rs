@@ -1332,15 +1332,10 @@ mod tests {
             EdgeKind::Shortcut,
             EdgeKind::Internal,
         ];
-        // A fixed linear congruential sequence: sparse graphs with orphans, cycles, weak and
+        // Sparse graphs with orphans, cycles, weak and
         // shortcut edges, and self edges.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |bound: u64| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) % bound
-        };
+        let mut lcg = heapgraph_test_support::Lcg::new(0x2545_f491_4f6c_dd1du64);
+        let mut next = |bound: u64| lcg.below(bound);
         for round in 0..5000 {
             // One graph in five is dense, so that many vertices have the 16 predecessors or
             // more that the lean order packs.

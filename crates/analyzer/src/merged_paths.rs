@@ -831,13 +831,8 @@ mod tests {
             EdgeKind::Weak,
             EdgeKind::Shortcut,
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |bound: u64| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) % bound
-        };
+        let mut lcg = heapgraph_test_support::Lcg::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |bound: u64| lcg.below(bound);
         let mut checked_counts = 0;
         for _ in 0..2000 {
             let n_nodes = 2 + next(40) as u32;

@@ -937,13 +937,8 @@ mod tests {
     /// largest instances included, on random graphs whose four types nest in one another.
     #[test]
     fn a_walk_in_parts_tallies_as_one_walk() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |bound: u64| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) % bound
-        };
+        let mut lcg = heapgraph_test_support::Lcg::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |bound: u64| lcg.below(bound);
         let options = Options {
             edge_rule: EdgeRule::for_runtime(Runtime::Java),
         };

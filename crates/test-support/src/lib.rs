@@ -189,3 +189,23 @@ fn fill_edges(
     }
     parts.first_edge = first_edge.into();
 }
+
+/// A fixed linear congruential sequence for tests that build many random inputs: the same
+/// inputs on every run and every machine, with no dependency.
+pub struct Lcg(u64);
+
+impl Lcg {
+    /// The sequence from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Lcg(seed)
+    }
+
+    /// The next value, below `bound` (which must not be 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % bound
+    }
+}

@@ -206,13 +206,8 @@ mod tests {
     /// the units stop (a long number, a space, a sign, the end of the bytes).
     #[test]
     fn fast_units_reads_what_parsing_each_number_reads() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |bound: u64| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) % bound
-        };
+        let mut lcg = heapgraph_test_support::Lcg::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |bound: u64| lcg.below(bound);
         for round in 0..3000 {
             let mut text = String::new();
             let units = next(400);
