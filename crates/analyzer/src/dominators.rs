@@ -1332,8 +1332,7 @@ mod tests {
             EdgeKind::Shortcut,
             EdgeKind::Internal,
         ];
-        // Sparse graphs with orphans, cycles, weak and
-        // shortcut edges, and self edges.
+        // Sparse graphs with orphans, cycles, weak and shortcut edges, and self edges.
         let mut lcg = heapgraph_test_support::Lcg::new(0x2545_f491_4f6c_dd1du64);
         let mut next = |bound: u64| lcg.below(bound);
         for round in 0..5000 {
