@@ -122,7 +122,9 @@ pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
 /// (a parent and a place in the search order per node, and three bits), then O(P) for the P
 /// nodes on the chains, and O(c log c) to rank the c children of each of the listed nodes.
 /// With the chain parents stored or already built ([`Analysis::chain_parents`]) there is no
-/// search: O(P + V/64) for a few targets (their chains' places in a map), O(P + V) for many.
+/// search: O(P + V/64) time, and space for the U upper chain nodes and T targets only
+/// (O(U + T + V/64), [`ChainNodes`]): 0.6 GB less for the 6.4 million `byte[]` of a 35 million
+/// object dump.
 pub fn merged_paths(
     graph: &HeapGraph,
     analysis: &Analysis,
@@ -164,6 +166,7 @@ fn merged_paths_placed(
         nodes: chain_nodes,
         parent: chain_parent,
         place,
+        tails,
     } = stored
         .and_then(|parents| {
             let places = places(n_nodes, n_targets as usize);
@@ -198,9 +201,6 @@ fn merged_paths_placed(
             };
         }
     }
-    // The places' allocation holds the children's offsets next; the nearest dominators' holds
-    // the children.
-    let mut first = place.into_zeroed(chain_nodes.len() + 1);
     let mut counts = vec![0u32; chain_nodes.len()];
     // Sums that a subtraction may take below zero on the way; the totals are exact.
     let mut retained = vec![0u64; chain_nodes.len()];
@@ -216,6 +216,39 @@ fn merged_paths_placed(
             }
         }
     }
+    // A tail's target counts at the upper node it hangs from. The targets that dominate it
+    // lie on its chain, above the tail (whose other nodes are no targets): its dominators are
+    // followed up to the first upper node.
+    for at in 0..chain_nodes.len() {
+        for &target in tails.of(at as u32) {
+            let size = tree.retained_size.get(target as usize);
+            reached += 1;
+            counts[at] += 1;
+            retained[at] = retained[at].wrapping_add(size);
+            let mut dominator = tree.idom[target as usize];
+            let nearest = loop {
+                if dominator == root || dominator == NO_NODE {
+                    break NO_NODE;
+                }
+                let above = place.get(dominator);
+                if (above as usize) < chain_nodes.len() && chain_nodes[above as usize] == dominator
+                {
+                    break if is_target.get(dominator as usize) {
+                        above
+                    } else {
+                        nearest_target_dominator[above as usize]
+                    };
+                }
+                dominator = tree.idom[dominator as usize];
+            };
+            if let Some(cancel) = retained.get_mut(nearest as usize) {
+                *cancel = cancel.wrapping_sub(size);
+            }
+        }
+    }
+    // The places' allocation holds the children's offsets next; the nearest dominators' holds
+    // the children.
+    let mut first = place.into_zeroed(chain_nodes.len() + 1);
     // Children before parents; each node's children counted as it is added to its parent.
     for at in (1..chain_nodes.len()).rev() {
         let above = chain_parent[at] as usize;
@@ -244,6 +277,8 @@ fn merged_paths_placed(
         chain_nodes: &chain_nodes,
         chain_parent: &chain_parent,
         children: &children,
+        tails: &tails,
+        parents: stored.unwrap_or_default(),
         counts: &counts,
         retained: &retained,
         is_target: &is_target,
@@ -273,28 +308,109 @@ fn node_id(graph: &HeapGraph, raw: u32) -> NodeId {
 /// any target is reached), each one's parent by its place among them, and, per node of the
 /// graph, a chain node's place (other nodes' entries are meaningless: a place is trusted only
 /// where it is below the asking node's and the node there is the one asked about).
+///
+/// Read up from stored parents, only the *upper* chain nodes are listed so: the root and
+/// those on the chains of two targets or more. Below them hang the *tails*, each a line of
+/// nodes that leads to one target, kept as that target alone (its nodes are read up from the
+/// parents when a tail is shown). The instances of a type are mostly the ends of such lines
+/// (a million `byte[]`, each under its own entry and record): this keeps a few bytes a target
+/// where listing every chain node took 24 a node.
 struct ChainNodes {
     nodes: Vec<u32>,
     parent: Vec<u32>,
     place: Places,
+    tails: Tails,
 }
 
-/// Each chain node's place among the chain nodes, by node: a column of the graph's length, or,
-/// for a few targets' chains read up through stored parents, a hash map (filling a column of
-/// 35M entries took most of an answer for a type of a thousand objects).
+/// The targets whose tails hang from each upper chain node: those of the node at place `at`
+/// are `targets[first[at]..first[at + 1]]`, in node order. Empty where every chain node is
+/// listed.
+#[derive(Default)]
+struct Tails {
+    first: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Tails {
+    fn of(&self, at: u32) -> &[u32] {
+        match self.first.get(at as usize..at as usize + 2) {
+            Some(&[start, end]) => &self.targets[start as usize..end as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// Each chain node's place among the chain nodes, by node: a column of the graph's length (a
+/// search's), or, for chains read up through stored parents, a hash map for a few targets'
+/// (filling a column of 35M entries took most of an answer for a type of a thousand objects)
+/// and ranks for many targets'.
 enum Places {
     Dense(Vec<u32>),
     Sparse(FxHashMap<u32, u32>),
+    /// The chain nodes as a bit per node of the graph, the number of them before each word of
+    /// 64 bits, and the place of each by its rank among them in node order: 4 bytes a chain
+    /// node and a bit a node, where the column takes 4 bytes a node (the upper nodes of a
+    /// million targets are a fifth of the graph's).
+    Ranked {
+        chain: Bits,
+        before: Vec<u32>,
+        place_of_rank: Vec<u32>,
+    },
 }
 
 impl Places {
-    /// For the chains of `targets` objects of a graph of `n_nodes`.
+    /// For the chains of `targets` objects of a graph of `n_nodes`, read up through stored
+    /// parents: the kind of places, to be filled by [`Places::indexed`].
     fn for_targets(n_nodes: usize, targets: usize) -> Places {
         // A chain is tens of nodes at most, and chains share their upper parts.
         if targets.saturating_mul(64) < n_nodes {
             Places::Sparse(FxHashMap::default())
         } else {
-            Places::Dense(vec![NO_NODE; n_nodes])
+            Places::Ranked {
+                chain: Bits::new(0),
+                before: Vec::new(),
+                place_of_rank: Vec::new(),
+            }
+        }
+    }
+
+    /// Places of this kind for `nodes` (each at its index), which `chain` marks, in a graph of
+    /// `n_nodes`.
+    fn indexed(self, n_nodes: usize, nodes: &[u32], chain: Bits) -> Places {
+        match self {
+            Places::Dense(_) => {
+                let mut places = vec![NO_NODE; n_nodes];
+                for (at, &node) in nodes.iter().enumerate() {
+                    places[node as usize] = at as u32;
+                }
+                Places::Dense(places)
+            }
+            Places::Sparse(mut places) => {
+                places.extend(
+                    nodes
+                        .iter()
+                        .enumerate()
+                        .map(|(at, &node)| (node, at as u32)),
+                );
+                Places::Sparse(places)
+            }
+            Places::Ranked { .. } => {
+                let mut before = Vec::with_capacity(chain.0.len());
+                let mut count = 0u32;
+                for word in &chain.0 {
+                    before.push(count);
+                    count += word.count_ones();
+                }
+                let mut place_of_rank = vec![0; nodes.len()];
+                for (at, &node) in nodes.iter().enumerate() {
+                    place_of_rank[rank(&chain, &before, node) as usize] = at as u32;
+                }
+                Places::Ranked {
+                    chain,
+                    before,
+                    place_of_rank,
+                }
+            }
         }
     }
 
@@ -305,15 +421,16 @@ impl Places {
         match self {
             Places::Dense(places) => places[node as usize],
             Places::Sparse(places) => places.get(&node).copied().unwrap_or(NO_NODE),
-        }
-    }
-
-    #[inline]
-    fn set(&mut self, node: u32, at: u32) {
-        match self {
-            Places::Dense(places) => places[node as usize] = at,
-            Places::Sparse(places) => {
-                places.insert(node, at);
+            Places::Ranked {
+                chain,
+                before,
+                place_of_rank,
+            } => {
+                if chain.get(node as usize) {
+                    place_of_rank[rank(chain, before, node) as usize]
+                } else {
+                    NO_NODE
+                }
             }
         }
     }
@@ -327,9 +444,19 @@ impl Places {
                 places.resize(len, 0);
                 places
             }
-            Places::Sparse(_) => vec![0; len],
+            other => {
+                drop(other);
+                vec![0; len]
+            }
         }
     }
+}
+
+/// The number of `chain`'s bits set below `node` (`before`: the number below each word).
+#[inline]
+fn rank(chain: &Bits, before: &[u32], node: u32) -> u32 {
+    let (word, bit) = (node as usize / 64, node % 64);
+    before[word] + (chain.0[word] & ((1u64 << bit) - 1)).count_ones()
 }
 
 /// The chain nodes of a search: those on the way up from each target, in search order.
@@ -388,67 +515,131 @@ fn chains_in_search_order(graph: &HeapGraph, search: SearchTree, is_target: &Bit
         nodes,
         parent: chain_parent,
         place: Places::Dense(place),
+        tails: Tails::default(),
     }
 }
 
-/// The chain nodes read from known [`Analysis::chain_parents`]: from each target, in node
-/// order, up to the root or to a node an earlier target's chain passed. None where the parents
-/// do not lead to the root (a stored column that is not a tree), for the caller to search.
+/// The chain nodes read from known [`Analysis::chain_parents`], in three walks up the
+/// parents: from each target to the first node an earlier walk passed, which marks that node
+/// as one where two chains meet; from each such node to the upper nodes already listed, which
+/// lists the upper nodes, parents first; from each target not listed to the upper node its
+/// tail hangs from. None where the parents do not lead to the root (a stored column that is
+/// not a tree), for the caller to search.
 ///
-/// Complexity: O(P + T) for the P chain nodes and T targets, and the places (`place`: O(V), or
-/// O(P) in a map).
+/// Complexity: O(P + T) time for the P chain nodes and T targets; three bits per node of the
+/// graph, and O(U + T) for the U upper nodes (their places in a map or by rank).
 fn chains_up_from(
     graph: &HeapGraph,
     parents: &[u32],
     is_target: &Bits,
-    mut place: Places,
+    place: Places,
 ) -> Option<ChainNodes> {
     let n_nodes = graph.node_count();
     if parents.len() != n_nodes {
         return None;
     }
     let root = graph.root().to_raw();
-    let mut nodes = Vec::new();
-    let mut chain_parent = Vec::new();
+    let reached = |node: u32| node == root || parents[node as usize] != NO_NODE;
+    let mut seen = Bits::new(n_nodes);
+    let mut meets = Bits::new(n_nodes);
+    let mut any_reached = false;
     let mut walk = Vec::new();
     for target in is_target.ones() {
         let mut node = target as u32;
-        walk.clear();
-        while node != root && place.get(node) == NO_NODE {
-            let above = parents[node as usize];
-            if above == NO_NODE {
-                break;
-            }
-            // A walk longer than the graph has nodes went round a cycle.
-            if walk.len() == n_nodes {
-                return None;
-            }
-            walk.push(node);
-            node = above;
-        }
-        let reached_up = node == root || place.get(node) != NO_NODE;
-        if !reached_up {
-            // Only the target itself may be unreached: a reached node's parent is reached.
-            if !walk.is_empty() {
-                return None;
-            }
+        // Only a target itself may be unreached: a reached node's parent is reached.
+        if !reached(node) {
             continue;
         }
-        if nodes.is_empty() {
-            place.set(root, 0);
-            nodes.push(root);
-            chain_parent.push(NO_NODE);
+        any_reached = true;
+        walk.clear();
+        while node != root && !seen.get(node as usize) {
+            seen.set(node as usize);
+            walk.push(node);
+            node = parents[node as usize];
+            if node == NO_NODE {
+                return None;
+            }
         }
-        for &step in walk.iter().rev() {
-            place.set(step, nodes.len() as u32);
-            chain_parent.push(place.get(parents[step as usize]));
-            nodes.push(step);
+        // A walk that comes back to a node of its own goes round a cycle; one that comes to
+        // an earlier walk's node is where two chains meet.
+        if node != root && walk.contains(&node) {
+            return None;
         }
+        meets.set(node as usize);
     }
+    let mut nodes = Vec::new();
+    if !any_reached {
+        return Some(ChainNodes {
+            nodes,
+            parent: Vec::new(),
+            place: Places::Sparse(FxHashMap::default()),
+            tails: Tails::default(),
+        });
+    }
+    nodes.push(root);
+    let mut upper = Bits::new(n_nodes);
+    upper.set(root as usize);
+    for meet in meets.ones() {
+        let mut node = meet as u32;
+        walk.clear();
+        while !upper.get(node as usize) {
+            upper.set(node as usize);
+            walk.push(node);
+            node = parents[node as usize];
+        }
+        nodes.extend(walk.iter().rev());
+    }
+    drop(seen);
+    drop(meets);
+    let place = place.indexed(n_nodes, &nodes, upper);
+    let chain_parent: Vec<u32> = nodes
+        .iter()
+        .map(|&node| {
+            if node == root {
+                NO_NODE
+            } else {
+                place.get(parents[node as usize])
+            }
+        })
+        .collect();
+    // Each tail's upper node, by place, in the targets' order; then the targets grouped by it
+    // (counted at `first[at + 1]`, summed, then each put at its node's next slot, which leaves
+    // `first[at]` at the start of `at + 1`; one shift puts them back).
+    let tail_targets = || {
+        is_target
+            .ones()
+            .map(|target| target as u32)
+            .filter(|&target| reached(target) && place.get(target) == NO_NODE)
+    };
+    let hangs_from: Vec<u32> = tail_targets()
+        .map(|target| {
+            let mut node = target;
+            while place.get(node) == NO_NODE {
+                node = parents[node as usize];
+            }
+            place.get(node)
+        })
+        .collect();
+    let mut first = vec![0u32; nodes.len() + 1];
+    for &at in &hangs_from {
+        first[at as usize + 1] += 1;
+    }
+    for at in 1..first.len() {
+        first[at] += first[at - 1];
+    }
+    let mut targets = vec![0u32; hangs_from.len()];
+    for (target, &at) in tail_targets().zip(&hangs_from) {
+        let slot = &mut first[at as usize];
+        targets[*slot as usize] = target;
+        *slot += 1;
+    }
+    first.rotate_right(1);
+    first[0] = 0;
     Some(ChainNodes {
         nodes,
         parent: chain_parent,
         place,
+        tails: Tails { first, targets },
     })
 }
 
@@ -611,6 +802,9 @@ struct TreeBuilder<'a> {
     chain_nodes: &'a [u32],
     chain_parent: &'a [u32],
     children: &'a Children,
+    tails: &'a Tails,
+    /// The stored parents the tails are read up from (empty where there are no tails).
+    parents: &'a [u32],
     counts: &'a [u32],
     retained: &'a [u64],
     is_target: &'a Bits,
@@ -619,10 +813,17 @@ struct TreeBuilder<'a> {
     nodes: Vec<MergedPathNode>,
 }
 
-/// A chain node waiting to be listed: its place in the chain nodes, its listed parent, indent
-/// and depth.
+/// A node of the merged tree: an upper chain node by its place, or a node of a tail, with its
+/// parent on the chain and the tail's target.
+#[derive(Clone, Copy)]
+enum Step {
+    Upper(u32),
+    Tail { node: u32, parent: u32, target: u32 },
+}
+
+/// A node waiting to be listed, with its listed parent, indent and depth.
 struct Pending {
-    at: u32,
+    at: Step,
     parent: Option<usize>,
     indent: u32,
     depth: u32,
@@ -632,7 +833,7 @@ impl TreeBuilder<'_> {
     fn build(&mut self) {
         // The root (chain node 0) is not listed: its children start the tree.
         let mut stack: Vec<Pending> = Vec::new();
-        self.push_children(&mut stack, 0, None, 0, 1);
+        self.push_children(&mut stack, Step::Upper(0), None, 0, 1);
         'pending: while let Some(pending) = stack.pop() {
             let Some(mut listed) = self.list(&pending, 0) else {
                 continue;
@@ -640,8 +841,8 @@ impl TreeBuilder<'_> {
             let (mut at, mut depth) = (pending.at, pending.depth);
             // A line of descent without branches stays on one indent, its middle left out
             // where it is long.
-            while self.children.of(at).len() == 1 {
-                let run = self.run_from(self.children.of(at)[0]);
+            while let Some(only) = self.only_child(at) {
+                let run = self.run_from(only);
                 let keep_all = run.len() <= MAX_RUN;
                 let mut skipped = 0u64;
                 for (index, &step) in run.iter().enumerate() {
@@ -668,42 +869,133 @@ impl TreeBuilder<'_> {
         }
     }
 
+    /// The child of `at` where it has exactly one.
+    fn only_child(&self, at: Step) -> Option<Step> {
+        match at {
+            Step::Upper(at) => {
+                let (kids, tails) = (self.children.of(at), self.tails.of(at));
+                match (kids, tails) {
+                    (&[kid], []) => Some(Step::Upper(kid)),
+                    ([], &[target]) => Some(self.tail_top(at, target)),
+                    _ => None,
+                }
+            }
+            Step::Tail { node, target, .. } if node != target => {
+                self.tail_below(node, target).first().copied()
+            }
+            Step::Tail { .. } => None,
+        }
+    }
+
     /// The nodes of one child each from `start` on, and the node that ends them (one with
     /// none or several).
-    fn run_from(&self, start: u32) -> Vec<u32> {
+    fn run_from(&self, start: Step) -> Vec<Step> {
         let mut run = vec![start];
         let mut at = start;
-        while self.children.of(at).len() == 1 {
-            at = self.children.of(at)[0];
-            run.push(at);
+        loop {
+            match at {
+                Step::Upper(_) => match self.only_child(at) {
+                    Some(next) => {
+                        run.push(next);
+                        at = next;
+                    }
+                    None => return run,
+                },
+                // A tail goes on to its target, one child each.
+                Step::Tail { node, target, .. } => {
+                    run.extend(self.tail_below(node, target));
+                    return run;
+                }
+            }
         }
-        run
     }
 
-    fn target(&self, at: u32) -> bool {
-        self.is_target.get(self.chain_nodes[at as usize] as usize)
+    /// The first node of the tail to `target` below the upper node at place `at`.
+    fn tail_top(&self, at: u32, target: u32) -> Step {
+        let upper = self.chain_nodes[at as usize];
+        let mut node = target;
+        while self.parents[node as usize] != upper {
+            node = self.parents[node as usize];
+        }
+        Step::Tail {
+            node,
+            parent: upper,
+            target,
+        }
     }
 
-    /// Pushes the listed children of chain node `at`, those leading to the most targets (then
-    /// retaining the most, then by object id) first, and counts the others in `listed`'s
-    /// hidden totals.
+    /// The nodes of a tail below its node `node`, down to its target.
+    fn tail_below(&self, node: u32, target: u32) -> Vec<Step> {
+        let mut up = Vec::new();
+        let mut at = target;
+        while at != node {
+            up.push(at);
+            at = self.parents[at as usize];
+        }
+        let mut parent = node;
+        up.iter()
+            .rev()
+            .map(|&node| {
+                let step = Step::Tail {
+                    node,
+                    parent,
+                    target,
+                };
+                parent = node;
+                step
+            })
+            .collect()
+    }
+
+    /// The node of the graph at `at`.
+    fn raw(&self, at: Step) -> u32 {
+        match at {
+            Step::Upper(at) => self.chain_nodes[at as usize],
+            Step::Tail { node, .. } => node,
+        }
+    }
+
+    /// The targets at or below `at`, and what they retain.
+    fn below(&self, at: Step) -> (u32, u64) {
+        match at {
+            Step::Upper(at) => (self.counts[at as usize], self.retained[at as usize]),
+            Step::Tail { target, .. } => (
+                1,
+                self.analysis.dominators.retained_size.get(target as usize),
+            ),
+        }
+    }
+
+    /// Pushes the listed children of `at`, those leading to the most targets (then retaining
+    /// the most, then by object id) first, and counts the others in `listed`'s hidden totals.
     fn push_children(
         &mut self,
         stack: &mut Vec<Pending>,
-        at: u32,
+        at: Step,
         listed: Option<usize>,
         indent: u32,
         depth: u32,
     ) {
-        let mut kids = self.children.of(at).to_vec();
+        let mut kids: Vec<Step> = match at {
+            Step::Upper(at) => {
+                let upper = self.children.of(at).iter().map(|&kid| Step::Upper(kid));
+                let tails = self.tails.of(at).iter();
+                upper
+                    .chain(tails.map(|&target| self.tail_top(at, target)))
+                    .collect()
+            }
+            // A tail's node has its one child, or none.
+            Step::Tail { .. } => self.only_child(at).into_iter().collect(),
+        };
         let graph = self.graph;
-        let (counts, retained, chain_nodes) = (self.counts, self.retained, self.chain_nodes);
-        let key = |kid: &u32| {
+        let key = |kid: &Step| {
+            let (count, retained) = self.below(*kid);
+            let raw = self.raw(*kid);
             (
-                Reverse(counts[*kid as usize]),
-                Reverse(retained[*kid as usize]),
-                graph.object_id(node_id(graph, chain_nodes[*kid as usize])),
-                chain_nodes[*kid as usize],
+                Reverse(count),
+                Reverse(retained),
+                graph.object_id(node_id(graph, raw)),
+                raw,
             )
         };
         let shown = kids.len().min(self.branches);
@@ -726,17 +1018,26 @@ impl TreeBuilder<'_> {
         }
     }
 
-    fn hide(&mut self, listed: usize, kid: u32) {
+    fn hide(&mut self, listed: usize, kid: Step) {
+        let (count, retained) = self.below(kid);
         let node = &mut self.nodes[listed];
         node.hidden_children += 1;
-        node.hidden_targets += u64::from(self.counts[kid as usize]);
-        node.hidden_retained += self.retained[kid as usize];
+        node.hidden_targets += u64::from(count);
+        node.hidden_retained += retained;
     }
 
-    /// The edge the search took into the chain node at place `at` ([`edge_into`]).
-    fn edge_into(&self, at: u32) -> Option<usize> {
-        let raw = self.chain_nodes[at as usize];
-        let parent = self.chain_nodes[*self.chain_parent.get(at as usize)? as usize];
+    /// The edge the search took into `at` ([`edge_into`]).
+    fn edge_into(&self, at: Step) -> Option<usize> {
+        let (raw, parent) = match at {
+            Step::Upper(at) => {
+                let parent = *self.chain_parent.get(at as usize)?;
+                (
+                    self.chain_nodes[at as usize],
+                    *self.chain_nodes.get(parent as usize)?,
+                )
+            }
+            Step::Tail { node, parent, .. } => (node, parent),
+        };
         let strong = StrongEdges::new(self.graph, &self.analysis.edge_rule);
         edge_into(&strong, parent, raw, self.order)
     }
@@ -750,11 +1051,12 @@ impl TreeBuilder<'_> {
             return None;
         }
         let graph = self.graph;
-        let raw = self.chain_nodes[pending.at as usize];
+        let raw = self.raw(pending.at);
         let node = node_id(graph, raw);
         let edge = self.edge_into(pending.at);
         let tree = &self.analysis.dominators;
         let object_id = graph.object_id(node);
+        let (targets, retained_size) = self.below(pending.at);
         // The search's depth stands for the distance: the distances of the whole graph are not
         // needed here, and on a large dump they cost more than this query.
         let object = ObjectView {
@@ -776,9 +1078,9 @@ impl TreeBuilder<'_> {
             parent: pending.parent,
             depth: pending.depth,
             indent: pending.indent,
-            targets: u64::from(self.counts[pending.at as usize]),
-            retained_size: self.retained[pending.at as usize],
-            is_target: self.target(pending.at),
+            targets: u64::from(targets),
+            retained_size,
+            is_target: self.is_target.get(raw as usize),
             skipped_steps,
             hidden_children: 0,
             hidden_targets: 0,
@@ -926,6 +1228,73 @@ mod tests {
             }
         }
         assert!(checked_counts > 1000);
+    }
+
+    /// Long lines of single references ending in a target (a linked list's last element),
+    /// which the stored parents' reading keeps as tails: on random graphs of such lines, the
+    /// tree read up from the parents is the searched one, with runs cut short and the tree cut
+    /// at [`MAX_NODES`].
+    #[test]
+    fn trees_with_long_tails_read_up_as_searched() {
+        let mut lcg = heapgraph_test_support::Lcg::new(0x005e_ed0f_7a11);
+        let (mut runs_cut, mut trees_cut, mut tails) = (0, 0, 0);
+        for _ in 0..300 {
+            let n_nodes = 50 + lcg.below(400) as u32;
+            let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + lcg.below(100)).collect();
+            // Mostly from the node before (long lines), else from any earlier node (branches),
+            // and a few references anywhere.
+            let mut edges: Vec<(u32, u32, EdgeKind)> = (1..n_nodes)
+                .map(|to| {
+                    let from = if lcg.below(8) == 0 {
+                        lcg.below(u64::from(to)) as u32
+                    } else {
+                        to - 1
+                    };
+                    (from, to, EdgeKind::Property)
+                })
+                .collect();
+            for _ in 0..lcg.below(u64::from(n_nodes) / 10) {
+                let from = lcg.below(u64::from(n_nodes)) as u32;
+                let to = lcg.below(u64::from(n_nodes)) as u32;
+                edges.push((from, to, EdgeKind::Property));
+            }
+            let graph = graph_from_edges(&sizes, &edges);
+            let analysis = analyze(
+                &graph,
+                &Options {
+                    edge_rule: EdgeRule::for_runtime(Runtime::Java),
+                },
+            );
+            let one_in = 1 + lcg.below(40);
+            let targets: Vec<NodeId> = graph
+                .nodes()
+                .skip(1)
+                .filter(|_| lcg.below(one_in) == 0)
+                .collect();
+            let branches = [1, 3, 1000];
+            let searched = branches.map(|branches| {
+                merged_paths(&graph, &analysis, &targets, branches, ChainOrder::Explain)
+            });
+            let parents = analysis.chain_parents(&graph);
+            for (branches, searched) in branches.into_iter().zip(&searched) {
+                let read_up =
+                    merged_paths(&graph, &analysis, &targets, branches, ChainOrder::Explain);
+                assert_eq!(&read_up, searched, "{branches} branches");
+                runs_cut += usize::from(read_up.nodes.iter().any(|node| node.skipped_steps > 0));
+                trees_cut += usize::from(read_up.nodes.len() == MAX_NODES);
+            }
+            let mut is_target = Bits::new(graph.node_count());
+            for node in &targets {
+                is_target.set(node.index());
+            }
+            let dense = Places::Dense(Vec::new());
+            let chains = chains_up_from(&graph, parents, &is_target, dense).expect("a tree");
+            tails += usize::from(!chains.tails.targets.is_empty());
+        }
+        assert!(
+            runs_cut > 50 && trees_cut > 20 && tails > 200,
+            "{runs_cut} {trees_cut} {tails}"
+        );
     }
 
     /// Stored parents that go round a cycle (a damaged file) are not followed: the chains are
