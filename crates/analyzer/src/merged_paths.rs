@@ -123,8 +123,8 @@ pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
 /// nodes on the chains, and O(c log c) to rank the c children of each of the listed nodes.
 /// With the chain parents stored or already built ([`Analysis::chain_parents`]) there is no
 /// search: O(P + V/64) time, and space for the U upper chain nodes and T targets only
-/// (O(U + T + V/64), [`ChainNodes`]): a peak 386 MB lower for the 6.4 million `byte[]` of a 35 million
-/// object dump.
+/// (O(U + T + V/64), [`ChainNodes`]): a peak 386 MB lower for the 6.4 million `byte[]` of a
+/// 35 million object dump.
 pub fn merged_paths(
     graph: &HeapGraph,
     analysis: &Analysis,
