@@ -438,13 +438,14 @@ impl Loaded {
     }
 }
 
-/// Hands the allocator's free memory back to the kernel before the analysis, the peak of a
-/// run: importing frees many mid-sized buffers (per-segment indexes, per-batch strings) that
-/// glibc keeps in its heaps between live allocations, where they count in the resident set
-/// (about 150 MiB on a 2.5 GB HPROF dump). Only for graphs where memory is the bound
-/// ([`heapgraph_analyzer::memory_bound`]): the pages handed back are faulted in again by the
-/// analysis, 0.13 s on the large V8 snapshot. Elsewhere a no-op.
-fn release_freed_memory() {
+/// Hands the allocator's free memory back to the kernel: many mid-sized buffers freed (an
+/// import's per-segment indexes and per-batch strings, a query's scratch) stay in glibc's
+/// heaps between live allocations, where they count in the resident set (about 150 MiB after
+/// importing a 2.5 GB HPROF dump). Before the analysis, the peak of a run, only for graphs
+/// where memory is the bound ([`heapgraph_analyzer::memory_bound`]): the pages handed back are
+/// faulted in again by the analysis, 0.13 s on the large V8 snapshot. `serve` calls it after
+/// each step of its warm-up. A no-op on other allocators.
+pub(crate) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers and only returns free pages of the allocator's
     // own heaps to the kernel; no live allocation moves or changes.

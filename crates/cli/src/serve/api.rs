@@ -44,6 +44,11 @@ pub(crate) struct Served {
     pub(crate) strings: std::sync::OnceLock<[heapgraph_analyzer::StringsView; 2]>,
     /// The `paths` answers kept for the types with the most instances ([`KeptPaths`]).
     pub(crate) kept_paths: std::sync::OnceLock<KeptPaths>,
+    /// Held while chains are merged, so that one merge runs at a time: a type's chains take
+    /// scratch memory in proportion to its instances (a quarter of a gigabyte for the 6.4
+    /// million `byte[]` of the large benchmark dump), and the kept answers are merged behind
+    /// the first requests, which may ask for others.
+    pub(crate) merging: std::sync::Mutex<()>,
 }
 
 /// A type holding at least one object in this many has its `paths` answer (at the default
@@ -100,10 +105,18 @@ impl Served {
     /// first.
     pub(crate) fn render_kept_paths(&self) {
         for (name, answer) in &self.kept_paths().types {
-            answer.get_or_init(|| {
-                self.merged_paths(Some(name.clone()), Vec::new(), DEFAULT_BRANCHES)
-            });
+            self.kept_answer(name, answer);
         }
+    }
+
+    /// A kept `paths` answer, rendered now if no thread has yet; the pages its merge freed
+    /// are handed back to the system then (as after each step of the warm-up).
+    fn kept_answer<'a>(&self, name: &str, answer: &'a std::sync::OnceLock<Answer>) -> &'a Answer {
+        answer.get_or_init(|| {
+            let rendered = self.merged_paths(Some(name.to_owned()), Vec::new(), DEFAULT_BRANCHES);
+            crate::load::release_freed_memory();
+            rendered
+        })
     }
 
     /// The `paths` answer for the objects chosen by type and ids (as `paths`). The chain
@@ -117,6 +130,10 @@ impl Served {
             new: false,
         };
         let file = std::path::Path::new(&self.dump.info.file);
+        let _one_at_a_time = self
+            .merging
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         crate::holding::paths_answer(&self.dump, file, &chosen, branches, ChainOrder::Explain)
             .map_err(|error| Refusal::missing(format!("{error:#}")))
     }
@@ -484,9 +501,7 @@ pub(crate) async fn paths(
                 .iter()
                 .find(|(kept, _)| *kept == name);
             if let Some((_, answer)) = kept {
-                return answer
-                    .get_or_init(|| served.merged_paths(Some(name), Vec::new(), branches))
-                    .clone();
+                return served.kept_answer(&name, answer).clone();
             }
         }
         served.merged_paths(type_name, ids, branches)
@@ -518,7 +533,10 @@ pub(crate) async fn strings(
         // The ranking is a total order, so the first n of the longest list are the first n.
         let rankings = served.strings.get_or_init(|| {
             let values = heapgraph_analyzer::StringValues::of(&dump.graph);
-            [false, true].map(|duplicates| values.ranked(duplicates, MAX_STRINGS))
+            let rankings = [false, true].map(|duplicates| values.ranked(duplicates, MAX_STRINGS));
+            drop(values);
+            crate::load::release_freed_memory();
+            rankings
         });
         let mut view = rankings[usize::from(duplicates)].clone();
         view.values.truncate(n);

@@ -59,20 +59,27 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
         rendered: std::sync::OnceLock::new(),
         strings: Default::default(),
         kept_paths: Default::default(),
+        merging: Default::default(),
     });
     // What the views read is built behind the first answers, on a thread of its own: the
     // answers rendered once (the suspects' chains read the chain parents, built beside the
     // dominator pass or stored in a converted dump), then the explorer's indexes (the chain
     // index `holders` searches by among them), then the chain parents `paths` reads where
     // neither gave them, then the `paths` answers of the types with the most instances. A
-    // view that needs one before it is ready waits for that one.
+    // view that needs one before it is ready waits for that one. After each step the pages
+    // its scratch freed go back to the system: the allocator keeps those inside its own heaps
+    // for the server's whole life otherwise (on the large benchmark dump, a steady state of
+    // 2114 MB rather than 2002).
     let warming = Arc::clone(&served);
     std::thread::spawn(move || {
         let dump = &warming.dump;
         warming.rendered();
+        crate::load::release_freed_memory();
         dump.explorer.warm(&dump.graph, &dump.analysis);
+        crate::load::release_freed_memory();
         dump.analysis.chain_parents(&dump.graph);
         warming.render_kept_paths();
+        crate::load::release_freed_memory();
     });
     listen(args, |guard| router(served, guard))
 }
