@@ -2,7 +2,7 @@
 //! objects dominate nothing or little, so a count below 255 is a byte and the rest are kept
 //! beside) and reachability in a bit per node. Both index like slices.
 
-use fixedbitset::FixedBitSet;
+use fixedbitset::{Block, FixedBitSet};
 use rustc_hash::FxHashMap;
 use std::ops::Index;
 
@@ -168,6 +168,20 @@ impl NodeFlags {
     /// How many flags are set.
     pub fn count_set(&self) -> usize {
         self.0.count_ones(..)
+    }
+
+    /// A flag per entry of `column`, set where `flag` says: a word of 64 flags at a time,
+    /// where collecting them one by one grows the set per flag.
+    pub fn of_column<T>(column: &[T], flag: impl Fn(&T) -> bool) -> Self {
+        let words = column.chunks(Block::BITS as usize).map(|stretch| {
+            stretch
+                .iter()
+                .enumerate()
+                .fold(0, |word: Block, (at, value)| {
+                    word | Block::from(flag(value)) << at
+                })
+        });
+        NodeFlags(FixedBitSet::with_capacity_and_blocks(column.len(), words))
     }
 }
 

@@ -327,13 +327,26 @@ impl HeapGraph {
         // The two passes over every edge, on two threads where there are many: a std thread,
         // not a rayon task, since this runs on the V8 parser's own thread, which a rayon
         // worker may be waiting on (architecture.md, "Performance").
-        let edge_to_out_of_range = || parts.edge_to.iter().position(|&to| to as usize >= n_nodes);
+        // Node and string counts fit in u32 (checked above; string ids are u32).
+        let node_limit = n_nodes as u32;
+        let edge_to_out_of_range = || {
+            parts
+                .edge_to
+                .chunks(1 << 12)
+                .enumerate()
+                .find_map(|(at, stretch)| {
+                    // The largest of a stretch first: a vectorized pass, with no early exit.
+                    let most = stretch.iter().copied().max()?;
+                    (most >= node_limit).then(|| {
+                        (at << 12) + stretch.iter().position(|&to| to >= node_limit).unwrap_or(0)
+                    })
+                })
+        };
+        let string_limit = u32::try_from(n_strings).unwrap_or(u32::MAX);
         let named_edge_out_of_range = || {
             parts
-                .edge_kind
-                .iter()
-                .zip(parts.edge_name.iter())
-                .position(|(kind, name)| !kind.is_indexed() && name as usize >= n_strings)
+                .edge_name
+                .first_at_or_past(string_limit, |edge| !parts.edge_kind[edge].is_indexed())
         };
         let (edge_to_out_of_range, named_edge_out_of_range) = if n_edges >= 1 << 20 {
             std::thread::scope(|scope| {

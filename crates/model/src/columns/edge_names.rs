@@ -198,6 +198,36 @@ impl EdgeNames {
         }
     }
 
+    /// The first edge whose name is `limit` or more, of those `is_name` says hold a name
+    /// rather than an index. A stretch of edges whose names are all below `limit` is passed
+    /// over in one comparison of its largest (which the compiler vectorizes), without asking:
+    /// checking a dump's names costs a read of the column, not a call per edge.
+    pub fn first_at_or_past(&self, limit: u32, is_name: impl Fn(usize) -> bool) -> Option<usize> {
+        match &self.0 {
+            NamesOfEdges::Narrow {
+                narrow,
+                wide_at,
+                wide,
+            } => {
+                // A marker (`u16::MAX`) is never a name itself: the name is beside.
+                let in_narrow = u16::try_from(limit).ok().and_then(|below| {
+                    first_in_stretches(narrow, below, |edge, name| {
+                        name != u16::MAX && name >= below && is_name(edge)
+                    })
+                });
+                let beside = wide_at
+                    .iter()
+                    .zip(wide)
+                    .find(|&(&edge, &name)| name >= limit && is_name(edge as usize))
+                    .map(|(&edge, _)| edge as usize);
+                in_narrow.into_iter().chain(beside).min()
+            }
+            NamesOfEdges::Wide(names) => {
+                first_in_stretches(names, limit, |edge, name| name >= limit && is_name(edge))
+            }
+        }
+    }
+
     /// The names in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
         let (narrow, wide, plain): (&[u16], &[u32], &[u32]) = match &self.0 {
@@ -351,6 +381,30 @@ impl Imaged for EdgeNames {
     }
 }
 
+/// The first index of `values` where `hit` holds, asked only in stretches whose largest value
+/// is `below` or more.
+fn first_in_stretches<T: Copy + Ord>(
+    values: &[T],
+    below: T,
+    hit: impl Fn(usize, T) -> bool,
+) -> Option<usize> {
+    const STRETCH: usize = 4096;
+    values
+        .chunks(STRETCH)
+        .enumerate()
+        .filter(|(_, stretch)| {
+            stretch
+                .iter()
+                .copied()
+                .max()
+                .is_some_and(|most| most >= below)
+        })
+        .find_map(|(at, stretch)| {
+            let start = at * STRETCH;
+            (start..start + stretch.len()).find(|&edge| hit(edge, values[edge]))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,6 +444,57 @@ mod tests {
         kept.settle();
         assert!(!kept.is_narrow());
         assert_eq!(kept.to_vec(), spread);
+    }
+
+    #[test]
+    fn the_first_name_past_a_limit_is_the_one_a_plain_scan_finds() {
+        let mostly_small: Vec<u32> = (0..20_000)
+            .map(|i| match i % 997 {
+                0 => 70_000 + i,
+                1 => 65_535,
+                2 => 65_534,
+                _ => i % 1000,
+            })
+            .collect();
+        let spread: Vec<u32> = (0..20_000).map(|i| 100_000 + (i * 7919) % 20_000).collect();
+        let columns = [EdgeNames::from(mostly_small), EdgeNames::from(spread)];
+        assert!(columns[0].is_narrow() && !columns[1].is_narrow());
+        type Filter = fn(usize) -> bool;
+        let filters: [Filter; 4] = [
+            |_| true,
+            |edge| edge % 2 == 0,
+            |_| false,
+            |edge| edge >= 12_345,
+        ];
+        let limits = [
+            0,
+            1,
+            500,
+            999,
+            1000,
+            65_534,
+            65_535,
+            65_536,
+            70_000,
+            110_000,
+            u32::MAX,
+        ];
+        let mut found = 0;
+        for names in &columns {
+            for limit in limits {
+                for is_name in filters {
+                    let plain =
+                        (0..names.len()).find(|&edge| names.get(edge) >= limit && is_name(edge));
+                    assert_eq!(
+                        names.first_at_or_past(limit, is_name),
+                        plain,
+                        "limit {limit}"
+                    );
+                    found += usize::from(plain.is_some());
+                }
+            }
+        }
+        assert!(found > 30, "{found}");
     }
 
     #[test]
