@@ -78,20 +78,29 @@ fn summary_of_untimed(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) 
         kind: kind.map(|kind| parts.node_kinds[usize::from(kind)].name.clone()),
         types: Vec::new(),
     };
-    for node in graph.nodes() {
-        if graph.is_synthetic(node) {
+    // Every node's size in one decoding pass; the few synthetic nodes are found apart (a
+    // read of the kinds) and skipped by position.
+    let synthetic = parts.node_kind.nodes_where(|kind| {
+        parts
+            .node_kinds
+            .get(usize::from(kind))
+            .is_some_and(|kind| kind.synthetic)
+    });
+    let mut next_synthetic = synthetic.iter().copied().peekable();
+    for (node, size) in parts.node_shallow_size.iter().enumerate() {
+        if next_synthetic.next_if_eq(&node).is_some() {
             continue;
         }
-        let size = parts.node_shallow_size.get(node.index());
-        if tree.reachable[node.index()] {
+        let reachable = tree.reachable[node];
+        if reachable {
             view.heap_size += size;
         }
-        if !kept(node.index()) {
+        if !kept(node) {
             continue;
         }
         view.objects += 1;
         view.total_shallow_size += size;
-        if tree.reachable[node.index()] {
+        if reachable {
             view.reachable_objects += 1;
             view.reachable_size += size;
         } else {
