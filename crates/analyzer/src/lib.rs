@@ -639,14 +639,9 @@ fn check_type_totals(graph: &HeapGraph, totals: &TypeTotals) -> Result<(), Strin
     if totals.types.iter().any(|id| id.index() >= n_strings) {
         return Err("a stored type total names a string outside the table".to_owned());
     }
-    // All less the few synthetic nodes, found in a read of the kinds.
+    // All less the few synthetic nodes.
     let parts = graph.parts();
-    let synthetic = parts.node_kind.nodes_where(|kind| {
-        parts
-            .node_kinds
-            .get(usize::from(kind))
-            .is_some_and(|kind| kind.synthetic)
-    });
+    let synthetic = graph.synthetic_nodes();
     let objects = (graph.node_count() - synthetic.len()) as u64;
     let shallow = synthetic
         .iter()

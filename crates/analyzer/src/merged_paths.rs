@@ -349,8 +349,8 @@ enum Places {
     Sparse(FxHashMap<u32, u32>),
     /// The chain nodes as a bit per node of the graph, the number of them before each word of
     /// 64 bits, and the place of each by its rank among them in node order: 4 bytes a chain
-    /// node and a bit a node, where the column takes 4 bytes a node (the upper nodes of a
-    /// million targets are a fifth of the graph's).
+    /// node and a bit a node, where the column takes 4 bytes a node (the 6.4 million `byte[]`
+    /// of a 35 million object dump have 7.3 million upper nodes).
     Ranked {
         chain: Bits,
         before: Vec<u32>,

@@ -78,14 +78,9 @@ fn summary_of_untimed(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) 
         kind: kind.map(|kind| parts.node_kinds[usize::from(kind)].name.clone()),
         types: Vec::new(),
     };
-    // Every node's size in one decoding pass; the few synthetic nodes are found apart (a
-    // read of the kinds) and skipped by position.
-    let synthetic = parts.node_kind.nodes_where(|kind| {
-        parts
-            .node_kinds
-            .get(usize::from(kind))
-            .is_some_and(|kind| kind.synthetic)
-    });
+    // Every node's size in one decoding pass; the few synthetic nodes are found apart and
+    // skipped by position.
+    let synthetic = graph.synthetic_nodes();
     let mut next_synthetic = synthetic.iter().copied().peekable();
     for (node, size) in parts.node_shallow_size.iter().enumerate() {
         if next_synthetic.next_if_eq(&node).is_some() {

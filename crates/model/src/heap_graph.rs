@@ -496,6 +496,18 @@ impl HeapGraph {
         self.kind(node).synthetic
     }
 
+    /// The synthetic nodes (the root, a dump's groups of roots), by index in order: a read of
+    /// the kinds column, for passes over every node that skip the few synthetic ones without
+    /// asking each node its kind.
+    pub fn synthetic_nodes(&self) -> Vec<usize> {
+        let kinds = &self.parts.node_kinds;
+        self.parts.node_kind.nodes_where(|kind| {
+            kinds
+                .get(usize::from(kind))
+                .is_some_and(|kind| kind.synthetic)
+        })
+    }
+
     /// The type name of `node`.
     #[inline]
     pub fn type_id(&self, node: NodeId) -> StringId {
