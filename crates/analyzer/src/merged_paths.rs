@@ -122,9 +122,9 @@ pub fn new_objects(before: &HeapGraph, after: &HeapGraph) -> Vec<NodeId> {
 /// (a parent and a place in the search order per node, and three bits), then O(P) for the P
 /// nodes on the chains, and O(c log c) to rank the c children of each of the listed nodes.
 /// With the chain parents stored or already built ([`Analysis::chain_parents`]) there is no
-/// search: O(P + V/64) time, and space for the U upper chain nodes and T targets only
-/// (O(U + T + V/64), [`ChainNodes`]): a peak 386 MB lower for the 6.4 million `byte[]` of a
-/// 35 million object dump.
+/// search: O(P + V/64) time, and O(U + T + V/64) space for the U chain nodes that two targets'
+/// chains share and the T targets (each target's own line below them is read up again when
+/// shown): a peak 386 MB lower for the 6.4 million `byte[]` of a 35 million object dump.
 pub fn merged_paths(
     graph: &HeapGraph,
     analysis: &Analysis,
