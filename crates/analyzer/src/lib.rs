@@ -513,19 +513,13 @@ fn checked_chain_parents(
     Ok(OnceLock::from(chain_parent))
 }
 
-/// The first entry of a stored column of nodes (or [`NO_NODE`]) that is neither. A valid
-/// entry plus one (wrapping) is at most `n_nodes`, so each stretch is passed in one vectorized
-/// pass for its largest: a check of 35M entries is a read of the column.
+/// The first entry of a stored column of nodes (or [`NO_NODE`]) that is neither: a valid
+/// entry plus one (wrapping) is at most `n_nodes`, which a read of the column tells
+/// ([`heapgraph_model::first_in_stretches`]).
 fn first_past_the_nodes(column: &[u32], n_nodes: usize) -> Option<usize> {
-    let past = |entry: u32| entry.wrapping_add(1) as usize > n_nodes;
-    column
-        .chunks(1 << 12)
-        .enumerate()
-        .find_map(|(at, stretch)| {
-            let most = stretch.iter().map(|entry| entry.wrapping_add(1)).max()?;
-            (most as usize > n_nodes)
-                .then(|| (at << 12) + stretch.iter().position(|&entry| past(entry)).unwrap_or(0))
-        })
+    let key = |entry: u32| u64::from(entry.wrapping_add(1));
+    let below = n_nodes as u64 + 1;
+    heapgraph_model::first_in_stretches(column, key, below, |_, entry| key(entry) >= below)
 }
 
 /// Stored type totals, checked ([`check_type_totals`]); unset when none were stored.

@@ -154,12 +154,15 @@ fn held_apart(
     }
     let reach = analysis.weak_reach(graph);
     let mut by_kind = [(0u64, 0u64); 4];
-    for node in graph.nodes() {
-        if graph.is_synthetic(node) || !kept(node.index()) {
+    for (index, held) in reach.not_strongly_held() {
+        let Some(node) = graph.node(index) else {
+            continue;
+        };
+        if graph.is_synthetic(node) || !kept(index) {
             continue;
         }
         let size = graph.shallow_size(node);
-        match reach.held_by(node) {
+        match held {
             HeldBy::Strong => {}
             HeldBy::Only(kind) => {
                 let (objects, bytes) = &mut by_kind[kind as usize];

@@ -191,11 +191,26 @@ const NOTHING: u8 = 5;
 impl WeakReach {
     /// What holds `node`.
     pub fn held_by(&self, node: NodeId) -> HeldBy {
-        match self.level.get(node.index()).copied().unwrap_or(0) {
-            0 => HeldBy::Strong,
-            NOTHING => HeldBy::Nothing,
-            level => ReferenceKind::from_level(level).map_or(HeldBy::Nothing, HeldBy::Only),
-        }
+        held_at(self.level.get(node.index()).copied().unwrap_or(0))
+    }
+
+    /// The nodes the strong references do not reach, by index in order, with what holds
+    /// each: a read of a byte a node, for passes that count only those.
+    pub fn not_strongly_held(&self) -> impl Iterator<Item = (usize, HeldBy)> + '_ {
+        self.level
+            .iter()
+            .enumerate()
+            .filter(|&(_, &level)| level != 0)
+            .map(|(node, &level)| (node, held_at(level)))
+    }
+}
+
+/// What holds a node of `level`.
+fn held_at(level: u8) -> HeldBy {
+    match level {
+        0 => HeldBy::Strong,
+        NOTHING => HeldBy::Nothing,
+        level => ReferenceKind::from_level(level).map_or(HeldBy::Nothing, HeldBy::Only),
     }
 }
 

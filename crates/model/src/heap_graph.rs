@@ -330,17 +330,12 @@ impl HeapGraph {
         // Node and string counts fit in u32 (checked above; string ids are u32).
         let node_limit = n_nodes as u32;
         let edge_to_out_of_range = || {
-            parts
-                .edge_to
-                .chunks(1 << 12)
-                .enumerate()
-                .find_map(|(at, stretch)| {
-                    // The largest of a stretch first: a vectorized pass, with no early exit.
-                    let most = stretch.iter().copied().max()?;
-                    (most >= node_limit).then(|| {
-                        (at << 12) + stretch.iter().position(|&to| to >= node_limit).unwrap_or(0)
-                    })
-                })
+            crate::first_in_stretches(
+                &parts.edge_to,
+                |to| to,
+                node_limit,
+                |_, to| to >= node_limit,
+            )
         };
         let string_limit = u32::try_from(n_strings).unwrap_or(u32::MAX);
         let named_edge_out_of_range = || {

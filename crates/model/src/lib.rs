@@ -42,6 +42,7 @@ mod passes;
 mod prefetch;
 mod reverse;
 mod stored;
+mod stretches;
 mod strings;
 mod timeline;
 mod visit;
@@ -62,6 +63,7 @@ pub use passes::{PassTime, keep_timings, take_timings, timed};
 pub use prefetch::prefetch;
 pub use reverse::ReverseEdges;
 pub use stored::{ChildLists, StoredAnalysis, TypeTotals};
+pub use stretches::first_in_stretches;
 pub use strings::{StringId, StringTable};
 pub use timeline::{
     EventKind, GpuSeries, Level, MemoryLimit, Resource, Samples, Threshold, Timeline,

@@ -1,6 +1,7 @@
 //! Edge names in two bytes while they fit, four otherwise.
 
 use super::ChainExact;
+use crate::first_in_stretches;
 use crate::image::{
     ColumnImage, ImageSource, Imaged, PartValues, check_places_beside, expect_repr,
 };
@@ -211,9 +212,12 @@ impl EdgeNames {
             } => {
                 // A marker (`u16::MAX`) is never a name itself: the name is beside.
                 let in_narrow = u16::try_from(limit).ok().and_then(|below| {
-                    first_in_stretches(narrow, below, |edge, name| {
-                        name != u16::MAX && name >= below && is_name(edge)
-                    })
+                    first_in_stretches(
+                        narrow,
+                        |name| name,
+                        below,
+                        |edge, name| name != u16::MAX && name >= below && is_name(edge),
+                    )
                 });
                 let beside = wide_at
                     .iter()
@@ -222,9 +226,12 @@ impl EdgeNames {
                     .map(|(&edge, _)| edge as usize);
                 in_narrow.into_iter().chain(beside).min()
             }
-            NamesOfEdges::Wide(names) => {
-                first_in_stretches(names, limit, |edge, name| name >= limit && is_name(edge))
-            }
+            NamesOfEdges::Wide(names) => first_in_stretches(
+                names,
+                |name| name,
+                limit,
+                |edge, name| name >= limit && is_name(edge),
+            ),
         }
     }
 
@@ -379,30 +386,6 @@ impl Imaged for EdgeNames {
             widening,
         ))
     }
-}
-
-/// The first index of `values` where `hit` holds, asked only in stretches whose largest value
-/// is `below` or more.
-fn first_in_stretches<T: Copy + Ord>(
-    values: &[T],
-    below: T,
-    hit: impl Fn(usize, T) -> bool,
-) -> Option<usize> {
-    const STRETCH: usize = 4096;
-    values
-        .chunks(STRETCH)
-        .enumerate()
-        .filter(|(_, stretch)| {
-            stretch
-                .iter()
-                .copied()
-                .max()
-                .is_some_and(|most| most >= below)
-        })
-        .find_map(|(at, stretch)| {
-            let start = at * STRETCH;
-            (start..start + stretch.len()).find(|&edge| hit(edge, values[edge]))
-        })
 }
 
 #[cfg(test)]
