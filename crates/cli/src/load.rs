@@ -444,7 +444,8 @@ impl Loaded {
 /// importing a 2.5 GB HPROF dump). Before the analysis, the peak of a run, only for graphs
 /// where memory is the bound ([`heapgraph_analyzer::memory_bound`]): the pages handed back are
 /// faulted in again by the analysis, 0.13 s on the large V8 snapshot. `serve` calls it after
-/// each step of its warm-up. A no-op on other allocators.
+/// each step of its warm-up, each kept `paths` answer and the strings' ranking. A no-op on
+/// other allocators.
 pub(crate) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers and only returns free pages of the allocator's
