@@ -438,16 +438,23 @@ fn timings_list_the_passes_that_ran_and_leave_the_answer_unchanged() {
         assert!(heading.starts_with("passes ("), "{heading}");
         lines
             .map(|line| {
-                // "    0.012 s     0.003 s  hprof: id lookup index"
+                // "    0.012 s     0.003 s     12 MiB     15 MiB  hprof: id lookup index"
                 let fields: Vec<&str> = line.split_whitespace().collect();
                 assert!(
-                    fields.len() > 4 && fields[1] == "s" && fields[3] == "s",
+                    fields.len() > 8
+                        && fields[1] == "s"
+                        && fields[3] == "s"
+                        && fields[5] == "MiB"
+                        && fields[7] == "MiB",
                     "{line}"
                 );
                 let start: f64 = fields[0].parse().expect("a start");
                 let wall: f64 = fields[2].parse().expect("a wall time");
                 assert!(start >= 0.0 && wall >= 0.0, "{line}");
-                fields[4..].join(" ")
+                let resident: u64 = fields[4].parse().expect("resident MiB (Linux)");
+                let peak: u64 = fields[6].parse().expect("peak MiB (Linux)");
+                assert!(resident > 0 && peak >= resident, "{line}");
+                fields[8..].join(" ")
             })
             .collect::<Vec<String>>()
     };

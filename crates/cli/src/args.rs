@@ -92,7 +92,8 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
     /// Print the wall time of each pass (the parse's steps, the dominator tree, the indexes
     /// built on first use) to stderr when the command ends, with the threads it had
-    /// (RAYON_NUM_THREADS sets them)
+    /// (RAYON_NUM_THREADS sets them) and the memory resident at the pass's end and at most
+    /// until then
     #[arg(long, global = true)]
     pub(crate) timings: bool,
     /// Where large columns spill to when a dump is larger than memory, and where `serve` and

@@ -116,17 +116,23 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// `--timings`: each pass kept, in the order they started, with the start's offset so that
-/// passes run inside or beside others show as such.
+/// passes run inside or beside others show as such, and the memory resident when it ended and
+/// at most until then (where the peak was: the first pass whose peak is the run's).
 fn write_timings(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "passes ({} threads): start, wall time, pass",
+        "passes ({} threads): start, wall time, resident at its end, peak until then, pass",
         rayon::current_num_threads()
     )?;
+    let mib = |bytes: u64| format!("{} MiB", bytes >> 20);
     for pass in heapgraph_model::take_timings() {
+        let (resident, peak) = pass.memory.map_or_else(
+            || ("? MiB".to_owned(), "? MiB".to_owned()),
+            |memory| (mib(memory.resident), mib(memory.peak)),
+        );
         writeln!(
             out,
-            "{:>9.3} s {:>9.3} s  {}",
+            "{:>9.3} s {:>9.3} s {resident:>10} {peak:>10}  {}",
             pass.start.as_secs_f64(),
             pass.wall.as_secs_f64(),
             pass.name

@@ -59,7 +59,7 @@ pub use heap_graph::{
     EdgeKind, EdgeName, FileDump, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId,
     NodeKindInfo, Runtime,
 };
-pub use passes::{PassTime, keep_timings, take_timings, timed};
+pub use passes::{PassTime, ProcessMemory, keep_timings, take_timings, timed};
 pub use prefetch::prefetch;
 pub use reverse::ReverseEdges;
 pub use stored::{ChildLists, StoredAnalysis, TypeTotals};
