@@ -230,10 +230,26 @@ fn zigzag(child: usize, parent: usize) -> u64 {
 }
 
 impl DominatorChildren {
+    /// The lists of every node, kept in scratch files where indexes are
+    /// ([`heapgraph_model::file_pages::page_out`]).
     pub(crate) fn build(graph: &HeapGraph, tree: &DominatorTree) -> Self {
         heapgraph_model::timed("dominator tree's children", || {
-            Self::build_untimed(graph, tree)
+            Self::build_untimed(graph, tree).paged_out()
         })
+    }
+
+    /// The lists' offsets and bytes moved into scratch files, where indexes are kept there.
+    fn paged_out(self) -> Self {
+        use heapgraph_model::file_pages::page_out;
+        let first = match self.first {
+            ListOffsets::Narrow(first) => ListOffsets::Narrow(page_out(first)),
+            ListOffsets::Wide(first) => ListOffsets::Wide(page_out(first)),
+        };
+        DominatorChildren {
+            parents: self.parents,
+            first,
+            bytes: page_out(self.bytes),
+        }
     }
 
     /// Three passes over the nodes (mark the parents, count each list's bytes, fill the

@@ -139,12 +139,18 @@ pub fn analyze_before_chains(
     view_distances: ViewDistances,
 ) -> Analysis {
     let rule = &options.edge_rule;
-    let chain_parents = || timed("chain parents", || merged_paths::chain_parents(graph, rule));
+    // Each kept in a scratch file as soon as it is found, where indexes are (a server's), so
+    // that neither is in memory beside the rest of the dominator pass.
+    let chain_parents = || {
+        timed("chain parents", || {
+            page_out(merged_paths::chain_parents(graph, rule))
+        })
+    };
     let ((chain_parents, distances), analysis) = side_by_side(
         || match view_distances {
             ViewDistances::Shown => {
                 let parents = chain_parents();
-                let distances = timed("distances", || bfs_distances(graph, rule));
+                let distances = timed("distances", || page_out(bfs_distances(graph, rule)));
                 (parents, OnceLock::from(distances))
             }
             ViewDistances::LeftOut => (chain_parents(), OnceLock::new()),
@@ -282,6 +288,21 @@ impl Analysis {
         } else {
             self.weak_reach(graph).held_by(node)
         }
+    }
+
+    /// Moves the dominator tree's per-node columns into scratch files, where indexes are kept
+    /// in files ([`heapgraph_model::HeapGraph::page_out_columns`] says why); the values are
+    /// unchanged. The other columns (the distances, the chain parents, the dominator tree's
+    /// children) are kept there as they are built.
+    pub fn page_out_columns(&mut self) {
+        use heapgraph_model::file_pages::{forget_resident, page_out_column};
+        timed("analysis kept in scratch files", || {
+            let tree = &mut self.dominators;
+            tree.idom = page_out(std::mem::take(&mut tree.idom));
+            page_out_column(&mut tree.retained_size);
+            tree.retained_count.page_out();
+            forget_resident();
+        });
     }
 
     /// The distances holder chains are searched by ([`ChainIndex`]), built on the first call

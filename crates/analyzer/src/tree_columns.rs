@@ -30,6 +30,11 @@ pub struct NodeCounts {
 }
 
 impl NodeCounts {
+    /// The counts moved into scratch files ([`Analysis::page_out_columns`](crate::Analysis::page_out_columns)).
+    pub(crate) fn page_out(&mut self) {
+        self.narrow = heapgraph_model::file_pages::page_out(std::mem::take(&mut self.narrow));
+    }
+
     /// `n` counts of 1 (every node retains itself).
     pub fn ones(n: usize) -> Self {
         NodeCounts {

@@ -44,9 +44,19 @@ static SPILL_FROM_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// looked up in the list from this size on, and none is before the first is listed.
 static LISTED_FROM_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
 
-/// The file descriptor a listed block of a file's pages has in the list: none of its own (the
-/// file is its owner's), and its bytes never count as spilled.
+/// The file descriptor a listed block of a file's pages, mapped privately, has in the list:
+/// none of its own (the file is its owner's), and its bytes never count as spilled.
 const FILE_PAGES: i32 = -2;
+
+/// As [`FILE_PAGES`], for a scratch file's pages mapped shared (written through to the file,
+/// so that its resident pages may be dropped at any time: [`forget_resident_pages`]).
+const SHARED_FILE_PAGES: i32 = -3;
+
+/// Whether a listed block with this file descriptor spilled (its file is the allocator's own).
+#[inline]
+fn spilled_to(fd: i32) -> bool {
+    fd >= 0
+}
 
 /// At most this many blocks spill at once; past it, blocks stay in memory. A graph has a few
 /// dozen columns and its analysis as many again.
@@ -163,7 +173,7 @@ unsafe impl GlobalAlloc for Allocator {
                 let (_, fd, mapped) = *slot;
                 // A file's pages are not this allocator's file to grow: they move out.
                 if new_size >= spill_from()
-                    && fd != FILE_PAGES
+                    && spilled_to(fd)
                     && let Some((moved, new_mapped)) = remap(block, fd, mapped, new_size)
                 {
                     *slot = (moved as usize, fd, new_mapped);
@@ -180,7 +190,7 @@ unsafe impl GlobalAlloc for Allocator {
                 // SAFETY: both blocks are live and distinct, each at least this long.
                 unsafe { std::ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size)) };
                 *slot = FREE;
-                if fd != FILE_PAGES {
+                if spilled_to(fd) {
                     count_spilled(mapped, 0);
                 }
                 drop(spilled);
@@ -248,6 +258,7 @@ impl heapgraph_model::file_pages::BlockMapper for FileBlocks {
         file: &std::fs::File,
         pieces: &[(u64, usize)],
         len: usize,
+        shared: bool,
     ) -> Option<std::ptr::NonNull<u8>> {
         use std::os::fd::AsRawFd;
         let whole_pages = pieces.split_last().is_some_and(|(last, whole)| {
@@ -286,14 +297,19 @@ impl heapgraph_model::file_pages::BlockMapper for FileBlocks {
             // reservation and the last one's rounding ends at the reservation's end; the last
             // page holds at least one byte of the file, so none lies wholly past its end.
             let piece_mapped = bytes.next_multiple_of(PAGE);
+            let sharing = if shared {
+                libc::MAP_SHARED
+            } else {
+                libc::MAP_PRIVATE
+            };
             // SAFETY: replaces pages `at..at + piece_mapped` of the reservation, which is
-            // this function's alone, with a private mapping of the file's pages there.
+            // this function's alone, with a mapping of the file's pages there.
             let piece = unsafe {
                 libc::mmap(
                     block.cast::<u8>().add(at).cast(),
                     piece_mapped,
                     libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_FIXED,
+                    sharing | libc::MAP_FIXED,
                     file.as_raw_fd(),
                     offset,
                 )
@@ -307,12 +323,42 @@ impl heapgraph_model::file_pages::BlockMapper for FileBlocks {
         }
         // Listed before it is handed out, so that freeing it finds it.
         LISTED_FROM_BYTES.fetch_min(len, Ordering::Relaxed);
-        if !list(block as usize, FILE_PAGES, mapped) {
+        let marker = if shared {
+            SHARED_FILE_PAGES
+        } else {
+            FILE_PAGES
+        };
+        if !list(block as usize, marker, mapped) {
             // SAFETY: as above.
             unsafe { libc::munmap(block, mapped) };
             return None;
         }
         std::ptr::NonNull::new(block.cast())
+    }
+
+    fn forget_resident(&self) {
+        forget_resident_pages();
+    }
+}
+
+/// Drops from this process's memory the pages of every block mapped shared from a file (a
+/// spilled block, a scratch file's pages), without changing a byte: they stay in the page
+/// cache, written through to their file, and come back on the next read. Private mappings (an
+/// `.hgd` file's pages) are left alone, since a page written there lives only in memory.
+pub(crate) fn forget_resident_pages() {
+    // Locked throughout, so that no listed block is unmapped (and its addresses reused) while
+    // its pages are dropped.
+    let spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
+    for &(block, fd, mapped) in spilled.iter() {
+        if block != 0 && (spilled_to(fd) || fd == SHARED_FILE_PAGES) {
+            // SAFETY: `block` is a live shared mapping of `mapped` bytes made here, listed
+            // and so not unmapped while the list is locked; dropping a shared mapping's pages
+            // keeps their contents in the file (written back if dirty), read again on the
+            // next access.
+            unsafe {
+                libc::madvise(block as *mut libc::c_void, mapped, libc::MADV_DONTNEED);
+            }
+        }
     }
 }
 
@@ -407,7 +453,7 @@ fn list(block: usize, fd: i32, mapped: usize) -> bool {
         return false;
     };
     *slot = (block, fd, mapped);
-    if fd != FILE_PAGES {
+    if spilled_to(fd) {
         count_spilled(0, mapped);
     }
     true
@@ -418,7 +464,7 @@ fn unlist(block: usize) -> Option<(i32, usize)> {
     let mut spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
     let slot = spilled.iter_mut().find(|slot| slot.0 == block)?;
     let (_, fd, mapped) = std::mem::replace(slot, FREE);
-    if fd != FILE_PAGES {
+    if spilled_to(fd) {
         count_spilled(mapped, 0);
     }
     Some((fd, mapped))
@@ -441,7 +487,7 @@ fn unmap(block: *mut u8, fd: i32, mapped: usize) {
     // longer used by its owner, who gave it back; `fd` is its file, closed once.
     unsafe {
         libc::munmap(block.cast(), mapped);
-        if fd != FILE_PAGES {
+        if spilled_to(fd) {
             libc::close(fd);
         }
     }
@@ -528,7 +574,7 @@ mod tests {
         // Pages 1 and 2, then 100 bytes from page 4 on.
         let pieces = [(PAGE as u64, 2 * PAGE), (4 * PAGE as u64, 100)];
         let block = FileBlocks
-            .map(&file, &pieces, 2 * PAGE + 100)
+            .map(&file, &pieces, 2 * PAGE + 100, false)
             .expect("mapped");
         let len = 2 * PAGE + 100;
         // SAFETY: as `heapgraph_model::file_pages::mapped_vec`: the allocator's own block of `len` bytes.
@@ -547,10 +593,15 @@ mod tests {
         assert!(!listed(freed), "unlisted when freed");
         // Stretches that do not start on a page, or a middle one that is not whole pages, are
         // refused: the caller copies them.
-        assert!(FileBlocks.map(&file, &[(100, PAGE)], PAGE).is_none());
+        assert!(FileBlocks.map(&file, &[(100, PAGE)], PAGE, false).is_none());
         assert!(
             FileBlocks
-                .map(&file, &[(0, PAGE + 1), (2 * PAGE as u64, 10)], PAGE + 11)
+                .map(
+                    &file,
+                    &[(0, PAGE + 1), (2 * PAGE as u64, 10)],
+                    PAGE + 11,
+                    false
+                )
                 .is_none()
         );
         std::fs::remove_file(&path).expect("removed");
@@ -566,7 +617,16 @@ mod tests {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .any(|slot| slot.0 == block && slot.1 == FILE_PAGES)
+            .any(|slot| slot.0 == block && [FILE_PAGES, SHARED_FILE_PAGES].contains(&slot.1))
+    }
+
+    /// Whether the block at `block` is listed as a scratch file's pages, mapped shared.
+    fn is_shared_file_pages(block: usize) -> bool {
+        SPILLED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|slot| slot.0 == block && slot.1 == SHARED_FILE_PAGES)
     }
 
     /// The blocks of files' pages listed now.
@@ -575,7 +635,7 @@ mod tests {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|slot| slot.1 == FILE_PAGES)
+            .filter(|slot| [FILE_PAGES, SHARED_FILE_PAGES].contains(&slot.1))
             .count()
     }
 
@@ -635,6 +695,82 @@ mod tests {
         assert_eq!(paged, column);
         drop((in_files, paged));
         assert_eq!(file_pages_listed(), before, "unlisted when freed");
+    }
+
+    /// A graph and its analysis moved into scratch files (as `serve` moves a parsed dump's)
+    /// hold the same values, their large vectors shared mappings of the files; forgetting
+    /// their resident pages leaves none in memory, and the values are still the same.
+    #[test]
+    fn columns_moved_into_scratch_files_are_unchanged_and_their_pages_can_be_forgotten() {
+        use heapgraph_model::file_pages;
+        let _alone = FILE_PAGES_TESTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
+        unsafe { file_pages::set_block_mapper(&FileBlocks) };
+        scratch_in(&std::env::temp_dir());
+        let (in_memory, mut paged) = (chain_with_shortcuts(), chain_with_shortcuts());
+        let options = heapgraph_analyzer::Options {
+            edge_rule: heapgraph_analyzer::EdgeRule::for_runtime(in_memory.meta().runtime),
+        };
+        let (expected, mut analysis) = (
+            heapgraph_analyzer::analyze(&in_memory, &options),
+            heapgraph_analyzer::analyze(&paged, &options),
+        );
+        file_pages::keep_indexes_in_files();
+        paged.page_out_columns();
+        analysis.page_out_columns();
+        let edge_to = &paged.parts().edge_to;
+        assert!(
+            is_shared_file_pages(edge_to.as_ptr() as usize),
+            "edge_to is a scratch file's pages"
+        );
+        let idom = &analysis.dominators.idom;
+        assert!(is_shared_file_pages(idom.as_ptr() as usize), "so is idom");
+        let same = || {
+            let (a, b) = (in_memory.parts(), paged.parts());
+            assert_eq!(a.edge_to, b.edge_to);
+            assert_eq!(a.edge_name, b.edge_name);
+            assert_eq!(a.edge_kind, b.edge_kind);
+            assert_eq!(a.first_edge, b.first_edge);
+            assert_eq!(a.node_object_id, b.node_object_id);
+            assert_eq!(a.node_shallow_size, b.node_shallow_size);
+            assert_eq!(a.node_type, b.node_type);
+            assert_eq!(a.node_name, b.node_name);
+            assert_eq!(a.node_kind, b.node_kind);
+            for node in in_memory.nodes() {
+                assert_eq!(in_memory.type_name(node), paged.type_name(node));
+                assert_eq!(in_memory.name(node), paged.name(node));
+            }
+            let (a, b) = (&expected.dominators, &analysis.dominators);
+            assert_eq!(a.idom, b.idom);
+            for node in 0..in_memory.node_count() {
+                assert_eq!(a.retained_size.get(node), b.retained_size.get(node));
+                assert_eq!(a.retained_count[node], b.retained_count[node]);
+            }
+        };
+        same();
+        assert!(resident_pages(edge_to) > 0, "read just now");
+        forget_resident_pages();
+        assert_eq!(resident_pages(edge_to), 0, "edge_to's pages forgotten");
+        assert_eq!(resident_pages(idom), 0, "idom's too");
+        same();
+    }
+
+    /// How many of the pages `values` lie on are mapped in this process now
+    /// (`/proc/self/pagemap`: a word per page, bit 63 for present).
+    fn resident_pages<T>(values: &[T]) -> usize {
+        use std::io::{Read, Seek, SeekFrom};
+        let start = values.as_ptr() as usize / PAGE;
+        let end = (values.as_ptr() as usize + std::mem::size_of_val(values)).div_ceil(PAGE);
+        let mut map = std::fs::File::open("/proc/self/pagemap").expect("Linux's page map");
+        map.seek(SeekFrom::Start(start as u64 * 8)).expect("seek");
+        let mut words = vec![0u8; (end - start) * 8];
+        map.read_exact(&mut words).expect("read");
+        words
+            .chunks_exact(8)
+            .filter(|word| u64::from_le_bytes((*word).try_into().expect("8 bytes")) >> 63 == 1)
+            .count()
     }
 
     /// A converted dump whose columns are large enough to be mapped reads back the graph it

@@ -358,7 +358,7 @@ fn evidence(
 }
 
 /// Whether the file is an uncompressed `.hgd` (of any kind), judged by content.
-fn is_hgd(path: &Path) -> anyhow::Result<bool> {
+pub(crate) fn is_hgd(path: &Path) -> anyhow::Result<bool> {
     let file = std::fs::File::open(path)?;
     let mut reader = BufReader::with_capacity(64, file);
     let prefix = reader.fill_buf()?;

@@ -26,6 +26,14 @@ impl ArrayLengths {
         }
     }
 
+    /// The lengths' vectors moved into scratch files (`HeapGraph::page_out_columns`); the
+    /// lengths are unchanged.
+    pub(crate) fn page_out(&mut self) {
+        use crate::file_pages::page_out;
+        self.nodes = page_out(std::mem::take(&mut self.nodes));
+        self.lengths = page_out(std::mem::take(&mut self.lengths));
+    }
+
     /// The length of the array at node index `node`, where it was recorded.
     pub fn get(&self, node: usize) -> Option<u32> {
         let node = u32::try_from(node).ok()?;

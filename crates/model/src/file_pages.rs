@@ -6,7 +6,7 @@
 //! Only the binary's global allocator can hand out a block that a vector later frees, so the
 //! binary makes these blocks ([`BlockMapper`]); without one, every column stays in memory.
 
-use crate::image::Plain;
+use crate::image::{ImageSource, Imaged, PartValues, Plain};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,8 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub trait BlockMapper: Sync {
     /// A block of `len` bytes (a multiple of a page, or less in its last page) whose bytes are
     /// the file's `pieces` (offset in the file, length) back to back, each offset a multiple of
-    /// 4096 and each length but the last's too; a private mapping, so that writes to the block
-    /// never reach the file. `None` when it cannot be had.
+    /// 4096 and each length but the last's too; `None` when it cannot be had. A private
+    /// mapping, so that writes to the block never reach the file, unless `shared` (a scratch
+    /// file of this process's, written through, whose pages [`BlockMapper::forget_resident`]
+    /// may then drop).
     ///
     /// The block is the global allocator's own, of `len` bytes aligned to a page: a vector
     /// whose buffer it is frees it through the global allocator when dropped.
@@ -25,7 +27,12 @@ pub trait BlockMapper: Sync {
         file: &std::fs::File,
         pieces: &[(u64, usize)],
         len: usize,
+        shared: bool,
     ) -> Option<std::ptr::NonNull<u8>>;
+
+    /// Drops the resident pages of every block mapped shared, which the kernel then keeps
+    /// only in its page cache, to read them back on the next access.
+    fn forget_resident(&self);
 
     /// A new unnamed file, open for reading and writing and gone from the disk once closed,
     /// in the directory the user chose for temporary files; `None` when none can be made.
@@ -69,14 +76,19 @@ pub fn keep_indexes_in_files() {
 /// copies.
 pub fn mapped_vec<T: Plain>(file: &std::fs::File, pieces: &[(u64, usize)]) -> Option<Vec<T>> {
     if cfg!(target_endian = "little") {
-        map_vec(file, pieces)
+        map_vec(file, pieces, false)
     } else {
         None
     }
 }
 
-/// [`mapped_vec`] for a file of this process's own, whose bytes are in its byte order.
-fn map_vec<T: Plain>(file: &std::fs::File, pieces: &[(u64, usize)]) -> Option<Vec<T>> {
+/// [`mapped_vec`] for a file of this process's own, whose bytes are in its byte order, mapped
+/// shared where `shared` (a scratch file).
+fn map_vec<T: Plain>(
+    file: &std::fs::File,
+    pieces: &[(u64, usize)],
+    shared: bool,
+) -> Option<Vec<T>> {
     let mapper = BLOCK_MAPPER.get()?;
     let len: usize = pieces.iter().map(|&(_, bytes)| bytes).sum();
     let (last, whole) = pieces.split_last()?;
@@ -89,7 +101,7 @@ fn map_vec<T: Plain>(file: &std::fs::File, pieces: &[(u64, usize)]) -> Option<Ve
     if !laid_out {
         return None;
     }
-    let block = mapper.map(file, pieces, len)?;
+    let block = mapper.map(file, pieces, len, shared)?;
     let n = len / T::WIDTH;
     // SAFETY: the block is the global allocator's own, `len` = `n * size_of::<T>()` bytes,
     // aligned to a page (more than any `T`'s alignment), which it frees as its own when the
@@ -174,7 +186,7 @@ impl<T: Plain> FileColumn<T> {
     fn mapped(&mut self) -> std::io::Result<Option<Vec<T>>> {
         let bytes = self.len * T::WIDTH;
         self.file.set_len(bytes as u64)?;
-        Ok(map_vec(&self.file, &[(0, bytes)]))
+        Ok(map_vec(&self.file, &[(0, bytes)], true))
     }
 }
 
@@ -187,5 +199,135 @@ pub fn page_out<T: Plain>(column: Vec<T>) -> Vec<T> {
     match file.write_at(0, &column).and_then(|()| file.mapped()) {
         Ok(Some(mapped)) => mapped,
         _ => column,
+    }
+}
+
+/// Moves `column`'s vectors into a scratch file, each its buffer there, where indexes are kept
+/// in files: a server then holds in memory only the pages its answers read, and the kernel
+/// can drop those again ([`forget_resident`]). Where the file cannot be had or written, or the
+/// column is too small to be mapped, `column` stays as it is.
+///
+/// The column is made again from its image ([`Imaged::from_image`]), every invariant checked,
+/// and replaces the one in memory, which is freed.
+pub fn page_out_column<C: Imaged>(column: &mut C) {
+    if !INDEXES_IN_FILES.load(Ordering::Relaxed) || cfg!(target_endian = "big") {
+        return;
+    }
+    if let Some(paged) = paged_copy(column) {
+        *column = paged;
+    }
+}
+
+/// Drops the resident pages of every vector kept in a scratch file ([`page_out`],
+/// [`page_out_column`], [`FileColumn`]), without changing a value: the kernel keeps them in its
+/// page cache, reads them back on the next access, and can reclaim them when memory runs
+/// short, which it cannot do with anonymous memory on a machine without swap.
+pub fn forget_resident() {
+    if let Some(mapper) = BLOCK_MAPPER.get() {
+        mapper.forget_resident();
+    }
+}
+
+/// `column` written to a scratch file and made again from it; `None` where it cannot be.
+fn paged_copy<C: Imaged>(column: &C) -> Option<C> {
+    let image = column.image();
+    let bytes: usize = image
+        .parts
+        .iter()
+        .map(|(_, values)| values.len() * values.width())
+        .sum();
+    if bytes < MAP_FROM_BYTES {
+        return None;
+    }
+    let mut file = BLOCK_MAPPER.get()?.scratch_file()?;
+    let mut parts = Vec::with_capacity(image.parts.len());
+    let mut at = 0u64;
+    for (name, values) in &image.parts {
+        let bytes = part_bytes(values);
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.write_all(bytes).ok()?;
+        parts.push(ScratchPart {
+            name,
+            width: values.width(),
+            at,
+            bytes: bytes.len(),
+            taken: false,
+        });
+        // Each vector starts on a page, as a mapping needs.
+        at = (at + bytes.len() as u64).next_multiple_of(PAGE);
+    }
+    let mut source = ScratchImage {
+        repr: image.repr,
+        scalars: image.scalars.clone(),
+        parts,
+        file,
+    };
+    C::from_image(&mut source).ok()
+}
+
+/// The bytes of a vector of a column's image, in this process's byte order.
+fn part_bytes<'a>(values: &PartValues<'a>) -> &'a [u8] {
+    match *values {
+        PartValues::U8(values) => values,
+        PartValues::U16(values) => as_bytes(values),
+        PartValues::I16(values) => as_bytes(values),
+        PartValues::U32(values) => as_bytes(values),
+        PartValues::U64(values) => as_bytes(values),
+    }
+}
+
+/// One vector of a column written by [`paged_copy`]: where it lies in the scratch file.
+struct ScratchPart {
+    name: &'static str,
+    width: usize,
+    at: u64,
+    bytes: usize,
+    taken: bool,
+}
+
+/// A column's image in a scratch file, read back as vectors whose buffers are its pages.
+struct ScratchImage {
+    repr: &'static str,
+    scalars: Vec<(&'static str, u64)>,
+    parts: Vec<ScratchPart>,
+    file: std::fs::File,
+}
+
+impl ImageSource for ScratchImage {
+    fn repr(&self) -> &str {
+        self.repr
+    }
+
+    fn scalar(&self, name: &str) -> Result<u64, String> {
+        self.scalars
+            .iter()
+            .find(|scalar| scalar.0 == name)
+            .map(|scalar| scalar.1)
+            .ok_or_else(|| format!("no number {name:?}"))
+    }
+
+    fn take<T: Plain>(&mut self, name: &str) -> Result<Vec<T>, String> {
+        let part = self
+            .parts
+            .iter_mut()
+            .find(|part| part.name == name)
+            .ok_or_else(|| format!("no vector {name:?}"))?;
+        if part.width != T::WIDTH || std::mem::replace(&mut part.taken, true) {
+            return Err(format!("the vector {name:?} is not there to take"));
+        }
+        if let Some(mapped) = map_vec(&self.file, &[(part.at, part.bytes)], true) {
+            return Ok(mapped);
+        }
+        // Too small to map: read back.
+        let zero = T::from_le(&[0; 8][..T::WIDTH]);
+        let mut values = vec![zero; part.bytes / T::WIDTH];
+        // SAFETY: as in `FileColumn::finish`.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), part.bytes) };
+        self.file
+            .seek(SeekFrom::Start(part.at))
+            .and_then(|_| self.file.read_exact(bytes))
+            .map_err(|error| format!("the vector {name:?} cannot be read back: {error}"))?;
+        Ok(values)
     }
 }

@@ -564,6 +564,35 @@ impl HeapGraph {
         NodeId((after - 1) as u32)
     }
 
+    /// Moves the graph's columns into scratch files, where indexes are kept in files
+    /// ([`crate::file_pages::page_out_column`]): a server that holds a dump for as long as it
+    /// runs then has in memory only the pages its answers read. The values are unchanged. The
+    /// pages each column's checks read on its way back are dropped as it goes, so that at most
+    /// one column is in memory twice.
+    pub fn page_out_columns(&mut self) {
+        use crate::file_pages::{forget_resident, page_out_column};
+        crate::timed("columns kept in scratch files", || {
+            let parts = &mut self.parts;
+            page_out_column(&mut parts.edge_to);
+            forget_resident();
+            page_out_column(&mut parts.edge_name);
+            forget_resident();
+            page_out_column(&mut parts.first_edge);
+            page_out_column(&mut parts.edge_kind);
+            forget_resident();
+            page_out_column(&mut parts.node_object_id);
+            page_out_column(&mut parts.node_shallow_size);
+            forget_resident();
+            page_out_column(&mut parts.node_type);
+            page_out_column(&mut parts.node_name);
+            page_out_column(&mut parts.node_kind);
+            forget_resident();
+            self.strings.page_out();
+            self.array_lengths.page_out();
+            forget_resident();
+        });
+    }
+
     /// The retainers of every node: the CSR transpose, built once on first use (in parallel).
     pub fn reverse(&self) -> &ReverseEdges {
         self.reverse

@@ -57,6 +57,15 @@ fn hash_str(text: &str) -> u64 {
 }
 
 impl StringTable {
+    /// The table's text and string ends moved into scratch files (`HeapGraph::page_out_columns`);
+    /// the strings are unchanged.
+    pub(crate) fn page_out(&mut self) {
+        let bytes = crate::file_pages::page_out(std::mem::take(&mut self.data).into_bytes());
+        // SAFETY: the bytes are the text's, moved or copied unchanged, so UTF-8.
+        self.data = unsafe { String::from_utf8_unchecked(bytes) };
+        crate::file_pages::page_out_column(&mut self.ends);
+    }
+
     /// A table that holds only the empty string.
     pub fn new() -> Self {
         let mut table = StringTable {

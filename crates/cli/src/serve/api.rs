@@ -114,7 +114,7 @@ impl Served {
     fn kept_answer<'a>(&self, name: &str, answer: &'a std::sync::OnceLock<Answer>) -> &'a Answer {
         answer.get_or_init(|| {
             let rendered = self.merged_paths(Some(name.to_owned()), Vec::new(), DEFAULT_BRANCHES);
-            crate::load::release_freed_memory();
+            super::hand_back_memory();
             rendered
         })
     }
@@ -535,7 +535,7 @@ pub(crate) async fn strings(
             let values = heapgraph_analyzer::StringValues::of(&dump.graph);
             let rankings = [false, true].map(|duplicates| values.ranked(duplicates, MAX_STRINGS));
             drop(values);
-            crate::load::release_freed_memory();
+            super::hand_back_memory();
             rankings
         });
         let mut view = rankings[usize::from(duplicates)].clone();

@@ -74,14 +74,22 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
     std::thread::spawn(move || {
         let dump = &warming.dump;
         warming.rendered();
-        crate::load::release_freed_memory();
+        hand_back_memory();
         dump.explorer.warm(&dump.graph, &dump.analysis);
-        crate::load::release_freed_memory();
+        hand_back_memory();
         dump.analysis.chain_parents(&dump.graph);
         warming.render_kept_paths();
-        crate::load::release_freed_memory();
+        hand_back_memory();
     });
     listen(args, |guard| router(served, guard))
+}
+
+/// Hands back what the server holds in memory but does not need there: the allocator's free
+/// pages ([`crate::load::release_freed_memory`]), and the resident pages of what is kept in
+/// scratch files, which the page cache keeps and the next answer that reads them maps again.
+pub(crate) fn hand_back_memory() {
+    crate::load::release_freed_memory();
+    crate::allocator::forget_resident_pages();
 }
 
 /// Binds the loopback, prints the URL with a fresh token, and serves `routes` until the
@@ -174,7 +182,17 @@ fn load(path: &Path, read: &ReadArgs) -> anyhow::Result<Dumped> {
 /// Analyses a loaded heap dump, with an explorer whose indexes are built on first use (also
 /// `heapgraph mcp`'s dumps).
 pub(crate) fn explore(path: &Path, mut loaded: crate::load::Loaded) -> anyhow::Result<Dumped> {
-    let analysis = loaded.analyze_before_chains(false, heapgraph_analyzer::ViewDistances::Shown)?;
+    let mut analysis =
+        loaded.analyze_before_chains(false, heapgraph_analyzer::ViewDistances::Shown)?;
+    // A dump parsed here is in anonymous memory, which the kernel cannot reclaim without swap,
+    // for as long as the server runs: moved into scratch files, only the pages the answers
+    // read are in memory, and the kernel may drop them again. A converted dump's columns are
+    // its file's pages already.
+    if !crate::load::is_hgd(path).unwrap_or(false) {
+        loaded.graph.page_out_columns();
+        analysis.page_out_columns();
+        hand_back_memory();
+    }
     let explorer = Explorer::new();
     let info = DumpInfo::new(&path.display().to_string(), loaded.graph.meta());
     Ok(Dumped {
