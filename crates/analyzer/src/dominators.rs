@@ -250,7 +250,7 @@ fn dominators_with<O: Offset>(
     }
     drop(has_referrer);
     let Search {
-        visits,
+        mut visits,
         mut parent,
         n_numbered: mut n,
         stack,
@@ -258,20 +258,11 @@ fn dominators_with<O: Offset>(
     } = search;
     drop(stack);
     let n_searched = n;
-    // Step 3's nodes (below) are never searched, so their edges are not counted.
-    let all_searched = !(rule.orphans_under_root && (n as usize) < n_nodes);
-    let (mut number, counted) =
-        visits.into_parts::<O>(n as usize + 1, all_searched.then_some(&pred_edges));
     // Step 3: whatever is left hangs under the root.
     if rule.orphans_under_root && (n as usize) < n_nodes {
-        for slot in &mut number {
-            if *slot == 0 {
-                n += 1;
-                *slot = n;
-                parent[n as usize] = ROOT;
-            }
-        }
+        n = visits.number_the_rest(n, &mut parent, &pred_edges);
     }
+    let (number, counted) = visits.into_parts::<O>(n as usize + 1, &pred_edges);
     let len = n as usize + 1;
     parent.truncate(len);
     // Without step 3, the numbering is a true depth-first numbering (of the graph with an
@@ -636,41 +627,55 @@ impl Numbers {
         self.slots[node << self.shift]
     }
 
-    /// The DFS number of each node, and, when counted and `edges` are given, the counts of
-    /// `edges` by number as [`Preds::build`] takes them (`len` numbers).
-    fn into_parts<O: Offset>(
-        self,
-        len: usize,
-        edges: Option<&PredEdges>,
-    ) -> (Vec<u32>, Option<Vec<O>>) {
+    /// Step 3: numbers every node still unnumbered after `n`, in index order, each a child of
+    /// the root in `parent`; returns the last number given. No search reads these nodes'
+    /// edges, so, when counting, their retaining edges are counted here (a few nodes on real
+    /// heaps, where counting every edge again took a pass over the graph).
+    fn number_the_rest(&mut self, mut n: u32, parent: &mut [u32], edges: &PredEdges) -> u32 {
+        let n_nodes = self.slots.len() >> self.shift;
+        let mut rest = Vec::new();
+        for node in 0..n_nodes {
+            if self.number(node) == 0 {
+                n += 1;
+                self.mark(node as u32, n);
+                parent[n as usize] = ROOT;
+                if self.shift == 1 {
+                    rest.push(node as u32);
+                }
+            }
+        }
+        for node in rest {
+            edges.for_each_retained_by(node, |to| self.note_edge(to));
+        }
+        n
+    }
+
+    /// The DFS number of each node, and, when counted, the counts of `edges` by number as
+    /// [`Preds::build`] takes them (`len` numbers).
+    fn into_parts<O: Offset>(self, len: usize, edges: &PredEdges) -> (Vec<u32>, Option<Vec<O>>) {
         let mut slots = self.slots;
         if self.shift == 0 {
             return (slots, None);
         }
-        let mut counts = None;
-        if let Some(edges) = edges {
-            // Only the root's own edges go into its targets' lists.
-            for node in edges.root_target.ones() {
-                slots[2 * node + 1] = 0;
-            }
-            edges.for_each_root_target(|node| slots[2 * node as usize + 1] += 1);
-            counts = Some(vec![O::ZERO; len + 1]);
+        // Only the root's own edges go into its targets' lists.
+        for node in edges.root_target.ones() {
+            slots[2 * node + 1] = 0;
         }
+        edges.for_each_root_target(|node| slots[2 * node as usize + 1] += 1);
+        let mut counts = vec![O::ZERO; len + 1];
         let n_nodes = slots.len() / 2;
         // In place: node `i`'s number moves down to slot `i`, which belongs to a node already
         // read.
         for node in 0..n_nodes {
             let (w, count) = (slots[2 * node], slots[2 * node + 1]);
-            if let Some(counts) = &mut counts
-                && w != 0
-            {
+            if w != 0 {
                 counts[w as usize + 1] = O::new(count as usize);
             }
             slots[node] = w;
         }
         slots.truncate(n_nodes);
         slots.shrink_to_fit();
-        (slots, counts)
+        (slots, Some(counts))
     }
 }
 
@@ -1187,6 +1192,19 @@ impl<'a> PredEdges<'a> {
         for edge in parts.first_edge.range(root as usize) {
             let to = parts.edge_to[edge];
             if retains(self.rule, root, true, parts.edge_kind[edge], to) {
+                visit(to);
+            }
+        }
+    }
+
+    /// Calls `visit(target)` for each retaining edge of `from`, in edge order, as the search
+    /// notes them ([`Visits::note_edge`]).
+    fn for_each_retained_by(&self, from: u32, mut visit: impl FnMut(u32)) {
+        let parts = self.parts;
+        let from_is_root = from == self.root_ordinal;
+        for edge in parts.first_edge.range(from as usize) {
+            let to = parts.edge_to[edge];
+            if retains(self.rule, from, from_is_root, parts.edge_kind[edge], to) {
                 visit(to);
             }
         }
