@@ -1090,14 +1090,27 @@ impl<O: Offset> Preds<O> {
             first[k] = O::new(first[k].get() + first[k - 1].get());
         }
         let mut from = vec![0u32; first[len].get()];
-        edges.for_each(number, |to, source| {
-            if left_out.contains(to) {
-                return;
-            }
-            let slot = &mut first[to];
-            from[slot.get()] = source;
-            *slot = O::new(slot.get() + 1);
-        });
+        // Two threads, each filling the lists of half the entries: the lists of numbers below
+        // `mid` lie before `first[mid]`, so each half's cursors and slots are its own. Each
+        // reads every edge and keeps those into its half.
+        let mid = first[..len].partition_point(|start| start.get() < first[len].get() / 2);
+        let high_base = first[mid].get();
+        let (low_first, high_first) = first[..len].split_at_mut(mid);
+        let (low_from, high_from) = from.split_at_mut(high_base);
+        let fill = |targets: std::ops::Range<usize>, cursors: &mut [O], slots: &mut [u32], base| {
+            edges.for_each(number, |to, source| {
+                if !targets.contains(&to) || left_out.contains(to) {
+                    return;
+                }
+                let slot = &mut cursors[to - targets.start];
+                slots[slot.get() - base] = source;
+                *slot = O::new(slot.get() + 1);
+            });
+        };
+        rayon::join(
+            || fill(0..mid, low_first, low_from, 0),
+            || fill(mid..len, high_first, high_from, high_base),
+        );
         first.copy_within(0..len, 1);
         first[0] = O::ZERO;
         Preds {
