@@ -656,18 +656,25 @@ mod tests {
         heapgraph_test_support::graph_from_edges(&vec![24; n as usize], &edges)
     }
 
+    /// Takes the lock of the tests that count files' pages, with this allocator mapping them
+    /// and scratch files in the temporary directory.
+    fn scratch_files_alone() -> std::sync::MutexGuard<'static, ()> {
+        let alone = FILE_PAGES_TESTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
+        unsafe { heapgraph_model::file_pages::set_block_mapper(&FileBlocks) };
+        scratch_in(&std::env::temp_dir());
+        alone
+    }
+
     /// Indexes kept in files (as `serve` and `mcp` keep them) are the file's pages, and hold
     /// what the same index built in memory holds: the retainers, built a chunk at a time into
     /// files, and a column paged out.
     #[test]
     fn indexes_kept_in_files_are_the_ones_built_in_memory() {
         use heapgraph_model::file_pages;
-        let _alone = FILE_PAGES_TESTS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
-        unsafe { file_pages::set_block_mapper(&FileBlocks) };
-        scratch_in(&std::env::temp_dir());
+        let _alone = scratch_files_alone();
         let graph = chain_with_shortcuts();
         let in_memory = heapgraph_model::ReverseEdges::build(graph.parts());
         let column: Vec<u64> = (0..1u64 << 20).map(|i| i * 31).collect();
@@ -703,12 +710,7 @@ mod tests {
     #[test]
     fn columns_moved_into_scratch_files_are_unchanged_and_their_pages_can_be_forgotten() {
         use heapgraph_model::file_pages;
-        let _alone = FILE_PAGES_TESTS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: as in `main`: this allocator is the test binary's global allocator.
-        unsafe { file_pages::set_block_mapper(&FileBlocks) };
-        scratch_in(&std::env::temp_dir());
+        let _alone = scratch_files_alone();
         let (in_memory, mut paged) = (chain_with_shortcuts(), chain_with_shortcuts());
         let options = heapgraph_analyzer::Options {
             edge_rule: heapgraph_analyzer::EdgeRule::for_runtime(in_memory.meta().runtime),
