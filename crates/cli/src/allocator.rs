@@ -344,7 +344,8 @@ impl heapgraph_model::file_pages::BlockMapper for FileBlocks {
 /// Drops from this process's memory the pages of every block mapped shared from a file (a
 /// spilled block, a scratch file's pages), without changing a byte: they stay in the page
 /// cache, written through to their file, and come back on the next read. Private mappings (an
-/// `.hgd` file's pages) are left alone, since a page written there lives only in memory.
+/// `.hgd` file's pages) are left alone, since a page written there lives only in memory
+/// ([`forget_unwritten_file_pages`] drops their other pages).
 pub(crate) fn forget_resident_pages() {
     // Locked throughout, so that no listed block is unmapped (and its addresses reused) while
     // its pages are dropped.
@@ -359,6 +360,75 @@ pub(crate) fn forget_resident_pages() {
                 libc::madvise(block as *mut libc::c_void, mapped, libc::MADV_DONTNEED);
             }
         }
+    }
+}
+
+/// Drops from this process's memory the pages of every private mapping of a file (an `.hgd`
+/// file's columns) that were never written: those still map the file's page in the page cache,
+/// and come back unchanged on the next read. A written page is this process's own copy and
+/// stays. The page map (`/proc/self/pagemap`: a word per page, bit 63 present, bit 61 a file's
+/// page) says which are which.
+///
+/// No thread may write to such a block meanwhile: a page written between the page map's
+/// reading and the drop would lose the write. `serve` calls it once its dumps are loaded and
+/// read-only.
+pub(crate) fn forget_unwritten_file_pages() {
+    use std::os::unix::fs::FileExt;
+    let Ok(page_map) = std::fs::File::open("/proc/self/pagemap") else {
+        return;
+    };
+    let spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
+    for &(block, fd, mapped) in spilled.iter() {
+        if block == 0 || fd != FILE_PAGES {
+            continue;
+        }
+        let (first_page, n_pages) = (block / PAGE, mapped / PAGE);
+        // Nothing is allocated while the list is locked (an allocation may spill and list
+        // itself): the page map is read into the stack, a stretch of pages at a time.
+        let mut words = [0u8; 8 * 512];
+        let mut run_start = None;
+        let mut at = 0;
+        while at < n_pages {
+            let n = (n_pages - at).min(512);
+            let bytes = &mut words[..8 * n];
+            if page_map
+                .read_exact_at(bytes, ((first_page + at) * 8) as u64)
+                .is_err()
+            {
+                return;
+            }
+            for (k, word) in bytes.chunks_exact(8).enumerate() {
+                let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+                let unwritten = word >> 63 == 1 && (word >> 61) & 1 == 1;
+                match (unwritten, run_start) {
+                    (true, None) => run_start = Some(at + k),
+                    (false, Some(start)) => {
+                        forget_pages(block, start, at + k);
+                        run_start = None;
+                    }
+                    _ => {}
+                }
+            }
+            at += n;
+        }
+        if let Some(start) = run_start {
+            forget_pages(block, start, n_pages);
+        }
+    }
+}
+
+/// Drops pages `start..end` of the listed private file mapping at `block`, each of which maps
+/// the file's page unwritten ([`forget_unwritten_file_pages`]).
+fn forget_pages(block: usize, start: usize, end: usize) {
+    // SAFETY: the pages lie inside a live mapping made here, listed and so not unmapped while
+    // the caller holds the list; each maps the file's own page, never written by this process,
+    // so dropping it loses nothing: the next read maps the same page again.
+    unsafe {
+        libc::madvise(
+            (block + start * PAGE) as *mut libc::c_void,
+            (end - start) * PAGE,
+            libc::MADV_DONTNEED,
+        );
     }
 }
 
@@ -757,6 +827,35 @@ mod tests {
         assert_eq!(resident_pages(edge_to), 0, "edge_to's pages forgotten");
         assert_eq!(resident_pages(idom), 0, "idom's too");
         same();
+    }
+
+    /// A private mapping of a file loses the pages it never wrote to
+    /// `forget_unwritten_file_pages`, and keeps the one it wrote, with the write; every value
+    /// reads as before.
+    #[test]
+    fn unwritten_file_pages_are_forgotten_and_written_ones_kept() {
+        use heapgraph_model::file_pages::BlockMapper;
+        let _alone = scratch_files_alone();
+        let path = std::env::temp_dir().join(format!("heapgraph-unwritten-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..8 * PAGE).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &bytes).expect("a file in the temporary directory");
+        let file = std::fs::File::open(&path).expect("opened");
+        let block = FileBlocks
+            .map(&file, &[(0, 8 * PAGE)], 8 * PAGE, false)
+            .expect("mapped");
+        // SAFETY: as `heapgraph_model::file_pages::mapped_vec`: the allocator's own block.
+        let mut vector = unsafe { Vec::from_raw_parts(block.as_ptr(), 8 * PAGE, 8 * PAGE) };
+        assert_eq!(vector, bytes, "read whole");
+        vector[3 * PAGE + 5] ^= 0xff;
+        let mut expected = bytes.clone();
+        expected[3 * PAGE + 5] ^= 0xff;
+        assert_eq!(resident_pages(&vector), 8);
+        forget_unwritten_file_pages();
+        assert_eq!(resident_pages(&vector), 1, "only the written page stays");
+        assert_eq!(resident_pages(&vector[3 * PAGE..4 * PAGE]), 1);
+        assert_eq!(vector, expected, "the write kept, the rest read again");
+        drop(vector);
+        std::fs::remove_file(&path).expect("removed");
     }
 
     /// How many of the pages `values` lie on are mapped in this process now

@@ -86,10 +86,13 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
 
 /// Hands back what the server holds in memory but does not need there: the allocator's free
 /// pages ([`crate::load::release_freed_memory`]), and the resident pages of what is kept in
-/// scratch files, which the page cache keeps and the next answer that reads them maps again.
+/// scratch files or read from a `.hgd`, which the page cache keeps and the next answer that
+/// reads them maps again. Called once the dumps are loaded: nothing writes to their columns
+/// from then on, which dropping a `.hgd`'s unwritten pages needs.
 pub(crate) fn hand_back_memory() {
     crate::load::release_freed_memory();
     crate::allocator::forget_resident_pages();
+    crate::allocator::forget_unwritten_file_pages();
 }
 
 /// Binds the loopback, prints the URL with a fresh token, and serves `routes` until the
@@ -191,7 +194,9 @@ pub(crate) fn explore(path: &Path, mut loaded: crate::load::Loaded) -> anyhow::R
     if !crate::load::is_hgd(path).unwrap_or(false) {
         loaded.graph.page_out_columns();
         analysis.page_out_columns();
-        hand_back_memory();
+        // Not `hand_back_memory`: `mcp` may be reading another dump beside this one.
+        crate::load::release_freed_memory();
+        crate::allocator::forget_resident_pages();
     }
     let explorer = Explorer::new();
     let info = DumpInfo::new(&path.display().to_string(), loaded.graph.meta());
