@@ -504,9 +504,9 @@ fn serve_merges_a_types_paths_and_lists_duplicate_strings() {
     assert_eq!(server.get("/api/v1/strings?limit=0").status, 400);
 }
 
-/// The `paths` answers kept for the types with the most instances are the answers `paths`
-/// gives on the command line, asked by whole name or by its end, and an answer at other
-/// branches (never kept) is too.
+/// The merged paths kept for the types with the most instances (merged before the server
+/// listens) answer as `paths` does on the command line, asked by whole name or by its end, and
+/// an answer at other branches (never kept) is merged as `paths` merges it.
 #[test]
 fn serve_keeps_the_paths_of_the_biggest_types_as_paths_answers_them() {
     let java = java();

@@ -64,7 +64,7 @@ pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
 use heapgraph_model::file_pages::page_out;
 use heapgraph_model::{
-    ChildLists, HeapGraph, NodeId, StoredAnalysis, TypeTotals, U64Column, timed,
+    ChildLists, HeapGraph, NodeId, StoredAnalysis, TypePaths, TypeTotals, U64Column, timed,
 };
 use histogram::DominatorChildren;
 use std::sync::OnceLock;
@@ -98,6 +98,9 @@ pub struct Analysis {
     /// The dominator tree's children of every node, once asked for
     /// ([`Analysis::dominator_children`]).
     children: OnceLock<DominatorChildren>,
+    /// The merged paths of the types with the most instances, once stored or asked for
+    /// ([`Analysis::type_paths`]).
+    type_paths: OnceLock<Vec<TypePaths>>,
     /// Whether the object views show distances.
     view_distances: ViewDistances,
 }
@@ -177,6 +180,7 @@ fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> A
         chains: OnceLock::new(),
         chain_parent: OnceLock::new(),
         children: OnceLock::new(),
+        type_paths: OnceLock::new(),
         view_distances: ViewDistances::Shown,
     }
 }
@@ -333,6 +337,38 @@ impl Analysis {
         self.chain_parent.get().map(Vec::as_slice)
     }
 
+    /// The merged paths from the root to the instances of each type with at least one
+    /// instance in [`merged_paths::TYPE_PATHS_SHARE`] objects, as `paths --type` lists them by
+    /// default; computed on the first call (per type, a pass over the nodes and a merge of
+    /// its instances' chains) unless stored with the dump. [`Analysis::known_type_paths`]
+    /// answers from them. `merges` says how many merges run at once.
+    pub fn type_paths(&self, graph: &HeapGraph, merges: merged_paths::Merges) -> &[TypePaths] {
+        self.type_paths.get_or_init(|| {
+            self.chain_parents(graph);
+            timed("merged paths of the types with the most instances", || {
+                merged_paths::type_paths(graph, self, merges)
+            })
+        })
+    }
+
+    /// The merged paths to the instances of `type_name` at `branches` in the explaining order,
+    /// where [`Analysis::type_paths`] holds them (stored with the dump or computed before):
+    /// what [`merged_paths::merged_paths`] gives for them, read instead of merged.
+    pub fn known_type_paths(
+        &self,
+        graph: &HeapGraph,
+        type_name: &str,
+        branches: usize,
+    ) -> Option<merged_paths::MergedPathsView> {
+        let type_id = graph.strings().find(type_name)?;
+        let paths = self
+            .type_paths
+            .get()?
+            .iter()
+            .find(|paths| paths.type_name == type_id && paths.branches as usize == branches)?;
+        Some(merged_paths::stored_view(graph, self, paths))
+    }
+
     /// Per-type totals (count, shallow and retained size per type); computed on the first call
     /// (O(V), a walk of the dominator tree).
     pub fn type_totals(&self, graph: &HeapGraph) -> &TypeTotals {
@@ -378,6 +414,7 @@ impl Analysis {
             type_totals,
             chain_parent,
             dominator_children,
+            type_paths,
         } = stored;
         if idom.len() != n_nodes || retained_size.len() != n_nodes || distance.len() != n_nodes {
             return Err(format!(
@@ -393,6 +430,7 @@ impl Analysis {
         // the other: each check is a pass over every node.
         let (side_checks, tree) = rayon::join(
             || -> Result<_, String> {
+                merged_paths::checked_type_paths(graph, &type_paths)?;
                 Ok((
                     checked_chain_parents(chain_parent, n_nodes)?,
                     checked_type_totals(graph, type_totals)?,
@@ -420,6 +458,11 @@ impl Analysis {
             chains: OnceLock::new(),
             chain_parent,
             children,
+            type_paths: if type_paths.is_empty() {
+                OnceLock::new()
+            } else {
+                OnceLock::from(type_paths)
+            },
             view_distances: ViewDistances::Shown,
         })
     }
@@ -440,6 +483,7 @@ impl Analysis {
     /// beside them).
     pub fn into_stored(self, graph: &HeapGraph) -> StoredAnalysis {
         self.chain_parents(graph);
+        self.type_paths(graph, merged_paths::Merges::OneAtATime);
         let Analysis {
             edge_rule,
             dominators,
@@ -449,6 +493,7 @@ impl Analysis {
             chains: _,
             chain_parent,
             children,
+            type_paths,
             view_distances: _,
         } = self;
         let chain_parent = chain_parent.into_inner().unwrap_or_default();
@@ -483,6 +528,7 @@ impl Analysis {
             type_totals: Some(type_totals),
             chain_parent,
             dominator_children,
+            type_paths: type_paths.into_inner().unwrap_or_default(),
         }
     }
 }

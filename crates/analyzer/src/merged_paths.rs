@@ -20,13 +20,25 @@ use crate::distances::prefetch_queued;
 use crate::edge_rule::{EdgeRule, StrongEdges};
 use crate::queries::edge_text;
 use crate::view::ObjectView;
-use heapgraph_model::{HeapGraph, NodeId};
+use heapgraph_model::{HeapGraph, NodeId, StringId, TypePathNode, TypePaths};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cmp::Reverse;
 
 /// Nodes a merged tree lists at most; the rest are counted in their parents' hidden totals.
 pub const MAX_NODES: usize = 200;
+
+/// A type with at least one instance in this many objects has its merged paths (at
+/// [`TYPE_PATHS_BRANCHES`], in the explaining order) kept with the analysis
+/// ([`crate::Analysis::type_paths`]): merging the chains of millions of instances takes
+/// seconds (1.4 s for 6.4 million of 35 million objects), and the answer never changes. At
+/// most this many types qualify, with at most every object among them, so keeping them all
+/// costs at most this many merges of the whole graph's chains, in practice a few (13 types on
+/// the benchmark's large HPROF dump).
+pub const TYPE_PATHS_SHARE: u64 = 1024;
+
+/// Children listed per node in the kept merged paths: what `paths` lists by default.
+pub const TYPE_PATHS_BRANCHES: usize = 20;
 
 /// A run of nodes with one child each that is longer than this is shown by its first
 /// [`RUN_HEAD`] and last [`RUN_TAIL`] nodes, with the steps between counted.
@@ -41,6 +53,8 @@ pub struct MergedPathNode {
     pub object: ObjectView,
     /// The reference into it from its parent (a field, key, variable or root kind).
     pub edge: Option<String>,
+    /// That reference's index among the graph's edges.
+    pub edge_index: Option<usize>,
     /// That reference's kind (`property`, `element`, …).
     pub edge_kind: Option<&'static str>,
     /// The parent's index in [`MergedPathsView::nodes`]; `None` for the root's children.
@@ -135,28 +149,33 @@ pub fn merged_paths(
     merged_paths_placed(
         graph,
         analysis,
-        targets,
+        targets_bits(graph, targets),
         branches,
         order,
         Places::for_targets,
     )
 }
 
-/// [`merged_paths`], with the chain nodes' places for stored parents chosen by `places`
-/// (from the graph's node count and the targets').
+/// `targets` as a bit per node of `graph`.
+fn targets_bits(graph: &HeapGraph, targets: &[NodeId]) -> Bits {
+    let mut is_target = Bits::new(graph.node_count());
+    for &node in targets {
+        is_target.set(node.index());
+    }
+    is_target
+}
+
+/// [`merged_paths`] of the nodes `is_target` marks, with the chain nodes' places for stored
+/// parents chosen by `places` (from the graph's node count and the targets').
 fn merged_paths_placed(
     graph: &HeapGraph,
     analysis: &Analysis,
-    targets: &[NodeId],
+    is_target: Bits,
     branches: usize,
     order: ChainOrder,
     places: fn(usize, usize) -> Places,
 ) -> MergedPathsView {
     let n_nodes = graph.node_count();
-    let mut is_target = Bits::new(n_nodes);
-    for &node in targets {
-        is_target.set(node.index());
-    }
     let n_targets = is_target.count() as u64;
     let stored = match order {
         ChainOrder::Explain => analysis.known_chain_parents(),
@@ -1054,26 +1073,11 @@ impl TreeBuilder<'_> {
         let raw = self.raw(pending.at);
         let node = node_id(graph, raw);
         let edge = self.edge_into(pending.at);
-        let tree = &self.analysis.dominators;
-        let object_id = graph.object_id(node);
         let (targets, retained_size) = self.below(pending.at);
-        // The search's depth stands for the distance: the distances of the whole graph are not
-        // needed here, and on a large dump they cost more than this query.
-        let object = ObjectView {
-            node,
-            id: object_id,
-            id_text: graph.meta().runtime.format_object_id(object_id),
-            kind: graph.kind(node).name.clone(),
-            type_name: graph.type_name(node).to_owned(),
-            name: graph.name(node).to_owned(),
-            shallow_size: graph.shallow_size(node),
-            retained_size: Some(tree.retained_size.get(node.index())),
-            distance: Some(pending.depth),
-            retained_count: u64::from(tree.retained_count[node.index()]),
-        };
         self.nodes.push(MergedPathNode {
-            object,
+            object: chain_object(graph, self.analysis, node, pending.depth),
             edge: edge.map(|edge| edge_text(graph, edge)),
+            edge_index: edge,
             edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
             parent: pending.parent,
             depth: pending.depth,
@@ -1088,6 +1092,224 @@ impl TreeBuilder<'_> {
         });
         Some(self.nodes.len() - 1)
     }
+}
+
+/// The view of an object on a merged tree, `depth` edges from the root: the chain's depth
+/// stands for the distance (the distances of the whole graph are not needed here, and on a
+/// large dump they cost more than this query).
+fn chain_object(graph: &HeapGraph, analysis: &Analysis, node: NodeId, depth: u32) -> ObjectView {
+    let tree = &analysis.dominators;
+    let object_id = graph.object_id(node);
+    ObjectView {
+        node,
+        id: object_id,
+        id_text: graph.meta().runtime.format_object_id(object_id),
+        kind: graph.kind(node).name.clone(),
+        type_name: graph.type_name(node).to_owned(),
+        name: graph.name(node).to_owned(),
+        shallow_size: graph.shallow_size(node),
+        retained_size: Some(tree.retained_size.get(node.index())),
+        distance: Some(depth),
+        retained_count: u64::from(tree.retained_count[node.index()]),
+    }
+}
+
+/// The merged paths of the types with at least one instance in [`TYPE_PATHS_SHARE`] objects,
+/// most instances first, at [`TYPE_PATHS_BRANCHES`] in the explaining order.
+///
+/// Complexity: O(V) to find the types' instances, in one pass on every core, then per type a
+/// read of two bytes a node and a merge ([`merged_paths`]); at most [`TYPE_PATHS_SHARE`]
+/// types. Space: two bytes a node, and the scratch of one merge at a time, or of one per core
+/// with `merges` [`Merges::OnePerCore`] (a merge's is in proportion to its type's instances:
+/// about 370 MB for 6.4 million of 35 million objects).
+pub(crate) fn type_paths(graph: &HeapGraph, analysis: &Analysis, merges: Merges) -> Vec<TypePaths> {
+    let totals = analysis.type_totals(graph);
+    let objects: u64 = totals.count.iter().sum();
+    let mut types: Vec<(u64, StringId)> = totals
+        .types
+        .iter()
+        .zip(&totals.count)
+        .filter(|&(_, &count)| count > 0 && count.saturating_mul(TYPE_PATHS_SHARE) >= objects)
+        .map(|(&id, &count)| (count, id))
+        .collect();
+    let strings = graph.strings();
+    types.sort_unstable_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| strings.get(a.1).cmp(strings.get(b.1)))
+    });
+    let names: Vec<StringId> = types.iter().map(|&(_, name)| name).collect();
+    let of_type = type_places(graph, &names);
+    let merge = |(place, type_name): (usize, StringId)| {
+        // At most TYPE_PATHS_SHARE types qualify, so a place fits in 16 bits.
+        let place = place as u16;
+        let is_target = Bits(
+            of_type
+                .par_chunks(64)
+                .map(|nodes| {
+                    let bits = nodes.iter().enumerate();
+                    bits.filter(|&(_, &of)| of == place)
+                        .fold(0u64, |word, (bit, _)| word | 1 << bit)
+                })
+                .collect(),
+        );
+        let view = merged_paths_placed(
+            graph,
+            analysis,
+            is_target,
+            TYPE_PATHS_BRANCHES,
+            ChainOrder::Explain,
+            Places::for_targets,
+        );
+        stored_paths(type_name, &view)
+    };
+    match merges {
+        Merges::OneAtATime => names.into_iter().enumerate().map(merge).collect(),
+        Merges::OnePerCore => names
+            .into_par_iter()
+            .enumerate()
+            .with_max_len(1)
+            .map(merge)
+            .collect(),
+    }
+}
+
+/// How many merges [`crate::Analysis::type_paths`] runs at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merges {
+    /// One: the least memory, where the dump's columns are in memory beside them.
+    OneAtATime,
+    /// One per core: where memory is to spare (a server whose columns live in files).
+    OnePerCore,
+}
+
+/// Per node, the place among `types` of its type where it is a real object of one of them,
+/// else `u16::MAX`: one pass finds every type's instances, which each merge then reads from
+/// two bytes a node instead of the graph's columns. At most [`TYPE_PATHS_SHARE`] types.
+fn type_places(graph: &HeapGraph, types: &[StringId]) -> Vec<u16> {
+    let mut places: Vec<(StringId, u16)> = types.iter().copied().zip(0..).collect();
+    places.sort_unstable();
+    (0..graph.node_count())
+        .into_par_iter()
+        .with_min_len(1 << 16)
+        .map(|index| {
+            let Some(node) = graph.node(index) else {
+                return u16::MAX;
+            };
+            match places.binary_search_by_key(&graph.type_id(node), |&(id, _)| id) {
+                Ok(at) if !graph.is_synthetic(node) => places[at].1,
+                _ => u16::MAX,
+            }
+        })
+        .collect()
+}
+
+/// A merged tree as plain numbers, for storing.
+fn stored_paths(type_name: StringId, view: &MergedPathsView) -> TypePaths {
+    TypePaths {
+        type_name,
+        branches: view.branches as u32,
+        objects: view.targets,
+        reached: view.reached,
+        retained_size: view.retained_size,
+        nodes: view
+            .nodes
+            .iter()
+            .map(|node| TypePathNode {
+                node: node.object.node.to_raw(),
+                edge: node.edge_index.map(|edge| edge as u64),
+                parent: node.parent.map(|parent| parent as u32),
+                depth: node.depth,
+                indent: node.indent,
+                is_target: node.is_target,
+                targets: node.targets,
+                targets_retained_size: node.retained_size,
+                skipped_steps: node.skipped_steps,
+                hidden_children: node.hidden_children,
+                hidden_targets: node.hidden_targets,
+                hidden_retained_size: node.hidden_retained,
+            })
+            .collect(),
+    }
+}
+
+/// The merged tree that `paths` stored, as [`merged_paths`] gives it: each listed object's
+/// view and reference read from the graph and the analysis.
+pub(crate) fn stored_view(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    paths: &TypePaths,
+) -> MergedPathsView {
+    MergedPathsView {
+        targets: paths.objects,
+        reached: paths.reached,
+        retained_size: paths.retained_size,
+        branches: paths.branches as usize,
+        order: ChainOrder::Explain,
+        nodes: paths
+            .nodes
+            .iter()
+            .map(|row| {
+                let node = node_id(graph, row.node);
+                let edge = row.edge.map(|edge| edge as usize);
+                MergedPathNode {
+                    object: chain_object(graph, analysis, node, row.depth),
+                    edge: edge.map(|edge| edge_text(graph, edge)),
+                    edge_index: edge,
+                    edge_kind: edge.map(|edge| graph.edge_kind(edge).name()),
+                    parent: row.parent.map(|parent| parent as usize),
+                    depth: row.depth,
+                    indent: row.indent,
+                    targets: row.targets,
+                    retained_size: row.targets_retained_size,
+                    is_target: row.is_target,
+                    skipped_steps: row.skipped_steps,
+                    hidden_children: row.hidden_children,
+                    hidden_targets: row.hidden_targets,
+                    hidden_retained: row.hidden_retained_size,
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Checks stored merged paths against the graph: each listed node is a node, its reference an
+/// edge into it, and a node marked as an instance one of the type's objects. What the merge
+/// counted is not checked (a merge is what it would cost), only that it reads the graph.
+///
+/// # Errors
+/// A message naming the first row that does not fit.
+pub(crate) fn checked_type_paths(graph: &HeapGraph, paths: &[TypePaths]) -> Result<(), String> {
+    let (n_nodes, n_edges) = (graph.node_count(), graph.edge_count());
+    for tree in paths {
+        let type_name = graph.strings().get(tree.type_name);
+        for (row, stored) in tree.nodes.iter().enumerate() {
+            let problem =
+                |what: String| format!("the stored merged paths of {type_name}: row {row} {what}");
+            let Some(node) = graph.node(stored.node as usize) else {
+                return Err(problem(format!(
+                    "names node {}, past {n_nodes}",
+                    stored.node
+                )));
+            };
+            if let Some(edge) = stored.edge {
+                if edge >= n_edges as u64 {
+                    return Err(problem(format!("names edge {edge}, past {n_edges}")));
+                }
+                if graph.edge_target(edge as usize) != node {
+                    return Err(problem(format!("names edge {edge}, which leads elsewhere")));
+                }
+            }
+            if stored.is_target
+                && (graph.type_id(node) != tree.type_name || graph.is_synthetic(node))
+            {
+                return Err(problem(format!(
+                    "marks node {} as an instance, which it is not",
+                    stored.node
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1166,8 +1388,14 @@ mod tests {
             assert_eq!(read_up, searched);
             // Small graphs take the column of places; the map must place the same.
             let sparse = |_, _| Places::Sparse(FxHashMap::default());
-            let read_up =
-                merged_paths_placed(&graph, &analysis, &targets, 3, ChainOrder::Explain, sparse);
+            let read_up = merged_paths_placed(
+                &graph,
+                &analysis,
+                targets_bits(&graph, &targets),
+                3,
+                ChainOrder::Explain,
+                sparse,
+            );
             assert_eq!(read_up, searched);
             assert_eq!(searched.reached, view.reached);
             assert_eq!(searched.retained_size, view.retained_size);
@@ -1295,6 +1523,97 @@ mod tests {
             runs_cut > 50 && trees_cut > 20 && tails > 200,
             "{runs_cut} {trees_cut} {tails}"
         );
+    }
+
+    /// The merged paths kept for the types with the most instances read back as the merge
+    /// gives them (the merge is the oracle), merged one at a time or one per core, kept in
+    /// memory or stored and adopted; on lines long enough to cut runs and trees short. A stored
+    /// row naming an edge into another node, or marking a node of another type as an instance,
+    /// is refused on adoption.
+    #[test]
+    fn kept_type_paths_read_back_as_merged() {
+        let mut lcg = heapgraph_test_support::Lcg::new(0x7e57_ab1e);
+        let (mut runs_cut, mut trees_cut) = (0, 0);
+        for _ in 0..100 {
+            let n_nodes = 50 + lcg.below(400) as u32;
+            let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + lcg.below(100)).collect();
+            let edges: Vec<(u32, u32, EdgeKind)> = (1..n_nodes)
+                .map(|to| {
+                    let from = if lcg.below(8) == 0 {
+                        lcg.below(u64::from(to)) as u32
+                    } else {
+                        to - 1
+                    };
+                    (from, to, EdgeKind::Property)
+                })
+                .collect();
+            let graph = graph_from_edges(&sizes, &edges);
+            let rule = EdgeRule::for_runtime(Runtime::Java);
+            let options = Options {
+                edge_rule: rule.clone(),
+            };
+            let analysis = analyze(&graph, &options);
+            let kept = analysis.type_paths(&graph, Merges::OneAtATime).to_vec();
+            // A few hundred objects: every type holds one in 1024.
+            assert_eq!(kept.len(), 4);
+            let merged: Vec<MergedPathsView> = kept
+                .iter()
+                .map(|paths| {
+                    let name = graph.strings().get(paths.type_name);
+                    let targets = objects_of_type(&graph, name);
+                    let merged = merged_paths(&graph, &analysis, &targets, 20, ChainOrder::Explain);
+                    let known = analysis.known_type_paths(&graph, name, TYPE_PATHS_BRANCHES);
+                    assert_eq!(known.as_ref(), Some(&merged), "{name}");
+                    assert_eq!(analysis.known_type_paths(&graph, name, 3), None);
+                    runs_cut += usize::from(merged.nodes.iter().any(|n| n.skipped_steps > 0));
+                    trees_cut += usize::from(merged.nodes.len() == MAX_NODES);
+                    merged
+                })
+                .collect();
+            let per_core = analyze(&graph, &options);
+            assert_eq!(per_core.type_paths(&graph, Merges::OnePerCore), kept);
+            let stored = analyze(&graph, &options).into_stored(&graph);
+            assert_eq!(stored.type_paths, kept);
+            let adopted =
+                Analysis::from_stored(&graph, rule.clone(), stored.clone()).expect("adopted");
+            for (paths, merged) in kept.iter().zip(&merged) {
+                let name = graph.strings().get(paths.type_name);
+                let known = adopted.known_type_paths(&graph, name, TYPE_PATHS_BRANCHES);
+                assert_eq!(known.as_ref(), Some(merged), "{name}");
+            }
+
+            let mut elsewhere = stored.clone();
+            let row = &mut elsewhere.type_paths[0].nodes[0];
+            let edge = row.edge.expect("a reference from the root") as usize;
+            row.edge = Some(
+                (0..graph.edge_count())
+                    .find(|&other| graph.edge_target(other) != graph.edge_target(edge))
+                    .expect("another edge") as u64,
+            );
+            let refused = Analysis::from_stored(&graph, rule.clone(), elsewhere).err();
+            assert!(
+                refused
+                    .as_ref()
+                    .is_some_and(|why| why.contains("which leads elsewhere")),
+                "{refused:?}"
+            );
+            let mut not_one = stored;
+            let paths = &mut not_one.type_paths[0];
+            let row = paths
+                .nodes
+                .iter_mut()
+                .find(|row| !row.is_target)
+                .expect("a chain node of another type");
+            row.is_target = true;
+            let refused = Analysis::from_stored(&graph, rule, not_one).err();
+            assert!(
+                refused
+                    .as_ref()
+                    .is_some_and(|why| why.contains("as an instance, which it is not")),
+                "{refused:?}"
+            );
+        }
+        assert!(runs_cut > 50 && trees_cut > 20, "{runs_cut} {trees_cut}");
     }
 
     /// Stored parents that go round a cycle (a damaged file) are not followed: the chains are

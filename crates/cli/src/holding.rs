@@ -6,7 +6,9 @@ use crate::load::{Loaded, load, load_for};
 use crate::verbs::{info, parse_object_id, resolve_type};
 use anyhow::bail;
 use heapgraph_analyzer::immediate_dominators::{TypeGlobs, immediate_dominators};
-use heapgraph_analyzer::merged_paths::{merged_paths, new_objects, objects_of_type};
+use heapgraph_analyzer::merged_paths::{
+    MergedPathsView, TYPE_PATHS_BRANCHES, merged_paths, new_objects, objects_of_type,
+};
 use heapgraph_analyzer::{Analysis, ChainOrder};
 use heapgraph_model::{HeapGraph, NodeId};
 use heapgraph_report::holding::{self, Selection};
@@ -15,18 +17,22 @@ use std::path::Path;
 pub(crate) fn paths(args: &PathsArgs) -> anyhow::Result<String> {
     let (mut loaded, baseline) = load_with_baseline(args)?;
     let analysis = loaded.analyze(args.common.include_weak)?;
-    let (targets, selection) = targets(
-        &loaded.graph,
-        baseline.as_ref().map(|baseline| &baseline.graph),
-        &args.targets,
-        &args.common.file,
-        None,
-    )?;
     let order = match args.order {
         ChainOrderArg::Explain => ChainOrder::Explain,
         ChainOrderArg::Shortest => ChainOrder::Shortest,
     };
-    let view = merged_paths(&loaded.graph, &analysis, &targets, args.n, order);
+    let file = &args.common.file;
+    let graph = &loaded.graph;
+    let (view, selection) = match kept_paths(graph, &analysis, &args.targets, file, args.n, order)?
+    {
+        Some(kept) => kept,
+        None => {
+            let baseline = baseline.as_ref().map(|baseline| &baseline.graph);
+            let (targets, selection) = targets(graph, baseline, &args.targets, file, None)?;
+            let view = merged_paths(graph, &analysis, &targets, args.n, order);
+            (view, selection)
+        }
+    };
     let info = info(&args.common, &loaded);
     Ok(match args.common.format {
         OutputFormat::Text => holding::paths_text(&view, &info, &selection),
@@ -94,8 +100,10 @@ pub(crate) struct Indexes<'a> {
 
 /// The merged paths (`heapgraph.paths/1`) to the objects of a loaded, explored dump that
 /// `chosen` picks, `branches` children listed per node, chains in `order`: `serve`'s and
-/// `mcp`'s answer. The chain parents are built on the first question in the explaining order
-/// (none for a converted dump, which stores them) and kept for the next.
+/// `mcp`'s answer. The merged paths the analysis keeps are read as they are; others are
+/// merged, holding `one_merge_at_a_time` where given while they are. The chain parents are
+/// built on the first question in the explaining order (none for a converted dump, which
+/// stores them) and kept for the next.
 ///
 /// # Errors
 /// As [`targets`]: a type or an id the dump does not have.
@@ -105,17 +113,60 @@ pub(crate) fn paths_answer(
     chosen: &TargetArgs,
     branches: usize,
     order: ChainOrder,
+    one_merge_at_a_time: Option<&std::sync::Mutex<()>>,
 ) -> anyhow::Result<String> {
     let indexes = Indexes {
         explorer: &dump.explorer,
         analysis: &dump.analysis,
     };
-    let (targets, selection) = targets(&dump.graph, None, chosen, file, Some(indexes))?;
-    if order == ChainOrder::Explain {
-        dump.analysis.chain_parents(&dump.graph);
+    let graph = &dump.graph;
+    if let Some((view, selection)) =
+        kept_paths(graph, &dump.analysis, chosen, file, branches, order)?
+    {
+        return Ok(holding::paths_json(&view, &dump.info, &selection));
     }
-    let view = merged_paths(&dump.graph, &dump.analysis, &targets, branches, order);
+    let _merging = one_merge_at_a_time.map(|lock| {
+        lock.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    });
+    let (targets, selection) = targets(graph, None, chosen, file, Some(indexes))?;
+    if order == ChainOrder::Explain {
+        dump.analysis.chain_parents(graph);
+    }
+    let view = merged_paths(graph, &dump.analysis, &targets, branches, order);
     Ok(holding::paths_json(&view, &dump.info, &selection))
+}
+
+// The kept merged paths are those `paths` lists by default.
+const _: () = assert!(crate::args::DEFAULT_ROWS == TYPE_PATHS_BRANCHES);
+
+/// The merged paths the analysis keeps for a type's instances
+/// ([`Analysis::known_type_paths`]: stored with a converted dump, or computed by `serve` at
+/// start), where `chosen` picks only a type and asks for them as kept.
+fn kept_paths(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    chosen: &TargetArgs,
+    file: &Path,
+    branches: usize,
+    order: ChainOrder,
+) -> anyhow::Result<Option<(MergedPathsView, Selection)>> {
+    let Some(name) = &chosen.type_name else {
+        return Ok(None);
+    };
+    if !chosen.ids.is_empty() || chosen.baseline.is_some() || order != ChainOrder::Explain {
+        return Ok(None);
+    }
+    let name = resolve_type(graph, name, file)?;
+    Ok(analysis
+        .known_type_paths(graph, &name, branches)
+        .map(|view| {
+            let selection = Selection {
+                type_name: Some(name),
+                ..Selection::default()
+            };
+            (view, selection)
+        }))
 }
 
 /// The objects `targets` names in `graph`, and how the output says which they are (also the

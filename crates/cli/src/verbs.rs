@@ -502,13 +502,15 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
         .filter(|&node| graph.is_synthetic(node))
         .count();
     let objects = graph.node_count() - synthetic;
+    let kept = stored.type_paths.len();
     Ok(format!(
         "wrote {} ({objects} objects, {synthetic} synthetic root node{} that `summary` leaves \
          out, {} references, with the dominator tree and its children, retained sizes, distances, type \
-         totals and chain parents)\n",
+         totals, chain parents and the merged paths to the instances of the {kept} type{} with the most)\n",
         args.output.display(),
         if synthetic == 1 { "" } else { "s" },
-        graph.edge_count()
+        graph.edge_count(),
+        if kept == 1 { "" } else { "s" },
     ))
 }
 

@@ -57,7 +57,7 @@ pub use records::{
     AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
     IMAGE_ALIGN, ImageChunk, ImageDataChunk, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH, LITTLE_ENDIAN,
     MAGIC, NO_NAME, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk,
-    StringsIter, TypeTotalsChunk, UnknownChunk, VERSION, VERSION_IMAGES,
+    StringsIter, TypePathsChunk, TypeTotalsChunk, UnknownChunk, VERSION, VERSION_IMAGES,
 };
 pub use timeline::{
     EventChunk, EventKind, GpuInfo, KIND_TIMELINE, NOT_MEASURED, Resource, SampleColumns,
@@ -65,7 +65,7 @@ pub use timeline::{
 };
 pub use writer::{
     AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, FrameColumns, NodeColumns,
-    SiteColumns, StackColumns, TypeTotalsColumns, Writer,
+    SiteColumns, StackColumns, TypePathsColumns, TypeTotalsColumns, Writer,
 };
 
 /// The most bytes one record may hold. A reader refuses a record that would be larger before

@@ -90,7 +90,8 @@ impl Header {
 /// A record after the header. A reader concatenates chunks of the same type in stream order.
 ///
 /// Serialized as a MessagePack map whose `type` key names the variant (`strings`, `node_kinds`,
-/// `nodes`, `edges`, `root`, `analysis`, `type_totals`, `array_lengths`, `fill`; for allocation
+/// `nodes`, `edges`, `root`, `analysis`, `type_totals`, `type_paths`, `array_lengths`, `fill`;
+/// for allocation
 /// snapshots `frames`,
 /// `stacks`, `sites`; for timelines `timeline_info`, `samples`, `event`), followed by the
 /// variant's fields. Column fields are
@@ -113,6 +114,8 @@ pub enum Chunk<'a> {
     Analysis(AnalysisChunk<'a>),
     /// Stored per-type totals, per type.
     TypeTotals(TypeTotalsChunk<'a>),
+    /// The stored merged paths to one type's instances, per listed node.
+    TypePaths(TypePathsChunk<'a>),
     /// Lengths of object arrays (HPROF's), per array.
     ArrayLengths(ArrayLengthsChunk<'a>),
     /// Elements and capacity of collections (the Python dumper's), per collection.
@@ -149,6 +152,7 @@ impl Chunk<'_> {
             Chunk::Root(_) => "root",
             Chunk::Analysis(_) => "analysis",
             Chunk::TypeTotals(_) => "type_totals",
+            Chunk::TypePaths(_) => "type_paths",
             Chunk::ArrayLengths(_) => "array_lengths",
             Chunk::Fill(_) => "fill",
             Chunk::TimelineInfo(_) => "timeline_info",
@@ -175,6 +179,7 @@ impl Chunk<'_> {
             Chunk::Edges(chunk) => chunk.rows().map(drop),
             Chunk::Analysis(chunk) => chunk.rows().map(drop),
             Chunk::TypeTotals(chunk) => chunk.rows().map(drop),
+            Chunk::TypePaths(chunk) => chunk.rows().map(drop),
             Chunk::ArrayLengths(chunk) => chunk.rows().map(drop),
             Chunk::Fill(chunk) => chunk.rows().map(drop),
             Chunk::Samples(chunk) => chunk.rows().map(drop),
@@ -517,6 +522,84 @@ impl TypeTotalsChunk<'_> {
             column::<u64>("count", self.count),
             column::<u64>("shallow_size", self.shallow_size),
             column::<u64>("retained_size", self.retained_size),
+        ])
+    }
+}
+
+/// The stored merged paths to the instances of one type (what `paths --type` lists), for the
+/// types with the most instances, so that a converted file answers them without merging
+/// millions of chains. The scalars describe the tree; the columns hold one row per listed
+/// node, in the tree's pre-order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypePathsChunk<'a> {
+    /// The type's name, a string index.
+    pub type_name: u32,
+    /// Children listed per node at most.
+    pub branches: u32,
+    /// Objects of the type (the tree's targets).
+    pub objects: u64,
+    /// Those with a chain from the root.
+    pub reached: u64,
+    /// What the reached objects retain, each byte counted once.
+    pub retained_size: u64,
+    /// The listed node's node index: `u32` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub node: &'a [u8],
+    /// The edge into it from its parent on its chain, an edge index: `u64` per row,
+    /// `u64::MAX` for none.
+    #[serde(borrow, with = "serde_bytes")]
+    pub edge: &'a [u8],
+    /// Its parent's row, an earlier one: `u32` per row, `u32::MAX` for the root's children.
+    #[serde(borrow, with = "serde_bytes")]
+    pub parent: &'a [u8],
+    /// Edges from the root on its chain: `u32` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub depth: &'a [u8],
+    /// How far in it is printed: `u32` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub indent: &'a [u8],
+    /// 1 where the node is itself one of the type's instances, else 0: `u8` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub is_target: &'a [u8],
+    /// Instances at or below it: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub targets: &'a [u8],
+    /// What they retain, each byte counted once: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub targets_retained_size: &'a [u8],
+    /// Steps of a long single-child run left out just above it: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub skipped_steps: &'a [u8],
+    /// Children left out (past the branch limit or the listed nodes' limit): `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub hidden_children: &'a [u8],
+    /// Instances below those children: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub hidden_targets: &'a [u8],
+    /// What those instances retain: `u64` per row.
+    #[serde(borrow, with = "serde_bytes")]
+    pub hidden_retained_size: &'a [u8],
+}
+
+impl TypePathsChunk<'_> {
+    /// The number of listed nodes, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("node", self.node),
+            column::<u64>("edge", self.edge),
+            column::<u32>("parent", self.parent),
+            column::<u32>("depth", self.depth),
+            column::<u32>("indent", self.indent),
+            column::<u8>("is_target", self.is_target),
+            column::<u64>("targets", self.targets),
+            column::<u64>("targets_retained_size", self.targets_retained_size),
+            column::<u64>("skipped_steps", self.skipped_steps),
+            column::<u64>("hidden_children", self.hidden_children),
+            column::<u64>("hidden_targets", self.hidden_targets),
+            column::<u64>("hidden_retained_size", self.hidden_retained_size),
         ])
     }
 }

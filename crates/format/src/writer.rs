@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::records::{
     AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
     IMAGE_ALIGN, ImageDataChunk, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
-    StringsChunk, TypeTotalsChunk,
+    StringsChunk, TypePathsChunk, TypeTotalsChunk,
 };
 use crate::timeline::{SampleColumns, SamplesChunk, encode_into};
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
@@ -77,6 +77,46 @@ pub struct TypeTotalsColumns<'a> {
     pub shallow_size: &'a [u64],
     /// Their retained sizes, each byte counted once.
     pub retained_size: &'a [u64],
+}
+
+/// The merged paths to one type's instances: the tree's scalars, and per listed node (in the
+/// tree's pre-order) columns all of the same length ([`TypePathsChunk`] says what each holds).
+#[derive(Clone, Copy, Debug)]
+pub struct TypePathsColumns<'a> {
+    /// The type's name, a string index.
+    pub type_name: u32,
+    /// Children listed per node at most.
+    pub branches: u32,
+    /// Objects of the type.
+    pub objects: u64,
+    /// Those with a chain from the root.
+    pub reached: u64,
+    /// What the reached objects retain.
+    pub retained_size: u64,
+    /// The listed node's node index.
+    pub node: &'a [u32],
+    /// The edge into it on its chain; `u64::MAX` for none.
+    pub edge: &'a [u64],
+    /// Its parent's row; `u32::MAX` for the root's children.
+    pub parent: &'a [u32],
+    /// Edges from the root on its chain.
+    pub depth: &'a [u32],
+    /// How far in it is printed.
+    pub indent: &'a [u32],
+    /// 1 where the node is one of the instances.
+    pub is_target: &'a [u8],
+    /// Instances at or below it.
+    pub targets: &'a [u64],
+    /// What they retain.
+    pub targets_retained_size: &'a [u64],
+    /// Steps left out just above it.
+    pub skipped_steps: &'a [u64],
+    /// Children left out.
+    pub hidden_children: &'a [u64],
+    /// Instances below those children.
+    pub hidden_targets: &'a [u64],
+    /// What those instances retain.
+    pub hidden_retained_size: &'a [u64],
 }
 
 /// Lengths of object arrays, per array, nodes in increasing order.
@@ -547,6 +587,53 @@ impl<W: Write> Writer<W> {
         result
     }
 
+    /// Writes one type's stored merged paths as one `type_paths` chunk (a few hundred rows).
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_type_paths(&mut self, paths: &TypePathsColumns<'_>) -> Result<(), Error> {
+        self.check_lengths(
+            paths.node.len(),
+            &[
+                ("edge", paths.edge.len()),
+                ("parent", paths.parent.len()),
+                ("depth", paths.depth.len()),
+                ("indent", paths.indent.len()),
+                ("is_target", paths.is_target.len()),
+                ("targets", paths.targets.len()),
+                ("targets_retained_size", paths.targets_retained_size.len()),
+                ("skipped_steps", paths.skipped_steps.len()),
+                ("hidden_children", paths.hidden_children.len()),
+                ("hidden_targets", paths.hidden_targets.len()),
+                ("hidden_retained_size", paths.hidden_retained_size.len()),
+            ],
+        )?;
+        fn encoded<T: LeInt>(values: &[T]) -> Vec<u8> {
+            let mut out = Vec::new();
+            encode_column(values, &mut out);
+            out
+        }
+        self.write_chunk(&Chunk::TypePaths(TypePathsChunk {
+            type_name: paths.type_name,
+            branches: paths.branches,
+            objects: paths.objects,
+            reached: paths.reached,
+            retained_size: paths.retained_size,
+            node: &encoded(paths.node),
+            edge: &encoded(paths.edge),
+            parent: &encoded(paths.parent),
+            depth: &encoded(paths.depth),
+            indent: &encoded(paths.indent),
+            is_target: &encoded(paths.is_target),
+            targets: &encoded(paths.targets),
+            targets_retained_size: &encoded(paths.targets_retained_size),
+            skipped_steps: &encoded(paths.skipped_steps),
+            hidden_children: &encoded(paths.hidden_children),
+            hidden_targets: &encoded(paths.hidden_targets),
+            hidden_retained_size: &encoded(paths.hidden_retained_size),
+        }))
+    }
+
     /// Writes array lengths as `array_lengths` chunks of at most [`Writer::chunk_rows`] rows.
     ///
     /// # Errors
@@ -877,6 +964,20 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
             c.chain_parent,
         ],
         Chunk::TypeTotals(c) => &[c.type_name, c.count, c.shallow_size, c.retained_size],
+        Chunk::TypePaths(c) => &[
+            c.node,
+            c.edge,
+            c.parent,
+            c.depth,
+            c.indent,
+            c.is_target,
+            c.targets,
+            c.targets_retained_size,
+            c.skipped_steps,
+            c.hidden_children,
+            c.hidden_targets,
+            c.hidden_retained_size,
+        ],
         Chunk::ArrayLengths(c) => &[c.node, c.length],
         Chunk::Fill(c) => &[c.node, c.elements, c.capacity, c.table_bytes, c.spare_bytes],
         Chunk::Samples(c) => &[

@@ -31,6 +31,8 @@ pub struct StoredAnalysis {
     pub chain_parent: Vec<u32>,
     /// The dominator tree's children, where stored.
     pub dominator_children: Option<ChildLists>,
+    /// The merged paths to the instances of the types with the most instances, where stored.
+    pub type_paths: Vec<TypePaths>,
 }
 
 impl StoredAnalysis {
@@ -51,6 +53,57 @@ pub struct TypeTotals {
     /// Their retained sizes, with each retained byte counted once (an instance inside the
     /// dominator subtree of another instance of its type is not added again).
     pub retained: Vec<u64>,
+}
+
+/// The merged paths from the root to the instances of one type (`heapgraph_analyzer`'s
+/// `MergedPathsView` in the order that explains each chain first), as plain numbers: what
+/// `paths --type` lists, stored for the types with the most instances, whose chains take
+/// seconds to merge. The objects' names, sizes and the references' names are the graph's and
+/// the analysis's; only what the merge found is here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypePaths {
+    /// The type's name, in the graph's string table (findable).
+    pub type_name: StringId,
+    /// Children listed per node at most.
+    pub branches: u32,
+    /// Objects of the type.
+    pub objects: u64,
+    /// Those with a chain from the root.
+    pub reached: u64,
+    /// What the reached objects retain, each byte counted once.
+    pub retained_size: u64,
+    /// The listed nodes, in the tree's pre-order.
+    pub nodes: Vec<TypePathNode>,
+}
+
+/// One listed node of [`TypePaths`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TypePathNode {
+    /// Its node index.
+    pub node: u32,
+    /// The edge into it from its parent on its chain, an edge index.
+    pub edge: Option<u64>,
+    /// Its parent's place among the listed nodes (an earlier one); `None` for the root's
+    /// children.
+    pub parent: Option<u32>,
+    /// Edges from the root on its chain.
+    pub depth: u32,
+    /// How far in it is printed.
+    pub indent: u32,
+    /// Whether it is itself one of the type's instances.
+    pub is_target: bool,
+    /// Instances at or below it.
+    pub targets: u64,
+    /// What they retain, each byte counted once.
+    pub targets_retained_size: u64,
+    /// Steps of a long single-child run left out just above it.
+    pub skipped_steps: u64,
+    /// Children left out.
+    pub hidden_children: u64,
+    /// Instances below those children.
+    pub hidden_targets: u64,
+    /// What those instances retain.
+    pub hidden_retained_size: u64,
 }
 
 /// The dominator tree's children as the analyzer keeps them (`heapgraph_analyzer`'s

@@ -550,7 +550,7 @@ fn paths(dumps: &Dumps, args: JsonObject) -> anyhow::Result<String> {
         new: false,
     };
     let order = args.order.unwrap_or_default().into();
-    crate::holding::paths_answer(dump, &opened.path, &chosen, n, order)
+    crate::holding::paths_answer(dump, &opened.path, &chosen, n, order, None)
 }
 
 /// The page of a paged list: `offset` from 0, `limit` rows.

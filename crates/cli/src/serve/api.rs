@@ -42,28 +42,11 @@ pub(crate) struct Served {
     /// The [`MAX_STRINGS`] first strings of both rankings, all (`[0]`) and duplicated (`[1]`),
     /// found by one pass on the first request: a request for fewer reads the first of them.
     pub(crate) strings: std::sync::OnceLock<[heapgraph_analyzer::StringsView; 2]>,
-    /// The `paths` answers kept for the types with the most instances ([`KeptPaths`]).
-    pub(crate) kept_paths: std::sync::OnceLock<KeptPaths>,
     /// Held while chains are merged, so that one merge runs at a time: a type's chains take
     /// scratch memory in proportion to its instances (a quarter of a gigabyte for the 6.4
-    /// million `byte[]` of the large benchmark dump), and the kept answers are merged behind
-    /// the first requests, which may ask for others.
+    /// million `byte[]` of the large benchmark dump). The types with the most instances have
+    /// theirs kept with the analysis before the server listens ([`Analysis::type_paths`]).
     pub(crate) merging: std::sync::Mutex<()>,
-}
-
-/// A type holding at least one object in this many has its `paths` answer (at the default
-/// branches) kept once rendered, and rendered behind the first answers: merging the chains of
-/// millions of instances takes seconds (1.4 s for 6.4 million of 35 million objects), and the
-/// answer never changes. At most this many types qualify, with at most every object among
-/// them, so rendering them all costs at most this many merges of the whole graph's chains,
-/// in practice a few (13 types on the benchmark's large dump).
-const KEPT_PATHS_SHARE: u64 = 1024;
-
-/// The types whose `paths` answer is kept, most instances first, each with its answer once
-/// rendered (by the thread that renders them behind the first answers, or by the first
-/// request for it, whichever comes first; the other waits for it).
-pub(crate) struct KeptPaths {
-    types: Vec<(String, std::sync::OnceLock<Answer>)>,
 }
 
 /// The answers that do not depend on the request, rendered once (`super::render`).
@@ -76,52 +59,10 @@ pub(crate) struct Rendered {
 }
 
 impl Served {
-    /// The types whose `paths` answer is kept, chosen now if no thread has yet.
-    fn kept_paths(&self) -> &KeptPaths {
-        self.kept_paths.get_or_init(|| {
-            let dump = &self.dump;
-            let totals = dump.analysis.type_totals(&dump.graph);
-            let objects: u64 = totals.count.iter().sum();
-            let mut types: Vec<(u64, String)> = totals
-                .types
-                .iter()
-                .zip(&totals.count)
-                .filter(|&(_, &count)| {
-                    count > 0 && count.saturating_mul(KEPT_PATHS_SHARE) >= objects
-                })
-                .map(|(&id, &count)| (count, dump.graph.strings().get(id).to_owned()))
-                .collect();
-            types.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-            KeptPaths {
-                types: types
-                    .into_iter()
-                    .map(|(_, name)| (name, std::sync::OnceLock::new()))
-                    .collect(),
-            }
-        })
-    }
-
-    /// Renders the kept `paths` answers that no request has asked for yet, most instances
-    /// first.
-    pub(crate) fn render_kept_paths(&self) {
-        for (name, answer) in &self.kept_paths().types {
-            self.kept_answer(name, answer);
-        }
-    }
-
-    /// A kept `paths` answer, rendered now if no thread has yet; the pages its merge freed
-    /// are handed back to the system then (as after each step of the warm-up).
-    fn kept_answer<'a>(&self, name: &str, answer: &'a std::sync::OnceLock<Answer>) -> &'a Answer {
-        answer.get_or_init(|| {
-            let rendered = self.merged_paths(Some(name.to_owned()), Vec::new(), DEFAULT_BRANCHES);
-            super::hand_back_memory();
-            rendered
-        })
-    }
-
-    /// The `paths` answer for the objects chosen by type and ids (as `paths`). The chain
-    /// parents are built behind the first answers (or stored in a converted dump); a request
-    /// before then waits for them.
+    /// The `paths` answer for the objects chosen by type and ids (as `paths`): kept with the
+    /// analysis for the types with the most instances, else merged, one merge at a time. The
+    /// chain parents are built behind the first answers (or stored in a converted dump); a
+    /// request before then waits for them.
     fn merged_paths(&self, type_name: Option<String>, ids: Vec<String>, branches: usize) -> Answer {
         let chosen = crate::args::TargetArgs {
             type_name,
@@ -130,12 +71,15 @@ impl Served {
             new: false,
         };
         let file = std::path::Path::new(&self.dump.info.file);
-        let _one_at_a_time = self
-            .merging
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        crate::holding::paths_answer(&self.dump, file, &chosen, branches, ChainOrder::Explain)
-            .map_err(|error| Refusal::missing(format!("{error:#}")))
+        crate::holding::paths_answer(
+            &self.dump,
+            file,
+            &chosen,
+            branches,
+            ChainOrder::Explain,
+            Some(&self.merging),
+        )
+        .map_err(|error| Refusal::missing(format!("{error:#}")))
     }
 
     /// The answers rendered once, rendered now if no thread has yet.
@@ -483,26 +427,6 @@ pub(crate) async fn paths(
             return Err(Refusal::bad(
                 "say which objects: paths?type=NAME or paths?ids=ID,ID".into(),
             ));
-        }
-        if let Some(name) = &type_name
-            && ids.is_empty()
-            && branches == DEFAULT_BRANCHES
-        {
-            let dump = &served.dump;
-            let name = crate::verbs::resolve_type(
-                &dump.graph,
-                name,
-                std::path::Path::new(&dump.info.file),
-            )
-            .map_err(|error| Refusal::missing(format!("{error:#}")))?;
-            let kept = served
-                .kept_paths()
-                .types
-                .iter()
-                .find(|(kept, _)| *kept == name);
-            if let Some((_, answer)) = kept {
-                return served.kept_answer(&name, answer).clone();
-            }
         }
         served.merged_paths(type_name, ids, branches)
     })

@@ -50,6 +50,14 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
     };
     let dump = explore(&args.file, loaded)?;
     let baseline = baseline.transpose()?;
+    // The merged paths of the types with the most instances are part of the analysis the
+    // server answers from (stored in a converted dump): merged now, they never make a `paths`
+    // request wait seconds. The dump's columns are in files by now, so memory is to spare for
+    // a merge per core.
+    dump.analysis.type_paths(
+        &dump.graph,
+        heapgraph_analyzer::merged_paths::Merges::OnePerCore,
+    );
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let served = Arc::new(Served {
         dump,
@@ -58,27 +66,20 @@ pub(crate) fn serve(args: &ServeArgs) -> anyhow::Result<String> {
         baseline: std::sync::Mutex::new(baseline),
         rendered: std::sync::OnceLock::new(),
         strings: Default::default(),
-        kept_paths: Default::default(),
         merging: Default::default(),
     });
     // What the views read is built behind the first answers, on a thread of its own: the
-    // answers rendered once (the suspects' chains read the chain parents, built beside the
-    // dominator pass or stored in a converted dump), then the explorer's indexes (the chain
-    // index `holders` searches by among them), then the chain parents `paths` reads where
-    // neither gave them, then the `paths` answers of the types with the most instances. A
-    // view that needs one before it is ready waits for that one. After each step the memory
-    // it freed and the pages it read of what is kept in files go back to the system
-    // (`hand_back_memory`): on the large benchmark dump the warm server holds about 150 MB,
-    // where it held 2 GB.
+    // answers rendered once (the suspects' chains read the chain parents), then the
+    // explorer's indexes (the chain index `holders` searches by among them). A view that needs
+    // one before it is ready waits for that one. After each step the memory it freed and the
+    // pages it read of what is kept in files go back to the system (`hand_back_memory`): on
+    // the large benchmark dump the warm server holds about 150 MB, where it held 2 GB.
     let warming = Arc::clone(&served);
     std::thread::spawn(move || {
         let dump = &warming.dump;
         warming.rendered();
         hand_back_memory();
         dump.explorer.warm(&dump.graph, &dump.analysis);
-        hand_back_memory();
-        dump.analysis.chain_parents(&dump.graph);
-        warming.render_kept_paths();
         hand_back_memory();
     });
     listen(args, |guard| router(served, guard))

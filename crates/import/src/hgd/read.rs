@@ -21,7 +21,7 @@ use heapgraph_format::{
 use heapgraph_model::{
     ArrayLengths, ChildLists, CollectionFill, EdgeKind, EdgeNames, EdgeOffsets, Fill, GraphMeta,
     HeapGraph, HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime,
-    StoredAnalysis, StringId, StringTable, TypeTotals, U64Column,
+    StoredAnalysis, StringId, StringTable, TypePathNode, TypePaths, TypeTotals, U64Column,
 };
 use image::{ImagedGraph, Images};
 use std::collections::BTreeMap;
@@ -376,6 +376,9 @@ struct Columns {
     /// The dominator tree's children, from an image (plain chunks never hold them).
     dominator_children: Option<ChildLists>,
     type_totals: RawTypeTotals,
+    /// The stored merged paths to the instances of some types, each with its type's name still
+    /// in the file's string numbering.
+    type_paths: Vec<(u32, TypePaths)>,
     /// Object arrays' lengths (node, length), and the bytes of one slot.
     array_lengths: Vec<(u32, u32)>,
     slot_bytes: u32,
@@ -420,6 +423,7 @@ impl Default for Columns {
             chain_parent_missing: false,
             dominator_children: None,
             type_totals: RawTypeTotals::default(),
+            type_paths: Vec::new(),
             array_lengths: Vec::new(),
             slot_bytes: 0,
             fill: Vec::new(),
@@ -438,6 +442,9 @@ struct Pending {
     graph_whole: bool,
     /// The types' names of the stored type totals, in the table; `None` if one is not a string.
     type_names: Option<Vec<StringId>>,
+    /// The stored merged paths, their types' names in the table; `None` if one is not a
+    /// string.
+    type_paths: Option<Vec<TypePaths>>,
 }
 
 /// What a cut-short file lost, for the note.
@@ -553,6 +560,11 @@ impl Columns {
                 decode_column(chunk.count, &mut totals.count).map_err(column)?;
                 decode_column(chunk.shallow_size, &mut totals.shallow_size).map_err(column)?;
                 decode_column(chunk.retained_size, &mut totals.retained_size).map_err(column)?;
+            }
+            Chunk::TypePaths(chunk) => {
+                let paths =
+                    type_paths(&chunk).map_err(|err| format!("a type_paths chunk: {err}"))?;
+                self.type_paths.push((chunk.type_name, paths));
             }
             Chunk::ArrayLengths(chunk) => {
                 let (mut node, mut length) = (Vec::new(), Vec::new());
@@ -763,6 +775,7 @@ impl Columns {
         // Types are found by name and totalled by id: one findable id per type name.
         strings.make_findable_all(&mut node_type);
         let type_total_names = self.type_total_names(&mut strings, file_ids.as_deref());
+        let type_paths = self.type_paths_named(&mut strings, file_ids.as_deref());
         drop(std::mem::take(&mut self.node_type));
         drop(std::mem::take(&mut self.node_name));
 
@@ -842,6 +855,7 @@ impl Columns {
             n_nodes,
             graph_whole,
             type_names: type_total_names,
+            type_paths,
         };
 
         // Into the graph's compact columns, two at a time (one per core), each wide column
@@ -933,6 +947,7 @@ impl Columns {
             }
         }
         let type_names = self.type_total_names(&mut strings, None);
+        let type_paths = self.type_paths_named(&mut strings, None);
         let n_nodes = imaged.object_id.len();
         let root = match (self.root, truncation) {
             (Some(root), _) => root,
@@ -973,6 +988,7 @@ impl Columns {
             n_nodes,
             graph_whole: true,
             type_names,
+            type_paths,
         };
         Ok((graph, pending))
     }
@@ -992,6 +1008,26 @@ impl Columns {
                     None => raw,
                 };
                 strings.id_from_raw(raw).map(|id| strings.make_findable(id))
+            })
+            .collect()
+    }
+
+    /// The stored merged paths with their types' names in the table (`file_ids` as
+    /// [`Columns::type_total_names`]), each made findable; `None` if one is not a string.
+    fn type_paths_named(
+        &mut self,
+        strings: &mut StringTable,
+        file_ids: Option<&[u32]>,
+    ) -> Option<Vec<TypePaths>> {
+        std::mem::take(&mut self.type_paths)
+            .into_iter()
+            .map(|(raw, paths)| {
+                let raw = match file_ids {
+                    Some(ids) => *ids.get(raw as usize)?,
+                    None => raw,
+                };
+                let type_name = strings.make_findable(strings.id_from_raw(raw)?);
+                Some(TypePaths { type_name, ..paths })
             })
             .collect()
     }
@@ -1118,6 +1154,7 @@ impl Columns {
             n_nodes,
             graph_whole,
             type_names,
+            type_paths,
         } = pending;
         let n_rows = self.dominator.len();
         if n_rows == 0 && n_nodes > 0 {
@@ -1189,8 +1226,89 @@ impl Columns {
             type_totals,
             chain_parent,
             dominator_children: self.dominator_children.take(),
+            type_paths: type_paths.unwrap_or_else(|| {
+                notes.push(
+                    "the stored merged paths name a type that is not a string; they are ignored"
+                        .to_owned(),
+                );
+                Vec::new()
+            }),
         })
     }
+}
+
+/// One `type_paths` chunk's tree, its type's name left for the caller to find in the table.
+/// Each row's parent must be an earlier row (the tree is in pre-order); that its nodes and
+/// edges are the graph's is the analyzer's check, when it adopts them.
+fn type_paths(chunk: &format::TypePathsChunk<'_>) -> Result<TypePaths, String> {
+    fn decoded<T: format::LeInt>(blob: &[u8]) -> Result<Vec<T>, String> {
+        let mut out = Vec::new();
+        decode_column(blob, &mut out).map_err(|err| err.to_string())?;
+        Ok(out)
+    }
+    let node: Vec<u32> = decoded(chunk.node)?;
+    let edge: Vec<u64> = decoded(chunk.edge)?;
+    let parent: Vec<u32> = decoded(chunk.parent)?;
+    let depth: Vec<u32> = decoded(chunk.depth)?;
+    let indent: Vec<u32> = decoded(chunk.indent)?;
+    let is_target: Vec<u8> = decoded(chunk.is_target)?;
+    let [
+        targets,
+        targets_retained_size,
+        skipped_steps,
+        hidden_children,
+        hidden_targets,
+        hidden_retained_size,
+    ] = [
+        chunk.targets,
+        chunk.targets_retained_size,
+        chunk.skipped_steps,
+        chunk.hidden_children,
+        chunk.hidden_targets,
+        chunk.hidden_retained_size,
+    ]
+    .map(decoded::<u64>);
+    let (targets, targets_retained_size, skipped_steps) =
+        (targets?, targets_retained_size?, skipped_steps?);
+    let (hidden_children, hidden_targets, hidden_retained_size) =
+        (hidden_children?, hidden_targets?, hidden_retained_size?);
+    let nodes = (0..node.len())
+        .map(|row| {
+            let parent = (parent[row] != u32::MAX).then_some(parent[row]);
+            if let Some(up) = parent
+                && up as usize >= row
+            {
+                return Err(format!("row {row} has parent row {up}, not an earlier one"));
+            }
+            let is_target = match is_target[row] {
+                0 => false,
+                1 => true,
+                other => return Err(format!("row {row} has is_target {other}, not 0 or 1")),
+            };
+            Ok(TypePathNode {
+                node: node[row],
+                edge: (edge[row] != u64::MAX).then_some(edge[row]),
+                parent,
+                depth: depth[row],
+                indent: indent[row],
+                is_target,
+                targets: targets[row],
+                targets_retained_size: targets_retained_size[row],
+                skipped_steps: skipped_steps[row],
+                hidden_children: hidden_children[row],
+                hidden_targets: hidden_targets[row],
+                hidden_retained_size: hidden_retained_size[row],
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(TypePaths {
+        type_name: StringId::EMPTY,
+        branches: chunk.branches,
+        objects: chunk.objects,
+        reached: chunk.reached,
+        retained_size: chunk.retained_size,
+        nodes,
+    })
 }
 
 /// The graph's metadata from the file's header.

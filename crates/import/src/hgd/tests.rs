@@ -7,7 +7,7 @@ use crate::{Contents, ImportError};
 use heapgraph_format::{EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns, Writer};
 use heapgraph_model::{
     ChildLists, EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime,
-    StoredAnalysis, StringId, StringTable, TypeTotals,
+    StoredAnalysis, StringId, StringTable, TypePathNode, TypePaths, TypeTotals,
 };
 use proptest::prelude::*;
 
@@ -100,11 +100,78 @@ fn sample_analysis() -> StoredAnalysis {
             bytes: vec![2, 4, 4, 6, 8],
         }),
         type_totals: Some(TypeTotals {
-            types: type_name,
+            types: type_name.clone(),
             count: vec![2, 1, 1, 1],
             shallow: vec![64, 32, 64, 1 << 32],
             retained: vec![16 + 48 + 64 + 1 + u64::from(u32::MAX), 32, 64, 1 << 32],
         }),
+        // The two `Object`s: node 1 (by edge 0 from the root), node 3 below it (by edge 2);
+        // and the `🦀`, node 5 (by edge 4 from node 1), whose tree has two rows.
+        type_paths: vec![
+            TypePaths {
+                type_name: type_name[0],
+                branches: 20,
+                objects: 2,
+                reached: 2,
+                retained_size: 16 + 48 + 64 + 1 + u64::from(u32::MAX),
+                nodes: vec![
+                    TypePathNode {
+                        node: 1,
+                        edge: Some(0),
+                        parent: None,
+                        depth: 1,
+                        indent: 0,
+                        is_target: true,
+                        targets: 2,
+                        targets_retained_size: 16 + 48 + 64 + 1 + u64::from(u32::MAX),
+                        ..TypePathNode::default()
+                    },
+                    TypePathNode {
+                        node: 3,
+                        edge: Some(2),
+                        parent: Some(0),
+                        depth: 2,
+                        indent: 0,
+                        is_target: true,
+                        targets: 1,
+                        targets_retained_size: 48,
+                        skipped_steps: 1 << 40,
+                        hidden_children: 3,
+                        hidden_targets: 1 << 33,
+                        hidden_retained_size: u64::MAX - 1,
+                    },
+                ],
+            },
+            TypePaths {
+                type_name: type_name[3],
+                branches: 1,
+                objects: 1,
+                reached: 1,
+                retained_size: 1 << 32,
+                nodes: vec![
+                    TypePathNode {
+                        node: 1,
+                        edge: None,
+                        parent: None,
+                        depth: 1,
+                        targets: 1,
+                        targets_retained_size: 1 << 32,
+                        ..TypePathNode::default()
+                    },
+                    TypePathNode {
+                        node: 5,
+                        edge: Some(4),
+                        parent: Some(0),
+                        depth: 2,
+                        indent: 1,
+                        is_target: true,
+                        targets: 1,
+                        targets_retained_size: 1 << 32,
+                        ..TypePathNode::default()
+                    },
+                ],
+            },
+        ],
     }
 }
 
@@ -272,10 +339,13 @@ fn hgd_cut_at_every_offset_reads_what_arrived_or_says_truncated() {
                     assert_eq!(parts.first_edge, full.first_edge);
                 }
                 if let Some(mut analysis) = analysis {
-                    // The type totals come last: a cut before them leaves them out.
+                    // The type totals and then the type paths come last: a cut before them
+                    // leaves them out, each tree whole or not at all.
                     if analysis.type_totals.is_none() {
                         analysis.type_totals.clone_from(&stored.type_totals);
                     }
+                    assert!(stored.type_paths.starts_with(&analysis.type_paths));
+                    analysis.type_paths.clone_from(&stored.type_paths);
                     assert_eq!(analysis, stored);
                     assert_eq!((n, back.edge_count()), (6, 8));
                 }
@@ -618,6 +688,9 @@ fn hgd_images_cut_at_every_offset_read_whole_or_say_truncated() {
                             analysis.retained_count.clone_from(&stored.retained_count);
                         }
                     }
+                    // The type paths come last, each tree whole or not at all.
+                    assert!(stored.type_paths.starts_with(&analysis.type_paths));
+                    analysis.type_paths.clone_from(&stored.type_paths);
                     assert_eq!(analysis, stored, "cut at {cut}");
                 }
             }
@@ -633,6 +706,38 @@ fn hgd_images_cut_at_every_offset_read_whole_or_say_truncated() {
 
 /// An image whose vectors do not make a graph (an edge to no node, offsets that run past the
 /// edges) is refused by name, by both readers.
+/// A stored merged tree is in pre-order, each row's parent an earlier row, and a row is an
+/// instance or not: a file that says otherwise is refused, naming the chunk and its offset.
+#[test]
+fn hgd_type_paths_out_of_order_or_not_yes_or_no_are_refused() {
+    let graph = sample_graph();
+    let mut stored = sample_analysis();
+    stored.type_paths[0].nodes[1].parent = Some(1);
+    let file = write(&graph, Some(&stored), 1 << 20);
+    let err = read(&file).map(drop).expect_err("a parent after its child");
+    let ImportError::Malformed { offset, .. } = &err else {
+        panic!("{err}");
+    };
+    assert!(*offset > 0, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("a type_paths chunk: row 1 has parent row 1, not an earlier one"),
+        "{text}"
+    );
+
+    let file = write(&graph, Some(&sample_analysis()), 1 << 20);
+    // The first tree's `is_target` blob: the key, bin8 of 2 bytes, then 1 1.
+    let is_target = [&b"\xa9is_target\xc4\x02\x01\x01"[..]].concat();
+    let at = file
+        .windows(is_target.len())
+        .position(|window| window == is_target)
+        .expect("the first tree's is_target");
+    let mut lie = file;
+    lie[at + is_target.len() - 1] = 2;
+    let text = read(&lie).map(drop).expect_err("a 2").to_string();
+    assert!(text.contains("row 1 has is_target 2, not 0 or 1"), "{text}");
+}
+
 #[test]
 fn hgd_images_that_lie_are_refused() {
     let graph = sample_graph();

@@ -6,10 +6,11 @@ use super::read::image_names as names;
 use super::{TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
 use heapgraph_format::{
     self as format, AnalysisColumns, ArrayLengthColumns, Chunk, EdgeColumns, FillColumns, Header,
-    ImageChunk, KIND_HEAP_GRAPH, NodeColumns, TypeTotalsColumns, VERSION_IMAGES, Writer,
+    ImageChunk, KIND_HEAP_GRAPH, NodeColumns, TypePathsColumns, TypeTotalsColumns, VERSION_IMAGES,
+    Writer,
 };
 use heapgraph_model::image::{ColumnImage, Imaged};
-use heapgraph_model::{HeapGraph, StoredAnalysis};
+use heapgraph_model::{HeapGraph, StoredAnalysis, TypePathNode, TypePaths};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -190,6 +191,9 @@ pub(super) fn write_as<W: Write>(
                 })
                 .map_err(write_error)?;
         }
+        for paths in &analysis.type_paths {
+            write_type_paths(&mut writer, paths)?;
+        }
     }
     writer.finish().map_err(write_error)?.flush()
 }
@@ -361,6 +365,35 @@ fn write_extras<W: Write>(writer: &mut Writer<W>, graph: &HeapGraph) -> io::Resu
             .map_err(write_error)?;
     }
     Ok(())
+}
+
+/// Writes one type's stored merged paths as a `type_paths` chunk.
+fn write_type_paths<W: Write>(writer: &mut Writer<W>, paths: &TypePaths) -> io::Result<()> {
+    fn column<T>(paths: &TypePaths, value: impl Fn(&TypePathNode) -> T) -> Vec<T> {
+        paths.nodes.iter().map(value).collect()
+    }
+    writer
+        .write_type_paths(&TypePathsColumns {
+            // Strings are written in id order, so an id is its string's index in the file.
+            type_name: paths.type_name.to_raw(),
+            branches: paths.branches,
+            objects: paths.objects,
+            reached: paths.reached,
+            retained_size: paths.retained_size,
+            node: &column(paths, |row| row.node),
+            edge: &column(paths, |row| row.edge.unwrap_or(u64::MAX)),
+            parent: &column(paths, |row| row.parent.unwrap_or(u32::MAX)),
+            depth: &column(paths, |row| row.depth),
+            indent: &column(paths, |row| row.indent),
+            is_target: &column(paths, |row| u8::from(row.is_target)),
+            targets: &column(paths, |row| row.targets),
+            targets_retained_size: &column(paths, |row| row.targets_retained_size),
+            skipped_steps: &column(paths, |row| row.skipped_steps),
+            hidden_children: &column(paths, |row| row.hidden_children),
+            hidden_targets: &column(paths, |row| row.hidden_targets),
+            hidden_retained_size: &column(paths, |row| row.hidden_retained_size),
+        })
+        .map_err(write_error)
 }
 
 /// Writes the stored analysis as plain `analysis` chunks.
