@@ -2,11 +2,16 @@
 
 use crate::dominators::{DominatorTree, Offset};
 use crate::leb128;
+use crate::tree_columns::NodeCounts;
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{ChildLists, HeapGraph, StringId, TypeTotals};
 use std::ops::Range;
 use std::sync::atomic::AtomicU8;
 use std::sync::{Mutex, PoisonError};
+
+/// Why stored retained counts are refused.
+pub(crate) const COUNTS_DO_NOT_FIT: &str =
+    "the stored retained counts do not fit the stored dominators";
 
 /// Computes [`TypeTotals`] from the dominator tree, whose children `children` gives (built
 /// beside the count of each type).
@@ -323,7 +328,11 @@ impl DominatorChildren {
     /// bits cover the graph's nodes; every listed child is a reachable node other than the
     /// root whose dominator is the parent it is listed under, each list rising; and as many
     /// are listed as the tree has reachable nodes below the root, so that each is listed once.
-    /// The parents' lists are checked in ranges on rayon's threads.
+    /// With `counts`, the stored retained counts are checked in the same pass, as
+    /// [`crate::checked_retained_counts`] checks them, over the lists instead of the dominators
+    /// (which the lists are, once checked): each reachable node's count is one more than the sum
+    /// of its children's, and the root's is the number of reachable nodes. The parents' lists
+    /// are checked in ranges on rayon's threads.
     ///
     /// # Errors
     /// A message naming the first list or child that breaks a rule.
@@ -331,6 +340,7 @@ impl DominatorChildren {
         graph: &HeapGraph,
         tree: &DominatorTree,
         lists: ChildLists,
+        counts: Option<&NodeCounts>,
     ) -> Result<Self, String> {
         use rayon::prelude::*;
         let n_nodes = graph.node_count();
@@ -361,6 +371,18 @@ impl DominatorChildren {
                 let mut rank = parents_before[chunk * WORDS] as usize;
                 let mut listed = 0u64;
                 for (word_at, &word) in words.iter().enumerate() {
+                    // The reachable nodes of no list retain themselves alone.
+                    let start = (chunk * WORDS + word_at) * 64;
+                    if let Some(counts) = counts {
+                        let leaves = (start..n_nodes.min(start + 64))
+                            .filter(|&node| word >> (node - start) & 1 == 0);
+                        if leaves
+                            .into_iter()
+                            .any(|node| tree.reachable[node] && counts[node] != 1)
+                        {
+                            return Err(COUNTS_DO_NOT_FIT.to_owned());
+                        }
+                    }
                     let mut bits = word;
                     while bits != 0 {
                         let parent =
@@ -369,6 +391,9 @@ impl DominatorChildren {
                         let (mut at, end) = (first[rank] as usize, first[rank + 1] as usize);
                         rank += 1;
                         let mut previous = None;
+                        // Saturating: a saturated sum is u32::MAX, which no count exceeds by
+                        // one, so it fails the check as it should.
+                        let mut below = 0u32;
                         while at < end {
                             let (code, next) =
                                 leb128::read_within(&bytes, at, end).ok_or_else(|| {
@@ -399,13 +424,25 @@ impl DominatorChildren {
                             }
                             previous = Some(child);
                             listed += 1;
+                            if let Some(counts) = counts {
+                                below = below.saturating_add(counts[child]);
+                            }
+                        }
+                        if let Some(counts) = counts
+                            && u64::from(counts[parent]) != u64::from(below) + 1
+                        {
+                            return Err(COUNTS_DO_NOT_FIT.to_owned());
                         }
                     }
                 }
                 Ok(listed)
             })
             .try_reduce(|| 0, |a, b| Ok(a + b))?;
-        let below_root = tree.reachable.count_set().saturating_sub(1) as u64;
+        let n_reachable = tree.reachable.count_set() as u64;
+        if counts.is_some_and(|counts| u64::from(counts[root]) != n_reachable) {
+            return Err(COUNTS_DO_NOT_FIT.to_owned());
+        }
+        let below_root = n_reachable.saturating_sub(1);
         if listed != below_root {
             return Err(format!(
                 "the stored dominator tree's children list {listed} nodes of the {below_root} \

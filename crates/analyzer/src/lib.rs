@@ -628,6 +628,19 @@ fn checked_tree(
         retained_count: NodeCounts::default(),
         reachable,
     };
+    if !retained_count.is_empty()
+        && let Some(lists) = children
+    {
+        // Both stored: the counts are checked over the children's lists as these are checked
+        // against the dominators, in one pass, with no scratch column.
+        let counts = NodeCounts::from(retained_count);
+        let children = timed(
+            "dominator tree's children and retained counts checked",
+            || DominatorChildren::from_stored(graph, &tree, lists, Some(&counts)),
+        )?;
+        tree.retained_count = counts;
+        return Ok((tree, Some(children)));
+    }
     // The counts and the stored children are each checked against the dominators, side by
     // side.
     let (counts, children) = rayon::join(
@@ -642,7 +655,7 @@ fn checked_tree(
             children
                 .map(|lists| {
                     timed("dominator tree's children checked", || {
-                        DominatorChildren::from_stored(graph, &tree, lists)
+                        DominatorChildren::from_stored(graph, &tree, lists, None)
                     })
                 })
                 .transpose()
@@ -682,7 +695,7 @@ fn checked_retained_counts(
             !reachable || u64::from(counts[node]) == u64::from(below) + 1
         });
     if !consistent || root_count != n_reachable {
-        return Err("the stored retained counts do not fit the stored dominators".to_owned());
+        return Err(histogram::COUNTS_DO_NOT_FIT.to_owned());
     }
     Ok(counts)
 }
@@ -913,9 +926,48 @@ mod tests {
         cycle.idom[node("c")] = node("b") as u32;
         cycle.retained_count.clear();
         assert!(adopt(&graph, cycle).is_err());
-        let mut wrong_count = stored.clone();
-        wrong_count.retained_count[node("a")] += 1;
-        assert!(adopt(&graph, wrong_count).is_err());
+        // A count off by one at an inner node, at a leaf, at the root, along a whole line up to
+        // the root but for the root's own, and at two leaves in opposite ways: each is refused
+        // for its counts, whether they are checked over the stored children's lists or over
+        // the dominators.
+        let leaf = (0..graph.node_count())
+            .find(|&at| stored.retained_count[at] == 1 && stored.idom[at] != NO_NODE)
+            .expect("a leaf");
+        let mut above_leaf = vec![leaf];
+        while stored.idom[*above_leaf.last().expect("a node")] as usize != graph.root().index() {
+            above_leaf.push(stored.idom[*above_leaf.last().expect("a node")] as usize);
+        }
+        let up = |nodes: Vec<usize>| nodes.into_iter().map(|at| (at, 1)).collect::<Vec<_>>();
+        // b and c are leaves under a: their sum, and so every other equation, still holds.
+        let lies: [(&str, Vec<(usize, i32)>); 5] = [
+            ("a", up(vec![node("a")])),
+            ("a leaf", up(vec![leaf])),
+            ("the root", up(vec![graph.root().index()])),
+            ("a line below the root", up(above_leaf)),
+            (
+                "two leaves off both ways",
+                vec![(node("b"), 1), (node("c"), -1)],
+            ),
+        ];
+        for (lie, changes) in lies {
+            for with_children in [true, false] {
+                let mut wrong_count = stored.clone();
+                for &(at, by) in &changes {
+                    let count = &mut wrong_count.retained_count[at];
+                    *count = count.wrapping_add_signed(by);
+                }
+                if !with_children {
+                    wrong_count.dominator_children = None;
+                }
+                let refused = adopt(&graph, wrong_count).err();
+                assert_eq!(
+                    refused.as_deref(),
+                    Some(histogram::COUNTS_DO_NOT_FIT),
+                    "{lie}, children stored: {with_children}"
+                );
+            }
+        }
+        assert!(stored.dominator_children.is_some());
         let mut wrong_totals = stored.clone();
         if let Some(totals) = &mut wrong_totals.type_totals {
             totals.count[0] += 1;
