@@ -1281,6 +1281,9 @@ pub(crate) fn stored_view(
 pub(crate) fn checked_type_paths(graph: &HeapGraph, paths: &[TypePaths]) -> Result<(), String> {
     let (n_nodes, n_edges) = (graph.node_count(), graph.edge_count());
     for tree in paths {
+        if tree.type_name.index() >= graph.strings().len() {
+            return Err("the stored merged paths name a type that is not a string".to_owned());
+        }
         let type_name = graph.strings().get(tree.type_name);
         for (row, stored) in tree.nodes.iter().enumerate() {
             let problem =
