@@ -1608,11 +1608,27 @@ mod tests {
                 .find(|row| !row.is_target)
                 .expect("a chain node of another type");
             row.is_target = true;
-            let refused = Analysis::from_stored(&graph, rule, not_one).err();
+            let refused = Analysis::from_stored(&graph, rule.clone(), not_one).err();
             assert!(
                 refused
                     .as_ref()
                     .is_some_and(|why| why.contains("as an instance, which it is not")),
+                "{refused:?}"
+            );
+            // A type named by another graph's larger table (an analysis stored for another
+            // graph) is no string of this one.
+            let mut larger = heapgraph_model::StringTable::new();
+            let past = (0..=graph.strings().len())
+                .map(|at| larger.intern(&format!("s{at}")))
+                .last()
+                .expect("a string");
+            let mut elsewhere_named = analyze(&graph, &options).into_stored(&graph);
+            elsewhere_named.type_paths[0].type_name = past;
+            let refused = Analysis::from_stored(&graph, rule, elsewhere_named).err();
+            assert!(
+                refused
+                    .as_ref()
+                    .is_some_and(|why| why.contains("name a type that is not a string")),
                 "{refused:?}"
             );
         }
