@@ -1098,20 +1098,7 @@ impl TreeBuilder<'_> {
 /// stands for the distance (the distances of the whole graph are not needed here, and on a
 /// large dump they cost more than this query).
 fn chain_object(graph: &HeapGraph, analysis: &Analysis, node: NodeId, depth: u32) -> ObjectView {
-    let tree = &analysis.dominators;
-    let object_id = graph.object_id(node);
-    ObjectView {
-        node,
-        id: object_id,
-        id_text: graph.meta().runtime.format_object_id(object_id),
-        kind: graph.kind(node).name.clone(),
-        type_name: graph.type_name(node).to_owned(),
-        name: graph.name(node).to_owned(),
-        shallow_size: graph.shallow_size(node),
-        retained_size: Some(tree.retained_size.get(node.index())),
-        distance: Some(depth),
-        retained_count: u64::from(tree.retained_count[node.index()]),
-    }
+    crate::queries::object_view_at(graph, analysis, node, Some(depth))
 }
 
 /// The merged paths of the types with at least one instance in [`TYPE_PATHS_SHARE`] objects,

@@ -14,6 +14,23 @@ use std::cmp::Reverse;
 
 /// The view of one object.
 pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> ObjectView {
+    let reachable = analysis.dominators.reachable[node.index()];
+    let distance = if reachable {
+        analysis.view_distance(graph, node)
+    } else {
+        None
+    };
+    object_view_at(graph, analysis, node, distance)
+}
+
+/// [`object_view`] with the distance given (a chain's depth, where the distances of the whole
+/// graph are not needed).
+pub(crate) fn object_view_at(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    node: NodeId,
+    distance: Option<u32>,
+) -> ObjectView {
     let tree = &analysis.dominators;
     let reachable = tree.reachable[node.index()];
     let object_id = graph.object_id(node);
@@ -26,11 +43,7 @@ pub fn object_view(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> Obje
         name: graph.name(node).to_owned(),
         shallow_size: graph.shallow_size(node),
         retained_size: reachable.then(|| tree.retained_size.get(node.index())),
-        distance: if reachable {
-            analysis.view_distance(graph, node)
-        } else {
-            None
-        },
+        distance,
         retained_count: if reachable {
             u64::from(tree.retained_count[node.index()])
         } else {
