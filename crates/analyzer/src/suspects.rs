@@ -14,7 +14,7 @@
 
 use crate::Analysis;
 use crate::chains::{ChainOrder, ranked_chains};
-use crate::histogram::DominatorChildren;
+use crate::histogram::{DominatorChildren, SPLIT_WALKS_FROM, WalkPart, walk_parts};
 use crate::queries::{object_view, path_steps};
 use crate::view::{
     AccumulatedType, DuplicateString, ObjectView, PathStep, StringsView, Suspect, SuspectRule,
@@ -279,14 +279,7 @@ fn accumulated_types(
     point: NodeId,
 ) -> (Vec<AccumulatedType>, Option<NodeId>) {
     let threads = rayon::current_num_threads() as u32;
-    let parts = walk_parts(
-        tree,
-        children,
-        point,
-        &graph.parts().node_type,
-        threads,
-        SPLIT_WALKS_FROM,
-    );
+    let parts = walk_parts(tree, children, point, threads, SPLIT_WALKS_FROM);
     tally_parts(graph, tree, children, parts)
 }
 
@@ -357,114 +350,6 @@ struct TypeTally {
     largest: Option<u32>,
 }
 
-/// A stretch of the walk below an accumulation point: the subtrees of `roots` (whole, or only
-/// the root itself where `subtrees` is false), below instances of the types `open_types`.
-struct WalkPart {
-    roots: Vec<u32>,
-    subtrees: bool,
-    /// The type keys ([`type_key`]) of the nodes between the accumulation point and the
-    /// roots, each once per such node.
-    open_types: Vec<u32>,
-}
-
-/// Nodes below which a walk is cut into parts, at the least.
-const SPLIT_WALKS_FROM: u32 = 1 << 20;
-
-/// Levels [`walk_parts`] descends at most: the types open above a part are copied into it, so
-/// a chain of a million links (a linked list) must not be descended link by link.
-const MOST_DESCENTS: usize = 32;
-
-/// [`accumulated_types`]'s walk cut into parts for `threads` threads, in the walk's order: the
-/// children of `point` in runs of about an eighth of a thread's share; a child too large for
-/// one run is taken alone, and its own children cut so in its place, and so on down, at most
-/// [`MOST_DESCENTS`] levels. A walk of fewer than `split_from` nodes, or on one thread, is one
-/// part.
-fn walk_parts(
-    tree: &crate::DominatorTree,
-    children: &DominatorChildren,
-    point: NodeId,
-    types: &NodeTypes,
-    threads: u32,
-    split_from: u32,
-) -> Vec<WalkPart> {
-    let total = tree.retained_count[point.index()];
-    let all_children = || WalkPart {
-        roots: children.of(point.index()).collect(),
-        subtrees: true,
-        open_types: Vec::new(),
-    };
-    if total < split_from || threads < 2 {
-        return vec![all_children()];
-    }
-    let run = (total / threads / 8).max(1);
-    let mut parts = Vec::new();
-    let mut open_types = Vec::new();
-    // Descends into the largest child while it is too large for one run; the children after
-    // it come back, nearest first, as the walk leaves each level.
-    let mut after: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
-    let mut node = point.to_raw();
-    loop {
-        let kids: Vec<u32> = children.of(node as usize).collect();
-        let largest = kids
-            .iter()
-            .enumerate()
-            .max_by_key(|&(at, &kid)| (tree.retained_count[kid as usize], Reverse(at)))
-            .map(|(at, _)| at);
-        let Some(at) = largest.filter(|&at| {
-            tree.retained_count[kids[at] as usize] > run && after.len() < MOST_DESCENTS
-        }) else {
-            push_runs(&mut parts, &kids, &open_types, run, tree);
-            break;
-        };
-        push_runs(&mut parts, &kids[..at], &open_types, run, tree);
-        parts.push(WalkPart {
-            roots: vec![kids[at]],
-            subtrees: false,
-            open_types: open_types.clone(),
-        });
-        after.push((kids[at + 1..].to_vec(), open_types.clone()));
-        open_types.push(type_key(types, kids[at]));
-        node = kids[at];
-    }
-    while let Some((kids, open_types)) = after.pop() {
-        push_runs(&mut parts, &kids, &open_types, run, tree);
-    }
-    parts
-}
-
-/// Parts of the whole subtrees of `kids`, in order, each of about `run` nodes at most or of one
-/// kid.
-fn push_runs(
-    parts: &mut Vec<WalkPart>,
-    kids: &[u32],
-    open_types: &[u32],
-    run: u32,
-    tree: &crate::DominatorTree,
-) {
-    let mut roots = Vec::new();
-    let mut nodes = 0u32;
-    for &kid in kids {
-        let count = tree.retained_count[kid as usize];
-        if !roots.is_empty() && nodes.saturating_add(count) > run {
-            parts.push(WalkPart {
-                roots: std::mem::take(&mut roots),
-                subtrees: true,
-                open_types: open_types.to_vec(),
-            });
-            nodes = 0;
-        }
-        roots.push(kid);
-        nodes = nodes.saturating_add(count);
-    }
-    if !roots.is_empty() {
-        parts.push(WalkPart {
-            roots,
-            subtrees: true,
-            open_types: open_types.to_vec(),
-        });
-    }
-}
-
 /// One part of [`accumulated_types`]'s walk: per type, the tally of the instances it holds.
 fn walk_part(
     graph: &HeapGraph,
@@ -476,8 +361,8 @@ fn walk_part(
     let mut by_type: PerType<TypeTally> = PerType::new(types);
     // How many instances of each type are open above the node the walk is at.
     let mut open: PerType<u32> = PerType::new(types);
-    for &key in &part.open_types {
-        *open.get_mut(key) += 1;
+    for &node in &part.open_nodes {
+        *open.get_mut(type_key(types, node)) += 1;
     }
     let mut enter = |node: u32, open: &mut PerType<u32>| {
         let key = type_key(types, node);
@@ -928,6 +813,7 @@ impl<'a> StringValues<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::histogram::MOST_DESCENTS;
     use crate::{EdgeRule, Options, analyze};
     use heapgraph_model::{EdgeKind, Runtime};
     use heapgraph_test_support::graph_from_edges;
@@ -958,8 +844,8 @@ mod tests {
             let analysis = analyze(&graph, &options);
             let (tree, children) = (&analysis.dominators, analysis.dominator_children(&graph));
             for point in graph.nodes() {
-                let one = walk_parts(tree, children, point, &graph.parts().node_type, 1, u32::MAX);
-                let parts = walk_parts(tree, children, point, &graph.parts().node_type, 4, 1);
+                let one = walk_parts(tree, children, point, 1, u32::MAX);
+                let parts = walk_parts(tree, children, point, 4, 1);
                 split += usize::from(parts.len() > 1);
                 assert_eq!(
                     tally_parts(&graph, tree, children, parts),
@@ -979,14 +865,13 @@ mod tests {
         let analysis = analyze(&graph, &options);
         let (tree, children) = (&analysis.dominators, analysis.dominator_children(&graph));
         let point = graph.root();
-        let types = &graph.parts().node_type;
-        let parts = walk_parts(tree, children, point, types, 4, 1);
+        let parts = walk_parts(tree, children, point, 4, 1);
         assert!(
             parts.len() <= 2 * MOST_DESCENTS + 2,
             "{} parts",
             parts.len()
         );
-        let one = walk_parts(tree, children, point, types, 1, u32::MAX);
+        let one = walk_parts(tree, children, point, 1, u32::MAX);
         assert_eq!(
             tally_parts(&graph, tree, children, parts),
             tally_parts(&graph, tree, children, one)
