@@ -837,24 +837,8 @@ mod tests {
         let rule = EdgeRule::for_runtime(Runtime::Java);
         let mut split = 0;
         for round in 0..300 {
-            let n_nodes = 2 + lcg.below(300) as u32;
-            let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + lcg.below(50)).collect();
-            // A tree from the root (long lines among it), then references anywhere.
-            let mut edges: Vec<(u32, u32, EdgeKind)> = (1..n_nodes)
-                .map(|to| {
-                    let from = if lcg.below(3) == 0 {
-                        lcg.below(u64::from(to)) as u32
-                    } else {
-                        to - 1
-                    };
-                    (from, to, EdgeKind::Property)
-                })
-                .collect();
-            for _ in 0..lcg.below(u64::from(n_nodes)) {
-                let (from, to) = (lcg.below(u64::from(n_nodes)), lcg.below(u64::from(n_nodes)));
-                edges.push((from as u32, to as u32, EdgeKind::Property));
-            }
-            let graph = heapgraph_test_support::graph_from_edges(&sizes, &edges);
+            let graph = heapgraph_test_support::long_lines(&mut lcg, true);
+            let n_nodes = graph.node_count() as u32;
             let tree = crate::dominators::dominators(&graph, &rule);
             let children = DominatorChildren::build(&graph, &tree);
             let every = |_: usize| true;

@@ -1448,32 +1448,6 @@ mod tests {
         assert!(checked_counts > 1000);
     }
 
-    /// A random graph of 50 to 450 nodes whose references come mostly from the node before
-    /// (long lines), else from any earlier node (branches), and, where `across`, a few
-    /// references anywhere.
-    fn long_lines(lcg: &mut heapgraph_test_support::Lcg, across: bool) -> HeapGraph {
-        let n_nodes = 50 + lcg.below(400) as u32;
-        let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + lcg.below(100)).collect();
-        let mut edges: Vec<(u32, u32, EdgeKind)> = (1..n_nodes)
-            .map(|to| {
-                let from = if lcg.below(8) == 0 {
-                    lcg.below(u64::from(to)) as u32
-                } else {
-                    to - 1
-                };
-                (from, to, EdgeKind::Property)
-            })
-            .collect();
-        if across {
-            for _ in 0..lcg.below(u64::from(n_nodes) / 10) {
-                let from = lcg.below(u64::from(n_nodes)) as u32;
-                let to = lcg.below(u64::from(n_nodes)) as u32;
-                edges.push((from, to, EdgeKind::Property));
-            }
-        }
-        graph_from_edges(&sizes, &edges)
-    }
-
     /// Long lines of single references ending in a target (a linked list's last element),
     /// which the stored parents' reading keeps as tails: on random graphs of such lines, the
     /// tree read up from the parents is the searched one, with runs cut short and the tree cut
@@ -1483,7 +1457,7 @@ mod tests {
         let mut lcg = heapgraph_test_support::Lcg::new(0x005e_ed0f_7a11);
         let (mut runs_cut, mut trees_cut, mut tails) = (0, 0, 0);
         for _ in 0..300 {
-            let graph = long_lines(&mut lcg, true);
+            let graph = heapgraph_test_support::long_lines(&mut lcg, true);
             let analysis = analyze(
                 &graph,
                 &Options {
@@ -1532,7 +1506,7 @@ mod tests {
         let mut lcg = heapgraph_test_support::Lcg::new(0x7e57_ab1e);
         let (mut runs_cut, mut trees_cut) = (0, 0);
         for _ in 0..100 {
-            let graph = long_lines(&mut lcg, false);
+            let graph = heapgraph_test_support::long_lines(&mut lcg, false);
             let rule = EdgeRule::for_runtime(Runtime::Java);
             let options = Options {
                 edge_rule: rule.clone(),

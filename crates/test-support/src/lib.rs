@@ -209,3 +209,29 @@ impl Lcg {
         (self.0 >> 33) % bound
     }
 }
+
+/// A random graph of 50 to 450 nodes whose references come mostly from the node before (long
+/// lines, as a linked list makes), else from any earlier node (branches), and, where `across`,
+/// a few references anywhere.
+pub fn long_lines(lcg: &mut Lcg, across: bool) -> HeapGraph {
+    let n_nodes = 50 + lcg.below(400) as u32;
+    let sizes: Vec<u64> = (0..n_nodes).map(|_| 1 + lcg.below(100)).collect();
+    let mut edges: Vec<(u32, u32, EdgeKind)> = (1..n_nodes)
+        .map(|to| {
+            let from = if lcg.below(8) == 0 {
+                lcg.below(u64::from(to)) as u32
+            } else {
+                to - 1
+            };
+            (from, to, EdgeKind::Property)
+        })
+        .collect();
+    if across {
+        for _ in 0..lcg.below(u64::from(n_nodes) / 10) {
+            let from = lcg.below(u64::from(n_nodes)) as u32;
+            let to = lcg.below(u64::from(n_nodes)) as u32;
+            edges.push((from, to, EdgeKind::Property));
+        }
+    }
+    graph_from_edges(&sizes, &edges)
+}
