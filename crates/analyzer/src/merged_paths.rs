@@ -1541,6 +1541,13 @@ mod tests {
                 assert_eq!(known.as_ref(), Some(merged), "{name}");
             }
 
+            let refused_for = |lying: heapgraph_model::StoredAnalysis, why: &str| {
+                let refused = Analysis::from_stored(&graph, rule.clone(), lying).err();
+                assert!(
+                    refused.as_ref().is_some_and(|said| said.contains(why)),
+                    "{why}: {refused:?}"
+                );
+            };
             let mut elsewhere = stored.clone();
             let row = &mut elsewhere.type_paths[0].nodes[0];
             let edge = row.edge.expect("a reference from the root") as usize;
@@ -1549,13 +1556,7 @@ mod tests {
                     .find(|&other| graph.edge_target(other) != graph.edge_target(edge))
                     .expect("another edge") as u64,
             );
-            let refused = Analysis::from_stored(&graph, rule.clone(), elsewhere).err();
-            assert!(
-                refused
-                    .as_ref()
-                    .is_some_and(|why| why.contains("which leads elsewhere")),
-                "{refused:?}"
-            );
+            refused_for(elsewhere, "which leads elsewhere");
             let mut not_one = stored;
             let paths = &mut not_one.type_paths[0];
             let row = paths
@@ -1564,13 +1565,7 @@ mod tests {
                 .find(|row| !row.is_target)
                 .expect("a chain node of another type");
             row.is_target = true;
-            let refused = Analysis::from_stored(&graph, rule.clone(), not_one).err();
-            assert!(
-                refused
-                    .as_ref()
-                    .is_some_and(|why| why.contains("as an instance, which it is not")),
-                "{refused:?}"
-            );
+            refused_for(not_one, "as an instance, which it is not");
             // A type named by another graph's larger table (an analysis stored for another
             // graph) is no string of this one.
             let mut larger = heapgraph_model::StringTable::new();
@@ -1580,13 +1575,7 @@ mod tests {
                 .expect("a string");
             let mut elsewhere_named = analyze(&graph, &options).into_stored(&graph);
             elsewhere_named.type_paths[0].type_name = past;
-            let refused = Analysis::from_stored(&graph, rule, elsewhere_named).err();
-            assert!(
-                refused
-                    .as_ref()
-                    .is_some_and(|why| why.contains("name a type that is not a string")),
-                "{refused:?}"
-            );
+            refused_for(elsewhere_named, "name a type that is not a string");
         }
         assert!(runs_cut > 50 && trees_cut > 20, "{runs_cut} {trees_cut}");
     }
