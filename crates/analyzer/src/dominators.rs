@@ -75,12 +75,13 @@ impl DominatorTree {
 /// - the semidominator loop holds only the predecessor lists and a forest of two `u32` per
 ///   vertex, whose parent links are the DFS parents' array itself; the semidominators take
 ///   the place of list offsets the loop has passed;
-/// - below [`memory_bound`] (the fast order), a copy of the DFS parents and the node of each
-///   number, kept beside the loop, give the immediate dominators in one pass by number and
-///   the retained sizes in another, in reverse DFS order; from it on, a second search,
-///   identical to the first, walks the same tree again to turn semidominators into immediate
-///   dominators (each one is an ancestor on its stack) and to sum retained sizes in
-///   post-order, writing the per-node results directly.
+/// - in the fast order, a copy of the DFS parents (as steps of a byte or so each) and the node
+///   of each number, kept beside the loop, give the immediate dominators in one pass by number
+///   and the retained sizes in another, in reverse DFS order; in the lean order (from
+///   [`memory_bound`] on, unless the caller asks for speed), a second search, identical to the
+///   first, walks the same tree again to turn semidominators into immediate dominators (each
+///   one is an ancestor on its stack) and to sum retained sizes in post-order, writing the
+///   per-node results directly.
 ///
 /// Where step 3 attached nodes without a search, the numbering is not a depth-first one and
 /// Lengauer–Tarjan's buckets give the dominators; the results then go back to node order
@@ -107,20 +108,13 @@ pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     dominators_trading_memory(graph, rule, memory_bound(graph))
 }
 
-/// [`dominators`], trading time for memory: the lean order when `lean`, else the fast one
-/// below [`memory_bound`] and the balanced one from there on.
+/// [`dominators`], trading time for memory: the lean order when `lean`, else the fast one.
 pub(crate) fn dominators_trading_memory(
     graph: &HeapGraph,
     rule: &EdgeRule,
     lean: bool,
 ) -> DominatorTree {
-    let order = if lean {
-        Order::Lean
-    } else if memory_bound(graph) {
-        Order::Balanced
-    } else {
-        Order::Fast
-    };
+    let order = if lean { Order::Lean } else { Order::Fast };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
         dominators_with::<u32>(graph, rule, true, order)
     } else {
@@ -135,10 +129,10 @@ pub const MEMORY_BOUND_REFERENCES: usize = 1 << 26;
 /// Whether `graph` is large enough that the analysis's peak memory, rather than its time,
 /// bounds the dumps a machine can open: from [`MEMORY_BOUND_REFERENCES`] references on.
 /// [`dominators`] then finds the DFS parents again instead of keeping them beside the
-/// predecessor lists, and packs the long lists (its lean order), or, where the caller asks
-/// for speed, searches the graph a second time rather than hold two more `u32` per node (the
-/// balanced order); callers may hand freed memory back before the analysis. Below, each of
-/// these costs more time than the memory it saves is worth.
+/// predecessor lists, packs the long lists, and searches the graph a second time rather than
+/// hold the node of each number and a copy of the parents (its lean order), unless the caller
+/// asks for speed; callers may hand freed memory back before the analysis. Below, the lean
+/// order costs more time than the memory it saves is worth.
 pub fn memory_bound(graph: &HeapGraph) -> bool {
     graph.edge_count() >= MEMORY_BOUND_REFERENCES
 }
@@ -148,15 +142,15 @@ pub fn memory_bound(graph: &HeapGraph) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Order {
     /// The first search's DFS parents are kept, with a copy for the last step (the forest
-    /// consumes them), and the node of each number: the immediate dominators then follow in
-    /// one pass over the numbers and the retained sizes in another, with no second search of
-    /// the graph. Two more `u32` per node at the pass's peak, the semidominators' start.
+    /// consumes them) as [`ParentSteps`], and the node of each number: the immediate
+    /// dominators then follow in one pass over the numbers and the retained sizes in another,
+    /// with no second search of the graph. A `u32` and the steps per node more than the lean
+    /// order at the semidominators' start, and the node of each number beside the node
+    /// numbers while it is made (the pass's peak).
     Fast,
-    /// The first search's DFS parents are kept, and a second search finds the immediate
-    /// dominators and the retained sizes.
-    Balanced,
-    /// As balanced, but the parents are dropped before the lists are built and found again
-    /// by a search after them, and the long lists are packed.
+    /// The parents are dropped before the lists are built and found again by a search after
+    /// them, the long lists are packed, and a second search finds the immediate dominators and
+    /// the retained sizes.
     Lean,
 }
 
@@ -297,12 +291,11 @@ fn dominators_with<O: Offset>(
                 nodes_by_number(&number, len)
             });
             drop(number);
-            let kept_parent = parent.clone();
+            let kept_parent = ParentSteps::new(&parent);
             let semi = timed("dominators: semidominators", || semi_nca(preds, parent));
             let dom = timed("dominators: immediate dominators", || {
-                dominators_from_semi(semi, &kept_parent)
+                dominators_from_semi(semi, kept_parent)
             });
-            drop(kept_parent);
             timed("dominators: retained sizes", || {
                 finish_by_vertex(parts, &dom, &vertex, n_reachable)
             })
@@ -310,15 +303,13 @@ fn dominators_with<O: Offset>(
         IdomMethod::SemiNca => {
             drop(number);
             let mut preds = preds;
-            if order == Order::Lean {
-                timed(
-                    "dominators: depth-first search again, for the parents",
-                    || {
-                        preds.pack_long_lists();
-                        parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
-                    },
-                );
-            }
+            timed(
+                "dominators: depth-first search again, for the parents",
+                || {
+                    preds.pack_long_lists();
+                    parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
+                },
+            );
             let semi = timed("dominators: semidominators", || semi_nca(preds, parent));
             let finish = timed(
                 "dominators: immediate dominators and retained sizes",
@@ -965,14 +956,46 @@ fn nodes_by_number(number: &[u32], len: usize) -> Vec<u32> {
     vertex
 }
 
+/// The DFS parents kept beside the semidominator loop, which consumes its own copy: each as
+/// its distance below the number it is the parent of (a parent's number is below its
+/// child's), in LEB128. Most vertices are the first child of the one numbered just before
+/// them, so most take a byte where the array takes four; the last step reads them in order.
+struct ParentSteps {
+    bytes: Vec<u8>,
+}
+
+impl ParentSteps {
+    fn new(parent: &[u32]) -> ParentSteps {
+        let mut bytes = Vec::with_capacity(parent.len() + parent.len() / 4);
+        for (w, &p) in parent.iter().enumerate() {
+            leb128::push(&mut bytes, (w as u32 - p).into());
+        }
+        bytes.shrink_to_fit();
+        ParentSteps { bytes }
+    }
+
+    /// The parents, by number from 0 on.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut at = 0;
+        (0u32..).map_while(move |w| {
+            (at < self.bytes.len()).then(|| {
+                let (step, next) = leb128::read(&self.bytes, at);
+                at = next;
+                w - step as u32
+            })
+        })
+    }
+}
+
 /// Semi-NCA's last step, over DFS numbers in order: the immediate dominator of `w` is the
 /// nearest of its DFS parent's dominators (found before it, being ancestors) that is not below
 /// its semidominator. Turns `semi` into the dominators, in place.
-fn dominators_from_semi(semi: Vec<u32>, parent: &[u32]) -> Vec<u32> {
+fn dominators_from_semi(semi: Vec<u32>, parent: ParentSteps) -> Vec<u32> {
     let mut dom = semi;
-    for w in (ROOT as usize + 1)..dom.len() {
+    // As many parents as numbers.
+    for (w, parent) in parent.iter().enumerate().skip(ROOT as usize + 1) {
         let semi = dom[w];
-        let mut candidate = parent[w];
+        let mut candidate = parent;
         while candidate > semi {
             candidate = dom[candidate as usize];
         }
@@ -1352,8 +1375,33 @@ mod tests {
     use heapgraph_test_support::graph_from_edges;
 
     /// The `u64` offsets, used only past 2³² edges, give the same tree as the `u32` ones, the
-    /// balanced and lean orders as the fast one, and semi-NCA the same tree as Lengauer–Tarjan's buckets
+    /// lean order as the fast one, and semi-NCA the same tree as Lengauer–Tarjan's buckets
     /// wherever it is used.
+    /// The fast order's copy of the DFS parents reads back as the parents, steps of one to five
+    /// bytes alike (the random graphs below are too small for steps past a byte).
+    #[test]
+    fn parent_steps_read_back_as_the_parents() {
+        let mut lcg = heapgraph_test_support::Lcg::new(0x9e37_79b9_7f4a_7c15);
+        for len in [0usize, 1, 2, 3, 200_000] {
+            // Each number's parent is below it, from the number just before to the root.
+            let parent: Vec<u32> = (0..len as u64)
+                .map(|w| match w {
+                    0 => 0,
+                    _ if lcg.below(2) == 0 => (w - 1) as u32,
+                    _ => lcg.below(w) as u32,
+                })
+                .collect();
+            let steps = ParentSteps::new(&parent);
+            assert_eq!(steps.iter().collect::<Vec<u32>>(), parent);
+            if len == 200_000 {
+                assert!(
+                    steps.bytes.len() > len + len / 4,
+                    "steps past a byte were tried"
+                );
+            }
+        }
+    }
+
     #[test]
     fn offsets_and_idom_methods_give_the_same_tree() {
         let kinds = [
@@ -1384,7 +1432,6 @@ mod tests {
             for runtime in [Runtime::V8, Runtime::Java] {
                 let rule = EdgeRule::for_runtime(runtime);
                 let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
-                let balanced = dominators_with::<u32>(&graph, &rule, true, Order::Balanced);
                 let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean);
                 let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean);
                 let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false, Order::Fast);
@@ -1406,7 +1453,7 @@ mod tests {
                         assert_eq!(marked.contains(node), referred);
                     }
                 }
-                for other in [&balanced, &lean, &wide, &lengauer_tarjan] {
+                for other in [&lean, &wide, &lengauer_tarjan] {
                     assert_eq!(narrow.idom, other.idom);
                     assert_eq!(narrow.retained_size, other.retained_size);
                     assert_eq!(narrow.retained_count, other.retained_count);
