@@ -262,15 +262,26 @@ fn dominators_with<O: Offset>(
     // Without step 3, the numbering is a true depth-first numbering (of the graph with an
     // edge from the root to each node of step 2), and the immediate dominators follow from
     // the semidominators by semi-NCA, which needs no buckets and half the `eval` calls.
-    // Step 3's nodes break that property, and only Lengauer–Tarjan's buckets then reproduce
-    // memlab's result.
-    let method = if allow_semi_nca && n == n_searched {
+    // Step 3's nodes (numbered last, each under the root) break that property, but not what
+    // memlab's buckets make of it: their retaining predecessors are step 3's own (a searched
+    // node's retaining edges were all followed), and each hangs from the root in the forest,
+    // which is never linked, so `eval` of one is its own semidominator, and its bucket, that
+    // of a step 3 vertex, is never emptied. So each has the root for dominator, and to a
+    // searched vertex such a predecessor is the root where its semidominator is the root,
+    // and nothing otherwise: memlab's tree is the true one of the searched graph with those
+    // edges from the root, whose numbering is a depth-first one (the edges last among the
+    // root's), and semi-NCA gives it, provided step 3's lists are whole, so that their
+    // semidominators are memlab's. The lean order's second search does not reach step 3's
+    // nodes; there the buckets stay.
+    let method = if allow_semi_nca && (n == n_searched || order == Order::Fast) {
         IdomMethod::SemiNca
     } else {
         IdomMethod::LengauerTarjan
     };
     let lists = match method {
-        IdomMethod::SemiNca => Lists::WithoutSinglePredecessors,
+        IdomMethod::SemiNca => Lists::WithoutSinglePredecessors {
+            searched: n_searched as usize,
+        },
         IdomMethod::LengauerTarjan => Lists::All,
     };
     if method == IdomMethod::SemiNca && order == Order::Lean {
@@ -349,8 +360,9 @@ fn dominators_with<O: Offset>(
 enum IdomMethod {
     /// Buckets filled in step 4, then a pass in DFS order (memlab's way).
     LengauerTarjan,
-    /// A walk up the dominators found so far (Georgiadis' semi-NCA); exact only when every
-    /// vertex was numbered by a depth-first search.
+    /// A walk up the dominators found so far (Georgiadis' semi-NCA); exact where every vertex
+    /// was numbered by a depth-first search, and where step 3 numbered the rest
+    /// ([`dominators_with`] says why).
     SemiNca,
 }
 
@@ -1068,11 +1080,12 @@ struct Preds<O> {
 enum Lists {
     /// Every list (Lengauer–Tarjan's path; an empty list means an orphan of the root).
     All,
-    /// All but the lists of one predecessor, which are left empty: in a depth-first numbering
-    /// the DFS parent is a predecessor, so a lone predecessor is the parent, and the
-    /// semidominator; an empty list then means "the DFS parent" (for a node of step 2 that is
-    /// the root, memlab's answer for an orphan).
-    WithoutSinglePredecessors,
+    /// All but the lists of one predecessor of the vertices numbered by a search (the numbers
+    /// up to `searched`), which are left empty: in a depth-first numbering the DFS parent is a
+    /// predecessor, so a lone predecessor is the parent, and the semidominator; an empty list
+    /// then means "the DFS parent" (for a node of step 2 or 3 that is the root, memlab's
+    /// answer for an orphan). Step 3's vertices keep theirs whole.
+    WithoutSinglePredecessors { searched: usize },
 }
 
 impl<O: Offset> Preds<O> {
@@ -1096,13 +1109,13 @@ impl<O: Offset> Preds<O> {
             first
         });
         let mut left_out = FixedBitSet::with_capacity(len);
-        if lists == Lists::WithoutSinglePredecessors {
+        if let Lists::WithoutSinglePredecessors { searched } = lists {
             // The root's targets keep their lists even with one entry.
             let mut root_target_number = FixedBitSet::with_capacity(len);
             for node in edges.root_target.ones() {
                 root_target_number.insert(number[node] as usize);
             }
-            for w in 2..len {
+            for w in 2..len.min(searched + 1) {
                 if first[w + 1].get() == 1 && !root_target_number.contains(w) {
                     left_out.insert(w);
                     first[w + 1] = O::ZERO;
@@ -1399,6 +1412,50 @@ mod tests {
                     "steps past a byte were tried"
                 );
             }
+        }
+    }
+
+    /// memlab's step 3 on a graph whose unreached nodes refer into the searched part: a node
+    /// whose only references to itself are its own (a self edge holds nothing, so it has no
+    /// retaining predecessor) is an orphan of the root, and what it refers to has the root for
+    /// dominator; a cycle of unreached nodes has semidominators of its own and changes
+    /// nothing below. Semi-NCA, Lengauer–Tarjan's buckets and the lean order agree, and with
+    /// the tree read off memlab's procedure by hand.
+    #[test]
+    fn step_3_orphans_dominate_as_memlab_has_them() {
+        use EdgeKind::Property as P;
+        // 0 root → A 1 → B 2 → C 3, B → D 7; X 4 holds itself and C; Y 5 ↔ Z 6, Z → D.
+        let edges = [
+            (0, 1, P),
+            (1, 2, P),
+            (2, 3, P),
+            (2, 7, P),
+            (4, 4, P),
+            (4, 3, P),
+            (5, 6, P),
+            (6, 5, P),
+            (6, 7, P),
+        ];
+        let graph = graph_from_edges(&[1, 10, 20, 40, 80, 160, 320, 640], &edges);
+        let rule = EdgeRule::for_runtime(Runtime::V8);
+        let semi_nca = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
+        assert_eq!(semi_nca.idom, [0, 0, 1, 0, 0, 0, 0, 2]);
+        let reachable: Vec<bool> = (0..8).map(|node| semi_nca.reachable[node]).collect();
+        assert_eq!(
+            reachable,
+            [true, true, true, true, false, false, false, true]
+        );
+        // B holds D alone; the root counts neither X, Y nor Z.
+        assert_eq!(semi_nca.retained_size.get(2), 20 + 640);
+        assert_eq!(semi_nca.retained_size.get(0), 1 + 10 + 20 + 40 + 640);
+        for other in [
+            dominators_with::<u32>(&graph, &rule, false, Order::Fast),
+            dominators_with::<u32>(&graph, &rule, true, Order::Lean),
+        ] {
+            assert_eq!(semi_nca.idom, other.idom);
+            assert_eq!(semi_nca.retained_size, other.retained_size);
+            assert_eq!(semi_nca.retained_count, other.retained_count);
+            assert_eq!(semi_nca.reachable, other.reachable);
         }
     }
 
