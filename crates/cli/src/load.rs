@@ -379,6 +379,11 @@ impl Loaded {
         ));
     }
 
+    /// Whether the dump brought an analysis of its own (an `.hgd` of `convert`'s).
+    pub(crate) fn has_stored_analysis(&self) -> bool {
+        self.stored.is_some()
+    }
+
     /// The analysis under the runtime's default edge rule, or with weak edges retaining.
     /// A stored analysis is used when it was made under the same rule (the default).
     pub(crate) fn analyze(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {

@@ -8,7 +8,7 @@ use crate::args::{
 };
 use crate::load::{Evidence, Loaded, load, load_evidence, load_evidence_for, load_for, spinner};
 use anyhow::{Context, bail};
-use heapgraph_analyzer::RankBy;
+use heapgraph_analyzer::{RankBy, ViewDistances};
 use heapgraph_import::hgd;
 use heapgraph_model::{AllocSnapshot, AllocSource};
 use heapgraph_report::{DumpInfo, json, text};
@@ -489,7 +489,15 @@ fn diff_and_check(
 
 pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     let mut loaded = load(&args.file, &args.read)?;
-    let analysis = loaded.analyze(false)?;
+    // The dominator pass in its fast order with the chain parents beside it, which the stored
+    // analysis holds; the distances after it, where the dump brought none, so that they never
+    // meet the pass's peak.
+    let distances = if loaded.has_stored_analysis() {
+        ViewDistances::Shown
+    } else {
+        ViewDistances::LeftOut
+    };
+    let analysis = loaded.analyze_before_chains(false, distances)?;
     let stored = analysis.into_stored(&loaded.graph);
     let spinner = spinner("writing");
     write_replacing(&args.output, |out| {
