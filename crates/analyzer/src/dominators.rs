@@ -11,10 +11,12 @@
 //!    without a retaining predecessor takes the root's number;
 //! 5. immediate dominators, then retained sizes summed up the tree in reverse DFS order.
 //!
-//! Where step 3 attached nothing, the numbering is a true depth-first numbering and steps 4
-//! and 5 run as semi-NCA instead of with Lengauer–Tarjan's buckets: the same dominators
-//! (unique for a graph), from half the `eval` calls and a forest half the size. A test
-//! compares the two on thousands of random graphs.
+//! Steps 4 and 5 run as semi-NCA instead of with Lengauer–Tarjan's buckets: the same
+//! dominators (unique for a graph), from half the `eval` calls and a forest a quarter the
+//! size. Where step 3 attached nodes, the numbering is not a depth-first one, but the buckets
+//! then give the true tree of a graph whose numbering is ([`dominators_with`] says why), and
+//! semi-NCA gives it too; only the lean order, whose second search skips step 3's nodes,
+//! keeps the buckets there. A test compares the two on thousands of random graphs.
 //!
 //! Steps 2 and 3 run only under [`EdgeRule::orphans_under_root`] (V8); without it, as in
 //! Eclipse MAT, unreachable nodes stay out of the tree and their references are ignored.
