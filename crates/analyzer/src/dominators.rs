@@ -85,9 +85,10 @@ impl DominatorTree {
 ///   one is an ancestor on its stack) and to sum retained sizes in post-order, writing the
 ///   per-node results directly.
 ///
-/// Where step 3 attached nodes without a search, the numbering is not a depth-first one and
-/// Lengauer–Tarjan's buckets give the dominators; the results then go back to node order
-/// through an array from number to node.
+/// Where step 3 attached nodes without a search, the numbering is not a depth-first one; the
+/// fast order runs semi-NCA all the same (with step 3's lists whole), the lean order
+/// Lengauer–Tarjan's buckets, whose results go back to node order through an array from
+/// number to node.
 ///
 /// # Arguments
 /// `graph`: any heap graph; `rule`: which edges retain.
@@ -1389,9 +1390,6 @@ mod tests {
     use heapgraph_model::Runtime;
     use heapgraph_test_support::graph_from_edges;
 
-    /// The `u64` offsets, used only past 2³² edges, give the same tree as the `u32` ones, the
-    /// lean order as the fast one, and semi-NCA the same tree as Lengauer–Tarjan's buckets
-    /// wherever it is used.
     /// The fast order's copy of the DFS parents reads back as the parents, steps of one to five
     /// bytes alike (the random graphs below are too small for steps past a byte).
     #[test]
@@ -1461,6 +1459,9 @@ mod tests {
         }
     }
 
+    /// The `u64` offsets, used only past 2³² edges, give the same tree as the `u32` ones, the
+    /// lean order as the fast one, and semi-NCA the same tree as Lengauer–Tarjan's buckets
+    /// wherever it is used.
     #[test]
     fn offsets_and_idom_methods_give_the_same_tree() {
         let kinds = [
