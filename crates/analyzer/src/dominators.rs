@@ -103,10 +103,12 @@ impl DominatorTree {
 /// (the predecessor lists' fill, then the semidominator loop): the predecessor lists (E' `u32`
 /// for the E' retaining edges, less those into the root's own targets, and V + 2 offsets,
 /// `u32` when E < 2³²) beside two `u32` arrays of V entries (the node numbers and DFS
-/// parents, then the forest), and in the fast order two more; then one `u32` array of V
-/// entries beside the results, a bit per node and a DFS stack of at most V entries (the fast
-/// order: two `u32` arrays and no stack). Lengauer–Tarjan's forest takes four `u32` per
-/// vertex, its buckets two more.
+/// parents, then the forest), and in the fast order one more (the node of each number) and
+/// the parents' steps (a byte or so per vertex); then one `u32` array of V entries beside the
+/// results, a bit per node and a DFS stack of at most V entries (the fast order: the node of
+/// each number, the semidominators turned dominators, and no stack). Lengauer–Tarjan's
+/// forest (the lean order, where step 3 numbered nodes) takes four `u32` per vertex, its
+/// buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
     dominators_trading_memory(graph, rule, memory_bound(graph))
 }
