@@ -4,6 +4,7 @@
 use crate::args::{Common, ReadArgs, SpillArg};
 use anyhow::{Context, bail};
 use heapgraph_analyzer::{Analysis, EdgeRule, Options, ViewDistances};
+use heapgraph_capture::sampler::procfs;
 use heapgraph_import::{Contents, hgd};
 use heapgraph_model::{AllocSnapshot, HeapGraph, StoredAnalysis, Timeline};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -288,7 +289,8 @@ fn is_gzip(path: &Path) -> bool {
 }
 
 /// The memory this process may still take: the kernel's estimate of what is available
-/// without swapping, or less where a cgroup (a container's limit) allows less.
+/// without swapping, or less where its memory cgroup (a container's limit, v1 or v2, the
+/// tightest of its ancestors') leaves less.
 fn available_memory() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 = meminfo
@@ -300,17 +302,8 @@ fn available_memory() -> Option<u64> {
         .parse()
         .ok()?;
     let available = kib * 1024;
-    let read = |name: &str| -> Option<u64> {
-        std::fs::read_to_string(Path::new("/sys/fs/cgroup").join(name))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    Some(match (read("memory.max"), read("memory.current")) {
-        (Some(max), Some(current)) => available.min(max.saturating_sub(current)),
-        _ => available,
-    })
+    let in_cgroup = procfs::Cgroup::of(std::process::id()).and_then(|cgroup| cgroup.available());
+    Some(in_cgroup.map_or(available, |in_cgroup| available.min(in_cgroup)))
 }
 
 /// Reads `path`, whatever it holds.

@@ -287,6 +287,30 @@ impl Cgroup {
             .find_map(|line| line.strip_prefix("oom_kill ")?.trim().parse().ok())
     }
 
+    /// Bytes the cgroup may still take before its limit: the limit less its working set,
+    /// which is what it uses less the file pages the kernel can drop first (`inactive_file`,
+    /// as the kubelet counts a container's working set). `None` where no limit is set.
+    pub fn available(&self) -> Option<u64> {
+        let limit = self.limit()?;
+        let current = self.current()?;
+        let reclaimable = self.inactive_file().unwrap_or(0);
+        Some(limit.saturating_sub(current.saturating_sub(reclaimable)))
+    }
+
+    /// `inactive_file` of `memory.stat` (`total_inactive_file` in v1, which counts the
+    /// cgroup's descendants too, as its usage does).
+    fn inactive_file(&self) -> Option<u64> {
+        let key = if self.v2 {
+            "inactive_file "
+        } else {
+            "total_inactive_file "
+        };
+        fs::read_to_string(self.dir.join("memory.stat"))
+            .ok()?
+            .lines()
+            .find_map(|line| line.strip_prefix(key)?.trim().parse().ok())
+    }
+
     /// The tightest limit on the cgroup and its ancestors up to the mount's root, if any.
     pub fn limit(&self) -> Option<u64> {
         let mount_root = self.mount.as_path();
@@ -461,6 +485,51 @@ mod tests {
         // Inside a container's namespace the process sits at the root of its hierarchy.
         let root = find_cgroup("0::/\n", MOUNTS_V2).unwrap();
         assert_eq!(root.dir, PathBuf::from("/sys/fs/cgroup"));
+    }
+
+    #[test]
+    fn a_cgroup_has_its_limit_less_its_working_set_available() {
+        // A container's cgroup under a parent with the tighter limit; `memory.stat` as this
+        // machine's v1 kernel writes it (cut to the lines around the one read), and v2's.
+        let mount = std::env::temp_dir().join(format!("heapgraph-cgroup-{}", std::process::id()));
+        let dir = mount.join("pod");
+        fs::create_dir_all(&dir).unwrap();
+        let write = |path: &Path, text: &str| fs::write(path, text).unwrap();
+        write(&mount.join("memory.limit_in_bytes"), "10737418240\n");
+        write(&dir.join("memory.limit_in_bytes"), "9223372036854771712\n");
+        write(&dir.join("memory.usage_in_bytes"), "4294967296\n");
+        write(
+            &dir.join("memory.stat"),
+            "cache 832851968\nrss 1121570816\ninactive_file 658558976\nactive_file 174292992\n\
+             hierarchical_memory_limit 9223372036854771712\ntotal_cache 832851968\n\
+             total_inactive_file 1073741824\ntotal_active_file 174292992\n",
+        );
+        let v1 = Cgroup {
+            dir: dir.clone(),
+            mount: mount.clone(),
+            v2: false,
+        };
+        // 10 GiB less (4 GiB used less the 1 GiB of inactive file pages).
+        assert_eq!(v1.available(), Some(7 << 30));
+        write(&dir.join("memory.max"), "max\n");
+        write(&mount.join("memory.max"), "8589934592\n");
+        write(&dir.join("memory.current"), "9663676416\n");
+        write(
+            &dir.join("memory.stat"),
+            "anon 1048576\nfile 2097152\ninactive_file 1073741824\n",
+        );
+        let v2 = Cgroup {
+            dir: dir.clone(),
+            mount: mount.clone(),
+            v2: true,
+        };
+        // Past the limit once the file pages are counted: nothing left, not an underflow.
+        assert_eq!(v2.available(), Some(0));
+        write(&dir.join("memory.current"), "2147483648\n");
+        assert_eq!(v2.available(), Some(7 << 30));
+        fs::remove_file(mount.join("memory.max")).unwrap();
+        assert_eq!(v2.available(), None, "no limit anywhere");
+        fs::remove_dir_all(&mount).unwrap();
     }
 
     #[test]
