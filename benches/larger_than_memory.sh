@@ -25,8 +25,8 @@
 #                  limit would be, so that the kernel must write spilled pages out rather than
 #                  leave them resident; the table adds the cgroup's peak usage (which counts the
 #                  page cache it was charged for, the dump's pages read among them) and its
-#                  out-of-memory kills. Needs root and a writable memory cgroup (v2, or v1's
-#                  memory controller). Default: no limit.
+#                  out-of-memory kills (benches/memory_cgroup.sh makes it: root and a
+#                  writable memory cgroup, v2 or v1). Default: no limit.
 # Needs: python3. The machine should be otherwise idle.
 #
 # Memory is sampled from /proc/PID/status every 0.2 s: VmHWM (the peak resident set, which
@@ -47,54 +47,18 @@ if [[ $# -eq 0 ]]; then
 fi
 
 HG="$HG" VERBS="${VERBS:-summary}" TEMP_DIR="${TEMP_DIR:-}" LOG_DIR="${LOG_DIR:-}" SPILL="${SPILL:-auto}" \
-  MEMORY_LIMIT="${MEMORY_LIMIT:-}" python3 - "$@" <<'EOF'
+  MEMORY_LIMIT="${MEMORY_LIMIT:-}" CGROUP_TOOL="$ROOT/benches/memory_cgroup.sh" python3 - "$@" <<'EOF'
 import os, subprocess, sys, time
 
 hg, verbs, temp_dir = os.environ["HG"], os.environ["VERBS"].split(), os.environ["TEMP_DIR"]
 log_dir, spill = os.environ["LOG_DIR"], os.environ["SPILL"]
 memory_limit = float(os.environ["MEMORY_LIMIT"]) if os.environ["MEMORY_LIMIT"] else None
 
-class Cgroup:
-    """A memory cgroup of this script's own: v2 where the unified hierarchy gives its children
-    the memory controller (`cgroup.subtree_control`), else v1's."""
+cgroup_tool = os.environ["CGROUP_TOOL"]
 
-    def __init__(self, limit):
-        controllers = "/sys/fs/cgroup/cgroup.subtree_control"
-        if os.path.exists(controllers) and "memory" in open(controllers).read().split():
-            self.v2, parent = True, "/sys/fs/cgroup"
-        elif os.path.isdir("/sys/fs/cgroup/memory"):
-            self.v2, parent = False, "/sys/fs/cgroup/memory"
-        else:
-            sys.exit("MEMORY_LIMIT: no memory cgroup hierarchy under /sys/fs/cgroup")
-        self.dir = os.path.join(parent, "heapgraph-bench-%d" % os.getpid())
-        os.mkdir(self.dir)
-        self.write("memory.max" if self.v2 else "memory.limit_in_bytes", str(limit))
-        if not self.v2:
-            # No swap here; where there is, the limit must hold for memory and swap together.
-            try:
-                self.write("memory.memsw.limit_in_bytes", str(limit))
-            except OSError:
-                pass
-
-    def write(self, name, text):
-        with open(os.path.join(self.dir, name), "w") as file:
-            file.write(text)
-
-    def read(self, name):
-        return open(os.path.join(self.dir, name)).read()
-
-    def enter(self):
-        self.write("cgroup.procs", str(os.getpid()))
-
-    def peak(self):
-        return int(self.read("memory.peak" if self.v2 else "memory.max_usage_in_bytes"))
-
-    def oom_kills(self):
-        text = self.read("memory.events" if self.v2 else "memory.oom_control")
-        return next((int(line.split()[1]) for line in text.splitlines() if line.startswith("oom_kill ")), 0)
-
-    def remove(self):
-        os.rmdir(self.dir)
+def cgroup(command, *args):
+    return subprocess.run([cgroup_tool, command, *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
 
 def status(pid):
     values = {}
@@ -128,10 +92,12 @@ for dump in sys.argv[1:]:
         print("running: %s" % " ".join(args), file=sys.stderr, flush=True)
         log = os.path.join(log_dir, "%s.%s.%s" % (os.path.basename(dump), verb, spill)) if log_dir else None
         stdout = open(log + ".out", "w") if log else subprocess.DEVNULL
-        cgroup = Cgroup(int(size * memory_limit)) if memory_limit is not None else None
+        limit = int(size * memory_limit) if memory_limit is not None else None
+        cgroup_dir = cgroup("make", str(limit)) if limit is not None else None
         began = time.time()
-        process = subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE, text=True,
-                                   preexec_fn=cgroup.enter if cgroup else None)
+        # In a cgroup, `run` execs the verb: the pid sampled is heapgraph's.
+        process = subprocess.Popen(([cgroup_tool, "run", cgroup_dir] if cgroup_dir else []) + args,
+                                   stdout=stdout, stderr=subprocess.PIPE, text=True)
         hwm = anon = 0
         while process.poll() is None:
             values = status(process.pid)
@@ -153,15 +119,14 @@ for dump in sys.argv[1:]:
         else:
             spilled = next((line for line in stderr.splitlines() if line.startswith("spilled: ")), "")
             spilled = spilled.replace("spilled: ", "") or "no"
-        if cgroup is None:
+        if cgroup_dir is None:
             print("| %s | %d | `%s` | %.1f | %.0f (%.2f) | %.0f (%.2f) | %s |" % (
                 os.path.basename(dump), size, verb, wall, hwm / 2**20, hwm / size, anon / 2**20,
                 anon / size, spilled), flush=True)
         else:
-            print("| %s | %d | `%s` | %.0f | %.1f | %.0f (%.2f) | %.0f (%.2f) | %.0f | %d | %s |" % (
-                os.path.basename(dump), size, verb, int(size * memory_limit) / 2**20, wall,
-                hwm / 2**20, hwm / size, anon / 2**20, anon / size, cgroup.peak() / 2**20,
-                cgroup.oom_kills(), spilled), flush=True)
-            cgroup.remove()
+            peak, kills = cgroup("end", cgroup_dir).split()
+            print("| %s | %d | `%s` | %.0f | %.1f | %.0f (%.2f) | %.0f (%.2f) | %.0f | %s | %s |" % (
+                os.path.basename(dump), size, verb, limit / 2**20, wall, hwm / 2**20, hwm / size,
+                anon / 2**20, anon / size, int(peak) / 2**20, kills, spilled), flush=True)
 sys.exit(1 if failed else 0)
 EOF

@@ -5,7 +5,8 @@ for one verb, as a self-contained SVG (no plotting library needed).
 Usage:
   python3 benches/larger_than_memory_plot.py TABLE.md VERB OUT.svg
 
-TABLE.md holds the script's markdown rows (other lines are skipped). Two panels share the x axis
+TABLE.md holds the script's markdown rows, with or without MEMORY_LIMIT's columns (other lines
+are skipped; where every row ran under a limit, the limit is drawn too). Two panels share the x axis
 (the dump's size in GB): wall seconds, and peak memory in GiB (the resident set, which counts a
 spilled run's file pages while they are resident, and the anonymous part, which is what an
 out-of-memory kill counts), each with the straight line through the origin and the largest point
@@ -15,16 +16,18 @@ import sys
 
 
 def rows(path, verb):
+    """(GB, wall s, peak RSS GiB, peak anonymous GiB, cgroup limit GiB or None) per row of the
+    verb: the script's plain table has 7 cells, the one under MEMORY_LIMIT 10."""
     points = []
     for line in open(path):
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 7 or cells[2] != "`%s`" % verb or "failed" in cells[6]:
+        if len(cells) not in (7, 10) or cells[2] != "`%s`" % verb or "failed" in cells[-1]:
             continue
         size = int(cells[1])
-        wall = float(cells[3])
-        rss = float(cells[4].split()[0])
-        anon = float(cells[5].split()[0])
-        points.append((size / 1e9, wall, rss / 1024, anon / 1024))
+        limit = float(cells[3]) / 1024 if len(cells) == 10 else None
+        wall, rss, anon = cells[3:6] if len(cells) == 7 else cells[4:7]
+        points.append((size / 1e9, float(wall), float(rss.split()[0]) / 1024,
+                       float(anon.split()[0]) / 1024, limit))
     return sorted(points)
 
 
@@ -67,9 +70,10 @@ def main():
            '<rect width="900" height="360" fill="white"/>']
     svg += panel(70, 40, 330, 260, points, [(1, "#1f77b4", "wall seconds")], "seconds",
                  "heapgraph %s: time" % verb)
-    svg += panel(530, 40, 330, 260, points,
-                 [(2, "#d62728", "peak resident set"), (3, "#2ca02c", "peak anonymous memory")],
-                 "GiB", "heapgraph %s: memory" % verb)
+    memory = [(2, "#d62728", "peak resident set"), (3, "#2ca02c", "peak anonymous memory")]
+    if all(point[4] is not None for point in points):
+        memory.append((4, "#7f7f7f", "the cgroup's limit"))
+    svg += panel(530, 40, 330, 260, points, memory, "GiB", "heapgraph %s: memory" % verb)
     svg.append("</svg>")
     with open(out_path, "w") as out:
         out.write("\n".join(svg) + "\n")
