@@ -98,7 +98,7 @@ pub(crate) struct Cli {
     pub(crate) timings: bool,
     /// Where large columns spill to when a dump is larger than memory, and where `serve` and
     /// `mcp` keep the indexes they read a little of per answer (default: the system's
-    /// temporary directory, $TMPDIR or /tmp); pick a local disk with room for about 1.2
+    /// temporary directory, $TMPDIR or /tmp); pick a local disk with room for about 1.3
     /// times the dump
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) temp_dir: Option<PathBuf>,

@@ -513,7 +513,7 @@ mod tests {
         assert_eq!(v1.available(), Some(7 << 30));
         write(&dir.join("memory.max"), "max\n");
         write(&mount.join("memory.max"), "8589934592\n");
-        write(&dir.join("memory.current"), "9663676416\n");
+        write(&dir.join("memory.current"), "10737418240\n");
         write(
             &dir.join("memory.stat"),
             "anon 1048576\nfile 2097152\ninactive_file 1073741824\n",
