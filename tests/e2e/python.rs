@@ -4,7 +4,10 @@
 //! dumper injected from outside (`capture python --pid`), and dumps cut short.
 
 use crate::python_checks::{self as checks, read_json};
-use crate::support::{heapgraph, heapgraph_ok, json, need, path_str, repo_root, temp_dir, tool};
+use crate::support::{
+    assert_gdb_refusal, gdb_calls_functions, heapgraph, heapgraph_ok, json, need, path_str,
+    repo_root, temp_dir, tool,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -186,8 +189,15 @@ fn capture_injects_the_dumper_through_gdb() {
     let pid = child.id().to_string();
     let output = heapgraph(&["capture", "python", "--pid", &pid, "-o", path_str(&out)]);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let running_after = child.try_wait().unwrap().is_none();
     child.kill().ok();
     child.wait().ok();
+    if !gdb_calls_functions() {
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_gdb_refusal(&stderr);
+        assert!(running_after, "the process died of the refusal");
+        return;
+    }
     assert!(output.status.success(), "capture failed: {stderr}");
     assert_eq!(tracked_count(&out, "__main__.Planted"), 500);
     std::fs::remove_dir_all(&dir).ok();

@@ -127,6 +127,44 @@ pub(crate) fn need(program: &str) {
     );
 }
 
+/// Whether gdb can call a function in a process on this machine, asked of gdb directly on a
+/// `sleep` of the test's own: on CPUs with AMX registers gdb 13's calls fail ("Couldn't write
+/// extended state status"), and the injection tests then check that heapgraph says so and
+/// leaves the target alone.
+pub(crate) fn gdb_calls_functions() -> bool {
+    let mut sleeper = Command::new("sleep")
+        .arg("30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("sleep runs");
+    let trial = tool("gdb")
+        .args(["-batch", "-nx", "-p", &sleeper.id().to_string()])
+        .args(["-ex", "call (int) getpid()", "-ex", "detach"])
+        .output()
+        .expect("gdb runs");
+    sleeper.kill().ok();
+    sleeper.wait().ok();
+    let stdout = String::from_utf8_lossy(&trial.stdout);
+    let stderr = String::from_utf8_lossy(&trial.stderr);
+    if stderr.contains("Couldn't write extended state") {
+        return false;
+    }
+    assert!(
+        stdout.lines().any(|line| line.starts_with("$1 = ")),
+        "gdb neither called getpid nor failed as known:\n{stdout}\n{stderr}"
+    );
+    true
+}
+
+/// heapgraph's refusal where gdb cannot call functions ([`gdb_calls_functions`]).
+pub(crate) fn assert_gdb_refusal(stderr: &str) {
+    assert!(
+        stderr.contains("gdb cannot call functions") && stderr.contains("left untouched"),
+        "{stderr}"
+    );
+}
+
 /// `Command::new(program)`, once [`need`] found it.
 pub(crate) fn tool(program: &str) -> Command {
     need(program);

@@ -361,49 +361,13 @@ fn display_root(root: &Path) -> String {
 
 /// gdb: take the GIL, run the dumper, release the GIL. The libraries are read from the
 /// process's own root: a chroot's libc is not ours, and calling into it at our addresses would
-/// crash the process.
+/// crash the process. Where gdb cannot call functions at all (gdb 13 on CPUs with AMX fails
+/// to write their extended register state back), a call into the target could take the GIL
+/// and never release it, or break the system call it was stopped in, so gdb is first tried on
+/// a process of our own.
 fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
-    let pid = target.pid.to_string();
-    // The statement inside gdb's C string literal.
-    let run = format!(
-        "call (int) PyRun_SimpleString(\"{}\")",
-        code.replace('\\', "\\\\").replace('"', "\\\"")
-    );
-    let output = Command::new("gdb")
-        .args(["-batch", "-nx"])
-        .args(["-ex", &format!("set sysroot /proc/{pid}/root")])
-        .args(["-ex", &format!("file /proc/{pid}/exe")])
-        .args(["-ex", &format!("attach {pid}")])
-        .args(["-ex", "set confirm off"])
-        .args(["-ex", "call (int) PyGILState_Ensure()"])
-        .args(["-ex", &run])
-        .args(["-ex", "call (void) PyGILState_Release($1)"])
-        .args(["-ex", "detach"])
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => bail!(
-            "gdb is not installed, and process {} runs Python older than 3.14 (no sys.remote_exec): \
-             install gdb (apt-get install gdb), or have the program call heapgraph_dump.install() \
-             (`heapgraph capture python --print-dumper` prints the module)",
-            target.pid
-        ),
-        Err(error) => return Err(error).context("cannot run gdb"),
-    };
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if stderr.contains("ptrace: Operation not permitted") {
-        bail!(
-            "gdb may not attach to process {} (ptrace: Operation not permitted: another \
-             debugger or tracer is attached to it, or the kernel refuses this user{}): detach \
-             the other tracer, run heapgraph as root or as the process's user, or in a \
-             container grant CAP_SYS_PTRACE",
-            target.pid,
-            yama_scope().map_or_else(String::new, |scope| format!(
-                " (kernel.yama.ptrace_scope is {scope}: `sudo sysctl kernel.yama.ptrace_scope=0`)"
-            ))
-        );
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    // Attaching and finding the symbol call nothing in the process: their errors come first.
+    let (stdout, stderr) = run_gdb(target, &["info address PyGILState_Ensure"])?;
     if stdout.contains("No symbol table")
         || stderr.contains("No symbol table")
         || stderr.contains("No symbol \"PyGILState_Ensure\"")
@@ -415,6 +379,29 @@ fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
             target.exe
         );
     }
+    if !gdb_calls_functions() {
+        bail!(
+            "gdb cannot call functions in processes on this machine (it says: Couldn't write \
+             extended state status, a known failure of gdb's function calls on CPUs with AMX \
+             registers), so process {} was left untouched. Use a newer gdb, or have the program \
+             call heapgraph_dump.install() (`heapgraph capture python --print-dumper` prints the \
+             module)",
+            target.pid
+        );
+    }
+    // The statement inside gdb's C string literal.
+    let run = format!(
+        "call (int) PyRun_SimpleString(\"{}\")",
+        code.replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    let (stdout, stderr) = run_gdb(
+        target,
+        &[
+            "call (int) PyGILState_Ensure()",
+            &run,
+            "call (void) PyGILState_Release($1)",
+        ],
+    )?;
     // `$2 = -1`: PyRun_SimpleString raised; the traceback went to the target's stderr.
     if stdout
         .lines()
@@ -436,6 +423,72 @@ fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether gdb can call a function in a process here: tried on a `sleep` of our own, whose
+/// `getpid` it calls. True where gdb is missing or the trial cannot run, which the real call
+/// then reports.
+fn gdb_calls_functions() -> bool {
+    let sleeper = Command::new("sleep")
+        .arg("30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let Ok(mut sleeper) = sleeper else {
+        return true;
+    };
+    let trial = Command::new("gdb")
+        .args(["-batch", "-nx", "-p", &sleeper.id().to_string()])
+        .args(["-ex", "call (int) getpid()", "-ex", "detach"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    match trial {
+        Ok(trial) => {
+            !String::from_utf8_lossy(&trial.stderr).contains("Couldn't write extended state")
+        }
+        Err(_) => true,
+    }
+}
+
+/// One gdb session on the target: attach, run `commands`, detach. Returns its stdout and
+/// stderr; gdb's own failures to start or to attach are errors that say what to do.
+fn run_gdb(target: &Target, commands: &[&str]) -> anyhow::Result<(String, String)> {
+    let pid = target.pid.to_string();
+    let mut gdb = Command::new("gdb");
+    gdb.args(["-batch", "-nx"])
+        .args(["-ex", &format!("set sysroot /proc/{pid}/root")])
+        .args(["-ex", &format!("file /proc/{pid}/exe")])
+        .args(["-ex", &format!("attach {pid}")])
+        .args(["-ex", "set confirm off"]);
+    for command in commands {
+        gdb.args(["-ex", command]);
+    }
+    let output = match gdb.args(["-ex", "detach"]).output() {
+        Ok(output) => output,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => bail!(
+            "gdb is not installed, and process {} runs Python older than 3.14 (no sys.remote_exec): \
+             install gdb (apt-get install gdb), or have the program call heapgraph_dump.install() \
+             (`heapgraph capture python --print-dumper` prints the module)",
+            target.pid
+        ),
+        Err(error) => return Err(error).context("cannot run gdb"),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if stderr.contains("ptrace: Operation not permitted") {
+        bail!(
+            "gdb may not attach to process {} (ptrace: Operation not permitted: another \
+             debugger or tracer is attached to it, or the kernel refuses this user{}): detach \
+             the other tracer, run heapgraph as root or as the process's user, or in a \
+             container grant CAP_SYS_PTRACE",
+            target.pid,
+            yama_scope().map_or_else(String::new, |scope| format!(
+                " (kernel.yama.ptrace_scope is {scope}: `sudo sysctl kernel.yama.ptrace_scope=0`)"
+            ))
+        );
+    }
+    Ok((String::from_utf8_lossy(&output.stdout).into_owned(), stderr))
 }
 
 fn wait_for(output: &Path, timeout: Duration, pid: u32, remote: bool) -> anyhow::Result<()> {
