@@ -173,7 +173,8 @@ fn dumps_of(view: &Value) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
-fn python_dump_has_the_ballast(dir: &Path, install: bool) {
+/// Records the growing Python child with an act at 100 MiB into `dir`; its timeline and stderr.
+fn record_growing_python(dir: &Path, install: bool) -> (Value, String) {
     need("python3");
     let out = dir.join("service.hgt");
     let stderr = record(
@@ -190,7 +191,11 @@ fn python_dump_has_the_ballast(dir: &Path, install: bool) {
         &["python3", "-c", &growing_python(install), path_str(dir)],
         0,
     );
-    let view = timeline(&out);
+    (timeline(&out), stderr)
+}
+
+fn python_dump_has_the_ballast(dir: &Path, install: bool) {
+    let (view, stderr) = record_growing_python(dir, install);
     let dumps = dumps_of(&view);
     assert_eq!(dumps.len(), 1, "{stderr}\n{view:#}");
     assert_eq!(dumps[0].0, "python-hgd");
@@ -247,23 +252,9 @@ fn act_dumps_a_python_process_without_the_dumper_through_gdb() {
     } else {
         // gdb cannot call functions here: the act says so, and the process, left untouched,
         // runs to its end (a call that took the GIL and failed would leave it deadlocked).
-        let out = dir.join("service.hgt");
-        let stderr = record(
-            &[
-                "--interval",
-                "100ms",
-                "--act",
-                "100MiB",
-                "--dump-dir",
-                path_str(&dir),
-                "-o",
-                path_str(&out),
-            ],
-            &["python3", "-c", &growing_python(false), path_str(&dir)],
-            0,
-        );
+        let (view, stderr) = record_growing_python(&dir, false);
         assert_gdb_refusal(&stderr);
-        assert!(dumps_of(&timeline(&out)).is_empty(), "{stderr}");
+        assert!(dumps_of(&view).is_empty(), "{stderr}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }
