@@ -383,9 +383,9 @@ fn gdb(target: &Target, code: &str) -> anyhow::Result<()> {
         bail!(
             "gdb cannot call functions in processes on this machine (it says: Couldn't write \
              extended state status, a known failure of gdb's function calls on CPUs with AMX \
-             registers), so process {} was left untouched. Use a newer gdb, or have the program \
-             call heapgraph_dump.install() (`heapgraph capture python --print-dumper` prints the \
-             module)",
+             registers), so process {} was left untouched. Have the program call \
+             heapgraph_dump.install() (`heapgraph capture python --print-dumper` prints the \
+             module), or use a gdb whose function calls work on this CPU",
             target.pid
         );
     }
