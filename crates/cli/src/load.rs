@@ -385,8 +385,8 @@ impl Loaded {
 
     /// [`Loaded::analyze`] for a verb that goes on to the suspects' chains, whose indexes hold
     /// more than the dominator pass: the pass never trades time for memory
-    /// ([`heapgraph_analyzer::analyze_before_chains`]); the views show distances if
-    /// `view_distances` says so.
+    /// ([`heapgraph_analyzer::analyze_before_chains`]) unless columns spill, where it does and
+    /// the chains' indexes follow it; the views show distances if `view_distances` says so.
     pub(crate) fn analyze_before_chains(
         &mut self,
         include_weak: bool,
@@ -426,6 +426,19 @@ impl Loaded {
         }
         let options = Options { edge_rule };
         let analysis = match chains {
+            // Where columns spill, memory is the bound, and the searches that make what the
+            // chains read would compete for it with the dominator pass beside them: they
+            // follow it, and the pass takes its lean order (on the 2.5 GB benchmark dump in
+            // hprof-analyzer's memory, 37 s beside, 28 s after; docs/performance.md).
+            Some(view_distances) if crate::allocator::spilled().is_some() => {
+                let analysis = heapgraph_analyzer::analyze(&self.graph, &options);
+                let analysis = match view_distances {
+                    ViewDistances::Shown => analysis,
+                    ViewDistances::LeftOut => analysis.leaving_out_distances(),
+                };
+                analysis.prepare_chains(&self.graph);
+                analysis
+            }
             Some(view_distances) => {
                 heapgraph_analyzer::analyze_before_chains(&self.graph, &options, view_distances)
             }
