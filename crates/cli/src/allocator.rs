@@ -11,7 +11,8 @@
 //!   [`HUGE_PAGES_FROM`] are left alone: a huge page there would be resident whole for a few
 //!   bytes' use.
 //! - **Spilling.** Once [`spill_to`] was called (a dump larger than the memory available, or
-//!   `--spill always`), blocks of [`SPILL_FROM`] bytes and more (by default) are pages of an
+//!   `--spill always`), blocks of [`SPILL_FROM`] bytes and more (fewer where memory is small,
+//!   down to 4 MiB: `load::spill_from`) are pages of an
 //!   unnamed file in the temporary directory, mapped shared, instead of anonymous memory: the
 //!   kernel writes them out and drops them when memory runs short, and reads them back when
 //!   touched, where anonymous memory would end in an out-of-memory kill on a machine without
@@ -33,8 +34,9 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 /// huge page lies inside it wherever it starts.
 const HUGE_PAGES_FROM: usize = 4 << 20;
 
-/// The smallest block that spills by default: a graph's columns, not the many small buffers
-/// around them.
+/// The smallest block that spills where the memory available is unknown or large: a graph's
+/// columns, not the many small buffers around them (`load::spill_from` lowers it where memory
+/// is small).
 pub(crate) const SPILL_FROM: usize = 64 << 20;
 
 /// The smallest block that spills in this run, set by [`spill_to`]; none before.

@@ -113,10 +113,10 @@ pub(crate) struct Cli {
         default_value = "auto"
     )]
     pub(crate) spill: SpillArg,
-    /// The smallest block that spills, in bytes: hidden, since only the tests, whose dumps
-    /// are small, need another size than the columns of a dump larger than memory
-    #[arg(long, global = true, hide = true, value_name = "BYTES", default_value_t = crate::allocator::SPILL_FROM)]
-    pub(crate) spill_from: usize,
+    /// The smallest block that spills, in bytes (default: a 64th of the memory available,
+    /// from 4 to 64 MiB): hidden, since only the tests, whose dumps are small, need another
+    #[arg(long, global = true, hide = true, value_name = "BYTES")]
+    pub(crate) spill_from: Option<usize>,
 }
 
 /// When columns spill to files (`--spill`).

@@ -228,22 +228,44 @@ pub(crate) fn load_cuda(path: &Path) -> anyhow::Result<AllocSnapshot> {
     }
 }
 
-/// `--spill` and `--temp-dir`, set once by [`set_spill`] before any dump is read.
-static SPILL: OnceLock<(SpillArg, PathBuf, usize)> = OnceLock::new();
+/// `--spill`, `--temp-dir` and `--spill-from`, set once by [`set_spill`] before any dump is
+/// read.
+static SPILL: OnceLock<(SpillArg, PathBuf, Option<usize>)> = OnceLock::new();
 
 /// Takes `--spill`, `--temp-dir` (default the system's temporary directory) and the
-/// smallest block that spills; `always` spills from here on.
+/// smallest block that spills (default [`spill_from`]); `always` spills from here on.
 ///
 /// # Errors
 /// When spilling is on and no file can be made in the directory.
-pub(crate) fn set_spill(when: SpillArg, dir: Option<PathBuf>, from: usize) -> anyhow::Result<()> {
+pub(crate) fn set_spill(
+    when: SpillArg,
+    dir: Option<PathBuf>,
+    from: Option<usize>,
+) -> anyhow::Result<()> {
     let dir = dir.unwrap_or_else(std::env::temp_dir);
     crate::allocator::scratch_in(&dir);
     if when == SpillArg::Always {
+        let from = from.unwrap_or_else(|| spill_from(available_memory()));
         crate::allocator::spill_to(&dir, from)?;
     }
     let _ = SPILL.set((when, dir, from));
     Ok(())
+}
+
+/// The smallest block that spills, where `--spill-from` does not say: a 64th of the memory
+/// `available`, from 4 MiB to [`crate::allocator::SPILL_FROM`] (64 MiB, where it is unknown).
+/// Blocks below it stay in memory, and how much they hold grows with the dump, not with the
+/// memory: held to hprof-analyzer's peak on a compiler's 474 MB heap (226 MiB), blocks of
+/// 64 MiB and more spilling left too much in memory and the kernel killed the run, while from
+/// 4 MiB it finishes in half the peer's time; on 10 GB held to 3.4 GB, spilling from 4 MiB
+/// was 10% slower than from 64 (docs/performance.md).
+fn spill_from(available: Option<u64>) -> usize {
+    const SMALLEST: u64 = 4 << 20;
+    let largest = crate::allocator::SPILL_FROM as u64;
+    let from = available.map_or(largest, |available| {
+        (available / 64).clamp(SMALLEST, largest)
+    });
+    usize::try_from(from).unwrap_or(crate::allocator::SPILL_FROM)
 }
 
 /// Under `--spill auto`, turns spilling on before `path` is read when it is larger than three
@@ -265,7 +287,7 @@ fn spill_if_large(path: &Path) -> anyhow::Result<()> {
         return Ok(());
     };
     if counted > available / 4 * 3 && crate::allocator::spilled().is_none() {
-        crate::allocator::spill_to(dir, *from)?;
+        crate::allocator::spill_to(dir, from.unwrap_or_else(|| spill_from(Some(available))))?;
         // A line on stderr, as the progress bar's: the answer on stdout is unchanged.
         let _ = writeln!(
             std::io::stderr(),
@@ -463,5 +485,26 @@ pub(crate) fn release_freed_memory() {
     // own heaps to the kernel; no live allocation moves or changes.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spill_from;
+
+    #[test]
+    fn blocks_spill_from_a_64th_of_the_memory_available_between_4_and_64_mib() {
+        const MIB: u64 = 1 << 20;
+        for (available, from) in [
+            (None, 64),
+            (Some(0), 4),
+            (Some(226 * MIB), 4),
+            (Some(1024 * MIB), 16),
+            (Some(3328 * MIB), 52),
+            (Some(4096 * MIB), 64),
+            (Some(u64::MAX), 64),
+        ] {
+            assert_eq!(spill_from(available) as u64, from * MIB, "{available:?}");
+        }
     }
 }
