@@ -114,7 +114,7 @@ pub(crate) struct Cli {
     )]
     pub(crate) spill: SpillArg,
     /// The smallest block that spills, in bytes (default: a 64th of the memory available,
-    /// from 4 to 64 MiB): hidden, since only the tests, whose dumps are small, need another
+    /// from 4 to 64 MiB): hidden, since only the tests, whose dumps are small, set it
     #[arg(long, global = true, hide = true, value_name = "BYTES")]
     pub(crate) spill_from: Option<usize>,
 }

@@ -257,8 +257,8 @@ pub(crate) fn set_spill(
 /// Blocks below it stay in memory, and how much they hold grows with the dump, not with the
 /// memory: held to hprof-analyzer's peak on a compiler's 474 MB heap (226 MiB), blocks of
 /// 64 MiB and more spilling left too much in memory and the kernel killed the run, while from
-/// 4 MiB it finishes in half the peer's time; on 10 GB held to 3.4 GB, spilling from 4 MiB
-/// was 10% slower than from 64 (docs/performance.md).
+/// 4 MiB it finishes faster than the peer; on 10 GB held to 3.4 GB, spilling from 4 MiB was
+/// 10% slower than from 64 (docs/performance.md).
 fn spill_from(available: Option<u64>) -> usize {
     const SMALLEST: u64 = 4 << 20;
     let largest = crate::allocator::SPILL_FROM as u64;
