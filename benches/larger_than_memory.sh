@@ -23,10 +23,11 @@
 #   MEMORY_LIMIT   bytes of memory a byte of dump (e.g. 0.35): each run is put in a memory
 #                  cgroup of its own limited to that share of the dump, as a container with that
 #                  limit would be, so that the kernel must write spilled pages out rather than
-#                  leave them resident; the table adds the cgroup's peak usage (which counts the
-#                  page cache it was charged for, the dump's pages read among them) and its
-#                  out-of-memory kills (benches/memory_cgroup.sh makes it: root and a
-#                  writable memory cgroup, v2 or v1). Default: no limit.
+#                  leave them resident; the dump's pages are dropped from the page cache first,
+#                  so that the run reads them inside its limit; the table adds the cgroup's
+#                  peak usage (which counts the page cache it was charged for, the dump's pages
+#                  read among them) and its out-of-memory kills (benches/memory_cgroup.sh
+#                  makes it: root and a writable memory cgroup, v2 or v1). Default: no limit.
 # Needs: python3. The machine should be otherwise idle.
 #
 # Memory is sampled from /proc/PID/status every 0.2 s: VmHWM (the peak resident set, which
@@ -94,6 +95,12 @@ for dump in sys.argv[1:]:
         stdout = open(log + ".out", "w") if log else subprocess.DEVNULL
         limit = int(size * memory_limit) if memory_limit is not None else None
         cgroup_dir = cgroup("make", str(limit)) if limit is not None else None
+        if cgroup_dir:
+            # The dump's pages still cached from an earlier run (or from writing it) are
+            # charged to another cgroup, where this one's limit would not count them: dropped,
+            # so that the run reads the dump inside its own limit.
+            subprocess.run(["dd", "if=" + dump, "iflag=nocache", "count=0", "status=none"],
+                           check=True)
         began = time.time()
         # In a cgroup, `run` execs the verb: the pid sampled is heapgraph's.
         process = subprocess.Popen(([cgroup_tool, "run", cgroup_dir] if cgroup_dir else []) + args,
