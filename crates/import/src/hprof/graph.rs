@@ -210,7 +210,7 @@ fn build_with(
     let header = scan::header(bytes)?;
     let id_size = header.id_size;
     let top = timed("hprof: top-level records", || {
-        scan::top_level(bytes, header.body_start, id_size)
+        scan::top_level(bytes, header.body_start, id_size, release)
     })?;
     let cut_in_segment = top.cut.is_some_and(|cut| {
         matches!(
