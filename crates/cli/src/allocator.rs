@@ -9,7 +9,10 @@
 //!   the usual default), one fault maps 2 MiB instead: 300 thousand faults, the kernel's share
 //!   halved, the peak resident set the same (docs/performance.md). Blocks under
 //!   [`HUGE_PAGES_FROM`] are left alone: a huge page there would be resident whole for a few
-//!   bytes' use.
+//!   bytes' use. Nor are any blocks in a virtual machine whose host takes the guest's free
+//!   memory back ([`host_reclaims_free_pages`]): the host discards free memory in 2 MiB
+//!   blocks, the very blocks a huge page takes, so there each huge page faults on the host as
+//!   well, and the kernel's time doubled or tripled where small pages kept it flat.
 //! - **Spilling.** Once [`spill_to`] was called (a dump larger than the memory available, or
 //!   `--spill always`), blocks of [`SPILL_FROM`] bytes and more (fewer where memory is small,
 //!   down to 4 MiB: `load::spill_from`) are pages of an
@@ -565,10 +568,45 @@ fn unmap(block: *mut u8, fd: i32, mapped: usize) {
     }
 }
 
-/// Advises the pages that `block`'s `size` bytes lie on to be huge, when the block is large.
+/// Whether large blocks are advised to take huge pages ([`choose_page_size`]).
+static HUGE_PAGES: AtomicBool = AtomicBool::new(true);
+
+/// Decides, once at start, whether large blocks take huge pages: not where the host reclaims
+/// the guest's free memory (the module's docs say why).
+pub(crate) fn choose_page_size() {
+    HUGE_PAGES.store(!host_reclaims_free_pages(), Ordering::Relaxed);
+}
+
+/// Where Linux lists the virtio balloon devices, each with its negotiated features.
+const BALLOON_DEVICES: &str = "/sys/bus/virtio/drivers/virtio_balloon";
+
+/// The balloon's feature bit for free page reporting (Linux's `VIRTIO_BALLOON_F_REPORTING`):
+/// the guest tells the host of its free memory in 2 MiB blocks (`page_reporting_order` 9),
+/// which the host then discards and backs anew, on a fault, when the guest uses them again.
+const BALLOON_REPORTING_BIT: usize = 5;
+
+/// Whether a virtio balloon device reports this machine's free memory to its host.
+fn host_reclaims_free_pages() -> bool {
+    let Ok(devices) = std::fs::read_dir(BALLOON_DEVICES) else {
+        return false;
+    };
+    devices.flatten().any(|device| {
+        std::fs::read_to_string(device.path().join("features"))
+            .is_ok_and(|features| reports_free_pages(&features))
+    })
+}
+
+/// Whether a virtio device's `features` (sysfs: a `0` or `1` per feature bit, bit 0 first)
+/// has the balloon's free page reporting on.
+fn reports_free_pages(features: &str) -> bool {
+    features.as_bytes().get(BALLOON_REPORTING_BIT) == Some(&b'1')
+}
+
+/// Advises the pages that `block`'s `size` bytes lie on to be huge, when the block is large
+/// and huge pages are chosen.
 #[inline]
 fn advise(block: *mut u8, size: usize) {
-    if size >= HUGE_PAGES_FROM && !block.is_null() {
+    if size >= HUGE_PAGES_FROM && !block.is_null() && HUGE_PAGES.load(Ordering::Relaxed) {
         let start = block as usize & !(PAGE - 1);
         let end = (block as usize + size).next_multiple_of(PAGE);
         // SAFETY: the range covers only pages that hold part of the block, which is mapped;
@@ -583,6 +621,19 @@ fn advise(block: *mut u8, size: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The features of a balloon that reports free pages, as a Linux 6.18 guest listed them
+    /// (bits 1, 2, 5, 7 and 32: stats, deflate on OOM, free page reporting, one the kernel's
+    /// header does not name, and virtio 1.0), the same without reporting, and cut short.
+    #[test]
+    fn free_page_reporting_is_read_from_the_balloon_features() {
+        let reporting = "0110010100000000000000000000000010000000000000000000000000000000\n";
+        assert!(reports_free_pages(reporting));
+        let without = "0110000100000000000000000000000010000000000000000000000000000000\n";
+        assert!(!reports_free_pages(without));
+        assert!(!reports_free_pages("01100"));
+        assert!(!reports_free_pages(""));
+    }
 
     /// A block keeps its bytes through every move: from the system's into a file as it grows
     /// past the size that spills, within its file as it grows further, and back to the

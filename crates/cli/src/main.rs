@@ -61,6 +61,8 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     unsafe {
         heapgraph_model::file_pages::set_block_mapper(&allocator::FileBlocks);
     }
+    #[cfg(target_os = "linux")]
+    allocator::choose_page_size();
     if cli.timings {
         heapgraph_model::keep_timings();
     }
