@@ -89,8 +89,18 @@ pub(crate) fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&heapgraph_ok(args)).expect("valid JSON")
 }
 
+/// An empty directory of the test's own, `name` (unique to the test, or shared on purpose).
 pub(crate) fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("heapgraph-e2e-{}-{name}", std::process::id()));
+    static RUN_ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let root = RUN_ROOT.get_or_init(|| {
+        // Under `target/`, one root per test binary, emptied when its run starts: tests that
+        // share a directory through a `OnceLock` cannot remove it, so the last run's files
+        // stay until the next run or `cargo clean`, never one set per run in /tmp.
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME"));
+        let _ = std::fs::remove_dir_all(&root);
+        root
+    });
+    let dir = root.join(name);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }

@@ -21,7 +21,8 @@ fn holds(contents: &Contents) -> Holds {
 
 /// A scratch directory of this test's own.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("heapgraph-formats-{}-{name}", std::process::id()));
+    // Under `target/`: a test that fails before its clean-up leaves nothing in /tmp.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("formats-{name}"));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
 }
