@@ -3,11 +3,12 @@
 
 use super::header::Layout;
 use super::numbers::{WIDE, Wide};
+use super::strings::ID_OF_FIRST_STRING;
 use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
     EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
-    NodeKindInfo, PackedU64, Runtime, StringId, StringTable,
+    NodeKindInfo, NodeKinds, PackedU64, Runtime, StringId, StringTable,
 };
 
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
@@ -44,6 +45,18 @@ impl Growing for PackedU64 {
     }
     fn reserve_exact(&mut self, additional: usize) {
         PackedU64::reserve_exact(self, additional);
+    }
+}
+
+impl Growing for EdgeNames {
+    fn len(&self) -> usize {
+        EdgeNames::len(self)
+    }
+    fn capacity(&self) -> usize {
+        EdgeNames::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        EdgeNames::reserve_exact(self, additional);
     }
 }
 
@@ -409,12 +422,18 @@ pub(super) struct EdgeColumns {
     to: Vec<u32>,
     /// Kind.
     kind: Vec<EdgeKind>,
-    /// V8 string index (named kinds; mapped to our ids at the end) or element index.
-    name: Vec<u32>,
+    /// Element index (indexed kinds), or our raw string id of the name: V8's string index
+    /// plus [`ID_OF_FIRST_STRING`], wrapping (`strings_named` holds the index past the last
+    /// string, which `assemble` checks). In the model's compact column as the edges are read,
+    /// on the parsing thread, which waits on the reading one; narrow until `assemble` settles
+    /// it, so that its form depends on all the names.
+    name: EdgeNames,
     /// The header's edge count, a cap on growth (not trusted for sizing).
     claimed: u64,
     /// The largest string index of a named edge's name, plus one (0 when there is none).
     strings_named: u32,
+    /// The largest target ordinal (0 when there is no edge).
+    most_to: u32,
 }
 
 impl EdgeColumns {
@@ -423,9 +442,10 @@ impl EdgeColumns {
         EdgeColumns {
             to: Vec::new(),
             kind: Vec::new(),
-            name: Vec::new(),
+            name: EdgeNames::kept_narrow(0),
             claimed: layout.edge_count,
             strings_named: 0,
+            most_to: 0,
         }
     }
 
@@ -533,18 +553,28 @@ impl EdgeColumns {
                 .clone()
                 .map(|record| record[layout.edge_to] / node_fields),
         );
+        self.most_to = self.to[first..]
+            .iter()
+            .copied()
+            .fold(self.most_to, u32::max);
+        let kinds = &self.kind[first..];
         self.name
-            .extend(records.map(|record| record[layout.edge_name]));
-        self.strings_named = self.kind[first..].iter().zip(&self.name[first..]).fold(
-            self.strings_named,
-            |most, (kind, &name)| {
-                if kind.is_indexed() {
-                    most
-                } else {
-                    most.max(name.saturating_add(1))
-                }
-            },
-        );
+            .extend(kinds.iter().zip(records.clone()).map(|(kind, record)| {
+                let name = record[layout.edge_name];
+                let named = u32::from(!kind.is_indexed());
+                name.wrapping_add(named * ID_OF_FIRST_STRING)
+            }));
+        self.strings_named =
+            kinds
+                .iter()
+                .zip(records)
+                .fold(self.strings_named, |most, (kind, record)| {
+                    if kind.is_indexed() {
+                        most
+                    } else {
+                        most.max(record[layout.edge_name].saturating_add(1))
+                    }
+                });
         Ok(())
     }
 }
@@ -622,7 +652,7 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     let (edges_offset, edges) = sections
         .edges
         .ok_or_else(|| missing_section("edges", end_offset))?;
-    let mut edges = match edges {
+    let edges = match edges {
         NumberSection::Columns(edges) => edges,
         NumberSection::Flat(values, mut wide) => {
             EdgeColumns::from_flat(&layout, &values, &mut wide, edges_offset)?
@@ -655,37 +685,15 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     if n_nodes == 0 {
         return Err(inconsistent("the snapshot has no nodes, not even a root"));
     }
-    let (mut table, ids) = strings.into_parts();
-    let ids = ids.as_slice();
-    let node_fields = layout.node_fields;
+    let n_strings = strings.len();
+    let mut table = strings.into_table();
+    check_edges(&edges, n_nodes, n_strings, layout.node_fields, edges_offset)?;
     let mut kind_names = layout.node_kinds.clone();
     if nodes.unknown_types.total > 0 {
         kind_names.push(UNKNOWN_KIND.to_owned());
     }
-    // The edges' checks and names on a helper thread while this one names the nodes.
-    let (edges_named, named_nodes) = std::thread::scope(|scope| {
-        let edge_job = std::thread::Builder::new()
-            .name("heapgraph-v8-edges".to_owned())
-            .spawn_scoped(scope, || {
-                name_edges(&mut edges, ids, n_nodes, node_fields, edges_offset)
-            })
-            .ok();
-        let named_nodes = name_nodes(&nodes.name, ids, nodes_offset).map(|node_name| {
-            let node_type = summary_types(&kind_names, &nodes.kind, &node_name, &mut table);
-            (node_name, node_type)
-        });
-        let edges_named = edge_job.map(|job| match job.join() {
-            Ok(named) => named,
-            Err(panic) => std::panic::resume_unwind(panic),
-        });
-        (edges_named, named_nodes)
-    });
-    match edges_named {
-        Some(named) => named?,
-        // No thread to be had: name them here.
-        None => name_edges(&mut edges, ids, n_nodes, node_fields, edges_offset)?,
-    }
-    let (node_name, node_type) = named_nodes?;
+    let node_name = name_nodes(&nodes, &table, n_strings, nodes_offset)?;
+    let node_type = summary_types(&kind_names, &nodes.kind, &node_name, &mut table);
 
     let root = match layout.root_index {
         None => 0,
@@ -723,38 +731,39 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
             name,
         })
         .collect();
-    // The edges' columns made compact on a thread of their own while this one does the
-    // nodes', never in rayon's pool: the parse runs on a thread that the caller waits on, and
-    // the caller may be a rayon worker (two dumps loaded at once), so a rayon job here could
-    // wait on workers that all wait on it.
+    // The kinds' columns made compact on a thread of their own while this one does the
+    // nodes' types and names, never in rayon's pool: the parse runs on a thread that the caller
+    // waits on, and the caller may be a rayon worker (two dumps loaded at once), so a rayon job
+    // here could wait on workers that all wait on it.
     let EdgeColumns {
         to: edge_to,
         kind: edge_kinds,
-        name: edge_names,
+        name: mut edge_name,
         ..
     } = edges;
+    edge_name.settle();
     // Taken by whichever thread runs the job: the helper, or this one where none started.
-    let edge_parts = std::sync::Mutex::new(Some((edge_kinds, edge_names)));
-    let compact_edges = || -> Option<(EdgeKinds, EdgeNames)> {
-        let parts = edge_parts
+    let kinds = std::sync::Mutex::new(Some((edge_kinds, nodes.kind)));
+    let compact_kinds = || -> Option<(EdgeKinds, NodeKinds)> {
+        let kinds = kinds
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        parts.map(|(kinds, names)| (kinds.into(), names.into()))
+        kinds.map(|(edge_kinds, node_kinds)| (edge_kinds.into(), node_kinds.into()))
     };
-    let (edges, (node_kind, node_type, node_name)) = std::thread::scope(|scope| {
+    let (compacted, (node_type, node_name)) = std::thread::scope(|scope| {
         let job = std::thread::Builder::new()
             .name("heapgraph-v8-compact".to_owned())
-            .spawn_scoped(scope, compact_edges)
+            .spawn_scoped(scope, compact_kinds)
             .ok();
-        let nodes = (nodes.kind.into(), node_type.into(), node_name.into());
-        let edges = job.and_then(|job| match job.join() {
-            Ok(edges) => edges,
+        let nodes = (node_type.into(), node_name.into());
+        let compacted = job.and_then(|job| match job.join() {
+            Ok(compacted) => compacted,
             Err(panic) => std::panic::resume_unwind(panic),
         });
-        (edges.or_else(compact_edges), nodes)
+        (compacted.or_else(compact_kinds), nodes)
     });
-    let (edge_kind, edge_name) = edges.unwrap_or_default();
+    let (edge_kind, node_kind) = compacted.unwrap_or_default();
     let parts = HeapGraphParts {
         node_object_id: nodes.object_id,
         node_kind,
@@ -771,20 +780,24 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     HeapGraph::from_parts(meta, table, parts).map_err(|error| inconsistent(error.to_string()))
 }
 
-/// Checks that every edge points to a node (`n_nodes` of them) and turns the names of
-/// named edges from V8 string indices into our string ids (`ids`).
+/// Checks that every edge points to a node (`n_nodes` of them) and that every named edge names
+/// one of the `n_strings` strings, from what the parse noted; only where one does not, finds
+/// the first for the error.
 ///
 /// # Errors
 /// [`ImportError::Malformed`], at the offset of the `edges` array, for the first edge that
 /// points past the last node or names a string past the last.
-fn name_edges(
-    edges: &mut EdgeColumns,
-    ids: &[StringId],
+fn check_edges(
+    edges: &EdgeColumns,
     n_nodes: usize,
+    n_strings: usize,
     node_fields: usize,
     edges_offset: u64,
 ) -> Result<(), ImportError> {
-    if let Some(edge) = edges.to.iter().position(|&to| to as usize >= n_nodes) {
+    if !edges.to.is_empty()
+        && edges.most_to as usize >= n_nodes
+        && let Some(edge) = edges.to.iter().position(|&to| to as usize >= n_nodes)
+    {
         let to = edges.to[edge];
         return Err(malformed(
             edges_offset,
@@ -794,43 +807,57 @@ fn name_edges(
             ),
         ));
     }
-    for (edge, (kind, name)) in edges.kind.iter().zip(edges.name.iter_mut()).enumerate() {
-        if kind.is_indexed() {
-            continue;
-        }
-        let Some(id) = ids.get(*name as usize) else {
+    if edges.strings_named as usize > n_strings {
+        let v8_index = |name: u32| name.wrapping_sub(ID_OF_FIRST_STRING);
+        let past_last = edges
+            .kind
+            .iter()
+            .zip(edges.name.iter())
+            .position(|(kind, name)| !kind.is_indexed() && v8_index(name) as usize >= n_strings);
+        if let Some(edge) = past_last {
+            let index = v8_index(edges.name.get(edge));
             return Err(malformed(
                 edges_offset,
-                string_out_of_range(&format!("edge {edge}"), *name, ids.len()),
+                string_out_of_range(&format!("edge {edge}"), index, n_strings),
             ));
-        };
-        *name = id.to_raw();
+        }
     }
     Ok(())
 }
 
-/// Our string id of each node's name (`names` holds V8 string indices).
+/// Our string id of each node's name (`nodes.name` holds V8 string indices), once checked
+/// against the `n_strings` strings.
 ///
 /// # Errors
 /// [`ImportError::Malformed`], at the offset of the `nodes` array, for the first name past
 /// the last string.
 fn name_nodes(
-    names: &[u32],
-    ids: &[StringId],
+    nodes: &NodeColumns,
+    table: &StringTable,
+    n_strings: usize,
     nodes_offset: u64,
 ) -> Result<Vec<StringId>, ImportError> {
-    names
+    if nodes.strings_named as usize > n_strings
+        && let Some(node) = nodes
+            .name
+            .iter()
+            .position(|&index| index as usize >= n_strings)
+    {
+        return Err(malformed(
+            nodes_offset,
+            string_out_of_range(&format!("node {node}"), nodes.name[node], n_strings),
+        ));
+    }
+    Ok(nodes
+        .name
         .iter()
-        .enumerate()
-        .map(|(node, &index)| {
-            ids.get(index as usize).copied().ok_or_else(|| {
-                malformed(
-                    nodes_offset,
-                    string_out_of_range(&format!("node {node}"), index, ids.len()),
-                )
-            })
+        .map(|&index| {
+            // In range: checked above.
+            table
+                .id_from_raw(index.wrapping_add(ID_OF_FIRST_STRING))
+                .unwrap_or(StringId::EMPTY)
         })
-        .collect()
+        .collect())
 }
 
 /// The message for `what` naming string `index` of `n_strings`.

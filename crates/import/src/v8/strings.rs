@@ -1,6 +1,7 @@
 //! The `strings` array: decoded on the parsing thread and appended to the string table on a
 //! helper thread, so that the two halves of the work (unescaping, copying into the table)
-//! overlap; and the map from V8 string indices to our [`StringId`]s.
+//! overlap. V8's string `i` becomes the table's string `i + 1` ([`ID_OF_FIRST_STRING`]), so
+//! that the nodes' and edges' names are our ids as they are read, before the strings are.
 //!
 //! The strings are pushed, not interned: V8 writes each text once, and only type names need to
 //! be findable by text, which the assembly step arranges (`columns::summary_types`).
@@ -9,7 +10,7 @@ use super::cursor::{BlockSource, Cursor};
 use super::json::{self, describe_byte};
 use super::{malformed, truncated};
 use crate::ImportError;
-use heapgraph_model::{StringId, StringTable};
+use heapgraph_model::StringTable;
 use std::sync::mpsc::sync_channel;
 
 /// Bytes of decoded text per batch handed to the helper thread: enough to make the hand-off
@@ -29,12 +30,15 @@ const MAX_STRINGS: u64 = u32::MAX as u64 - 512;
 /// Bytes per distinct string to reserve, a little over what real snapshots average.
 const AVERAGE_STRING_BYTES: usize = 16;
 
-/// The `strings` array: our string table and, per V8 string index, our id.
+/// The raw id in our table of V8's string 0, and so of string `i`, `i` on from it: the table
+/// holds its own `""` first ([`StringTable::with_capacity`]), then V8's strings, each pushed in
+/// order (a push never merges texts).
+pub(super) const ID_OF_FIRST_STRING: u32 = 1;
+
+/// The `strings` array as our string table.
 pub(super) struct StringColumn {
     /// The strings, pushed in order after the table's own `""` (none of them findable).
     table: StringTable,
-    /// Our id of each V8 string index.
-    ids: Vec<StringId>,
 }
 
 impl StringColumn {
@@ -105,13 +109,12 @@ impl StringColumn {
 
     /// An empty column sized for `expected_strings` strings.
     fn new(expected_strings: usize) -> Self {
-        StringColumn {
-            table: StringTable::with_capacity(
-                expected_strings,
-                expected_strings.saturating_mul(AVERAGE_STRING_BYTES),
-            ),
-            ids: Vec::with_capacity(expected_strings),
-        }
+        let table = StringTable::with_capacity(
+            expected_strings,
+            expected_strings.saturating_mul(AVERAGE_STRING_BYTES),
+        );
+        debug_assert_eq!(table.len(), ID_OF_FIRST_STRING as usize);
+        StringColumn { table }
     }
 
     /// Appends the strings of `batch`, in order.
@@ -120,17 +123,21 @@ impl StringColumn {
         for &end in &batch.ends {
             let bytes = batch.text.get(start..end).unwrap_or_default();
             start = end;
-            let id = match std::str::from_utf8(bytes) {
+            match std::str::from_utf8(bytes) {
                 Ok(text) => self.table.push(text),
                 Err(_) => self.table.push(&String::from_utf8_lossy(bytes)),
             };
-            self.ids.push(id);
         }
     }
 
-    /// The table and the id of each V8 string index.
-    pub(super) fn into_parts(self) -> (StringTable, Vec<StringId>) {
-        (self.table, self.ids)
+    /// How many strings V8 wrote.
+    pub(super) fn len(&self) -> usize {
+        self.table.len() - ID_OF_FIRST_STRING as usize
+    }
+
+    /// The table, V8's string `i` at raw id `i + ID_OF_FIRST_STRING`.
+    pub(super) fn into_table(self) -> StringTable {
+        self.table
     }
 }
 

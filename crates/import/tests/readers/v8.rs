@@ -688,6 +688,17 @@ fn bad_references_are_malformed_at_their_array() {
         expect_malformed(&text, "edge 1 is named by string 9"),
         offset_of(&text, "[1,0,5")
     );
+    // The largest name a number may hold, which a name's id would wrap past.
+    let text = hand_made(NODES, "1,0,5,2,4294967295,10,2,3,10", STRINGS, 3, 3);
+    expect_malformed(&text, "edge 1 is named by string 4294967295");
+    let text = hand_made(
+        "2,1,1,0,2,1,4294967295,3,16,1,0,3,5,24,0",
+        EDGES,
+        STRINGS,
+        3,
+        3,
+    );
+    expect_malformed(&text, "node 1 is named by string 4294967295");
     // An element edge's name is an index, never a string.
     let text = hand_made(NODES, "1,99,5,2,4,10,2,3,10", STRINGS, 3, 3);
     let graph = import(&text).unwrap();

@@ -128,6 +128,14 @@ impl EdgeNames {
         self.1 = Widening::Automatic;
     }
 
+    /// Room for names before the column grows.
+    pub fn capacity(&self) -> usize {
+        match &self.0 {
+            NamesOfEdges::Narrow { narrow, .. } => narrow.capacity(),
+            NamesOfEdges::Wide(names) => names.capacity(),
+        }
+    }
+
     /// Reserves room for `additional` more names.
     pub fn reserve_exact(&mut self, additional: usize) {
         match &mut self.0 {
@@ -283,6 +291,37 @@ impl EdgeNames {
         self.widen();
         if let NamesOfEdges::Wide(names) = &mut self.0 {
             names.extend(other.iter());
+        }
+    }
+}
+
+impl Extend<u32> for EdgeNames {
+    /// Appends `names` in one loop (a parse appends tens of millions, a batch at a time), and
+    /// turns plain at the end if too many are beside and the column may do so by itself.
+    fn extend<I: IntoIterator<Item = u32>>(&mut self, names: I) {
+        let NamesOfEdges::Narrow {
+            narrow,
+            wide_at,
+            wide,
+        } = &mut self.0
+        else {
+            if let NamesOfEdges::Wide(plain) = &mut self.0 {
+                plain.extend(names);
+            }
+            return;
+        };
+        for name in names {
+            match u16::try_from(name) {
+                Ok(short) if short != u16::MAX => narrow.push(short),
+                _ => {
+                    wide_at.push(narrow.len() as u64);
+                    wide.push(name);
+                    narrow.push(u16::MAX);
+                }
+            }
+        }
+        if self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len()) {
+            self.widen();
         }
     }
 }
@@ -504,6 +543,20 @@ mod tests {
         for edge in 0..names.len() {
             assert_eq!(converted.get(edge), pushed.get(edge), "edge {edge}");
         }
+        // Extended a batch at a time, kept narrow until settled, as the V8 parse does.
+        let mut extended = EdgeNames::kept_narrow(0);
+        for batch in names.chunks(999) {
+            extended.extend(batch.iter().copied());
+        }
+        extended.settle();
+        assert!(extended.is_narrow());
+        assert_eq!(extended.to_vec(), names);
+        let spread: Vec<u32> = (0..20_000).map(|i| 100_000 + i).collect();
+        let mut widened = EdgeNames::new();
+        widened.extend(spread[..10_000].iter().copied());
+        assert!(!widened.is_narrow());
+        widened.extend(spread[10_000..].iter().copied());
+        assert_eq!(widened.to_vec(), spread);
     }
 
     #[test]
