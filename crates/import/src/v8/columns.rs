@@ -388,9 +388,7 @@ fn push_u64_field<'a>(
     wide_values: &[(usize, u64)],
 ) {
     if wide_values.is_empty() {
-        for record in records {
-            column.push(u64::from(record[field]));
-        }
+        column.extend(records.map(|record| u64::from(record[field])));
         return;
     }
     let mut wide_values = wide_values.iter().peekable();

@@ -140,6 +140,56 @@ impl PackedU64 {
         }
     }
 
+    /// Appends `values` as [`PackedU64::push`] would one by one, in one loop (a parse appends
+    /// millions, a batch at a time): the column turns plain at the same value.
+    pub fn extend(&mut self, values: impl IntoIterator<Item = u64>) {
+        let mut values = values.into_iter();
+        let PackedRepr::Packed {
+            shift,
+            bases,
+            steps,
+            wide_at,
+            wide,
+        } = &mut self.0
+        else {
+            if let PackedRepr::Plain(plain) = &mut self.0 {
+                plain.extend(values);
+            }
+            return;
+        };
+        let shift = *shift;
+        let mut base = bases.last().copied().unwrap_or(0);
+        let mut crowded = false;
+        for value in values.by_ref() {
+            let index = steps.len();
+            if index & ((1 << BLOCK_BITS) - 1) == 0 {
+                bases.push(value);
+                base = value;
+            }
+            let difference = value.wrapping_sub(base) as i64;
+            let step = difference >> shift;
+            if difference & ((1i64 << shift) - 1) == 0
+                && step > i64::from(BESIDE_STEP)
+                && step <= i64::from(i16::MAX)
+            {
+                steps.push(step as i16);
+                continue;
+            }
+            steps.push(BESIDE_STEP);
+            wide_at.push(index as u32);
+            wide.push(value);
+            if wide.len() > 4096 && wide.len() > steps.len() / 8 {
+                crowded = true;
+                break;
+            }
+        }
+        if crowded {
+            let mut plain = self.to_vec();
+            plain.extend(values);
+            self.0 = PackedRepr::Plain(plain);
+        }
+    }
+
     /// Reserves room for `additional` more values.
     pub fn reserve_exact(&mut self, additional: usize) {
         match &mut self.0 {
@@ -391,6 +441,19 @@ mod tests {
             let mut joined = compact.clone();
             joined.extend_from(&pushed);
             assert_eq!(joined.to_vec(), [values.clone(), values.clone()].concat());
+            // Extended in batches, as a parse does: the same values, plain at the same point.
+            for batch in [1, 7, 300, 5000] {
+                let mut extended = PackedU64::new();
+                let mut one_by_one = PackedU64::new();
+                for part in values.chunks(batch) {
+                    extended.extend(part.iter().copied());
+                    for &value in part {
+                        one_by_one.push(value);
+                    }
+                    assert_eq!(extended.is_packed(), one_by_one.is_packed());
+                }
+                assert_eq!(extended.to_vec(), values);
+            }
         }
         // Scattered values turn the column plain; a heap's addresses stay packed.
         let scattered: Vec<u64> = (0..20_000u64)
