@@ -423,7 +423,7 @@ pub(super) struct EdgeColumns {
     /// Element index (indexed kinds), or our raw string id of the name: V8's string index
     /// plus [`ID_OF_FIRST_STRING`], wrapping (`strings_named` holds the index past the last
     /// string, which `assemble` checks). In the model's compact column as the edges are read,
-    /// on the parsing thread, which waits on the reading one; narrow until `assemble` settles
+    /// which spares the assembly a pass over every edge; kept narrow until `assemble` settles
     /// it, so that its form depends on all the names.
     name: EdgeNames,
     /// The header's edge count, a cap on growth (not trusted for sizing).
