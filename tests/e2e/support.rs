@@ -89,7 +89,8 @@ pub(crate) fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&heapgraph_ok(args)).expect("valid JSON")
 }
 
-/// An empty directory of the test's own, `name` (unique to the test, or shared on purpose).
+/// A scratch directory named `name` (unique to the test, or shared on purpose), empty when the
+/// test binary's run began.
 pub(crate) fn temp_dir(name: &str) -> PathBuf {
     static RUN_ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     let root = RUN_ROOT.get_or_init(|| {
