@@ -8,7 +8,7 @@ use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
     EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
-    NodeKindInfo, NodeKinds, PackedU64, Runtime, StringId, StringTable,
+    NodeKindInfo, NodeKinds, NodeNames, PackedU64, Runtime, StringId, StringTable,
 };
 
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
@@ -183,7 +183,9 @@ fn plural(count: u64, word: &str) -> String {
 pub(super) struct NodeColumns {
     /// Index into the layout's node kinds; the kinds' count for a type they do not list.
     kind: Vec<u8>,
-    /// V8 string index of the name (mapped to our ids at the end).
+    /// Our raw string id of the name: V8's string index plus [`ID_OF_FIRST_STRING`],
+    /// wrapping (`strings_named` holds the index past the last string, which `assemble`
+    /// checks).
     name: Vec<u32>,
     /// V8 `id`.
     object_id: PackedU64,
@@ -285,14 +287,14 @@ impl NodeColumns {
                 .clone()
                 .map(|record| record[layout.node_type].min(unknown_kind) as u8),
         );
-        let first_name = self.name.len();
-        self.name
-            .extend(records.clone().map(|record| record[layout.node_name]));
-        self.strings_named = self.name[first_name..]
-            .iter()
-            .fold(self.strings_named, |most, &name| {
-                most.max(name.saturating_add(1))
-            });
+        self.name.extend(
+            records
+                .clone()
+                .map(|record| record[layout.node_name].wrapping_add(ID_OF_FIRST_STRING)),
+        );
+        self.strings_named = records.clone().fold(self.strings_named, |most, record| {
+            most.max(record[layout.node_name].saturating_add(1))
+        });
         push_u64_field(
             &mut self.object_id,
             records.clone(),
@@ -690,8 +692,8 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     if nodes.unknown_types.total > 0 {
         kind_names.push(UNKNOWN_KIND.to_owned());
     }
-    let node_name = name_nodes(&nodes, &table, n_strings, nodes_offset)?;
-    let node_type = summary_types(&kind_names, &nodes.kind, &node_name, &mut table);
+    check_node_names(&nodes, n_strings, nodes_offset)?;
+    let node_type = summary_types(&kind_names, &nodes.kind, &nodes.name, &mut table);
 
     let root = match layout.root_index {
         None => 0,
@@ -754,7 +756,7 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
             .name("heapgraph-v8-compact".to_owned())
             .spawn_scoped(scope, compact_kinds)
             .ok();
-        let nodes = (node_type.into(), node_name.into());
+        let nodes = (node_type.into(), NodeNames::from_raw_ids(nodes.name));
         let compacted = job.and_then(|job| match job.join() {
             Ok(compacted) => compacted,
             Err(panic) => std::panic::resume_unwind(panic),
@@ -823,39 +825,36 @@ fn check_edges(
     Ok(())
 }
 
-/// Our string id of each node's name (`nodes.name` holds V8 string indices), once checked
-/// against the `n_strings` strings.
+/// Checks that every node's name is one of the `n_strings` strings, from what the parse
+/// noted; only where one is not, finds the first for the error.
 ///
 /// # Errors
 /// [`ImportError::Malformed`], at the offset of the `nodes` array, for the first name past
 /// the last string.
-fn name_nodes(
+fn check_node_names(
     nodes: &NodeColumns,
-    table: &StringTable,
     n_strings: usize,
     nodes_offset: u64,
-) -> Result<Vec<StringId>, ImportError> {
-    if nodes.strings_named as usize > n_strings
-        && let Some(node) = nodes
-            .name
-            .iter()
-            .position(|&index| index as usize >= n_strings)
-    {
-        return Err(malformed(
-            nodes_offset,
-            string_out_of_range(&format!("node {node}"), nodes.name[node], n_strings),
-        ));
+) -> Result<(), ImportError> {
+    if nodes.strings_named as usize <= n_strings {
+        return Ok(());
     }
-    Ok(nodes
+    let v8_index = |name: u32| name.wrapping_sub(ID_OF_FIRST_STRING);
+    match nodes
         .name
         .iter()
-        .map(|&index| {
-            // In range: checked above.
-            table
-                .id_from_raw(index.wrapping_add(ID_OF_FIRST_STRING))
-                .unwrap_or(StringId::EMPTY)
-        })
-        .collect())
+        .position(|&name| v8_index(name) as usize >= n_strings)
+    {
+        Some(node) => Err(malformed(
+            nodes_offset,
+            string_out_of_range(
+                &format!("node {node}"),
+                v8_index(nodes.name[node]),
+                n_strings,
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The message for `what` naming string `index` of `n_strings`.
@@ -873,7 +872,7 @@ fn string_out_of_range(what: &str, index: u32, n_strings: usize) -> String {
 fn summary_types(
     kind_names: &[String],
     node_kind: &[u8],
-    node_name: &[StringId],
+    node_name: &[u32],
     table: &mut StringTable,
 ) -> Vec<StringId> {
     let mut used = [false; 256];
@@ -900,7 +899,8 @@ fn summary_types(
                 .get(usize::from(kind))
                 .copied()
                 .flatten()
-                .unwrap_or(name)
+                // In range: the names were checked against the table.
+                .unwrap_or_else(|| table.id_from_raw(name).unwrap_or(StringId::EMPTY))
         })
         .collect();
     table.make_findable_all(&mut node_type);

@@ -158,23 +158,30 @@ impl NodeNames {
 impl From<Vec<StringId>> for NodeNames {
     /// One label per node; stored sparse when most are empty.
     fn from(dense: Vec<StringId>) -> Self {
+        // In place: the same allocation.
+        NodeNames::from_raw_ids(dense.into_iter().map(StringId::to_raw).collect())
+    }
+}
+
+impl NodeNames {
+    /// One label per node as a string id's raw value (for an importer that reads them so,
+    /// [`crate::HeapGraph::from_parts`] checking them against the table); stored sparse when
+    /// most are empty.
+    pub fn from_raw_ids(dense: Vec<u32>) -> Self {
         let len = dense.len();
-        let n_named = dense
-            .iter()
-            .filter(|&&name| name != StringId::EMPTY)
-            .count();
+        let empty = StringId::EMPTY.to_raw();
+        let n_named = dense.iter().filter(|&&name| name != empty).count();
         if Self::dense_is_smaller(len, n_named) {
             return NodeNames {
                 len,
-                // In place: the same allocation.
-                repr: NamesRepr::Dense(dense.into_iter().map(StringId::to_raw).collect()),
+                repr: NamesRepr::Dense(dense),
             };
         }
         let pairs = dense
             .iter()
             .enumerate()
-            .filter(|&(_, &name)| name != StringId::EMPTY)
-            .map(|(node, &name)| (node as u32, name))
+            .filter(|&(_, &name)| name != empty)
+            .map(|(node, &name)| (node as u32, StringId(name)))
             .collect();
         NodeNames::from_pairs(len, pairs)
     }
