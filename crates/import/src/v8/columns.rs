@@ -3,7 +3,7 @@
 
 use super::header::Layout;
 use super::numbers::{WIDE, Wide};
-use super::strings::ID_OF_FIRST_STRING;
+use super::strings::{ID_OF_FIRST_STRING, raw_id, v8_index};
 use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
@@ -290,7 +290,7 @@ impl NodeColumns {
         self.name.extend(
             records
                 .clone()
-                .map(|record| record[layout.node_name].wrapping_add(ID_OF_FIRST_STRING)),
+                .map(|record| raw_id(record[layout.node_name])),
         );
         self.strings_named = records.clone().fold(self.strings_named, |most, record| {
             most.max(record[layout.node_name].saturating_add(1))
@@ -562,6 +562,7 @@ impl EdgeColumns {
             .extend(kinds.iter().zip(records.clone()).map(|(kind, record)| {
                 let name = record[layout.edge_name];
                 let named = u32::from(!kind.is_indexed());
+                // `raw_id(name)` for a named edge, without a branch.
                 name.wrapping_add(named * ID_OF_FIRST_STRING)
             }));
         self.strings_named =
@@ -808,7 +809,6 @@ fn check_edges(
         ));
     }
     if edges.strings_named as usize > n_strings {
-        let v8_index = |name: u32| name.wrapping_sub(ID_OF_FIRST_STRING);
         let past_last = edges
             .kind
             .iter()
@@ -839,7 +839,6 @@ fn check_node_names(
     if nodes.strings_named as usize <= n_strings {
         return Ok(());
     }
-    let v8_index = |name: u32| name.wrapping_sub(ID_OF_FIRST_STRING);
     match nodes
         .name
         .iter()

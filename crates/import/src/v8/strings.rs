@@ -35,6 +35,18 @@ const AVERAGE_STRING_BYTES: usize = 16;
 /// order (a push never merges texts).
 pub(super) const ID_OF_FIRST_STRING: u32 = 1;
 
+/// Our raw string id of V8's string `index` (wrapping past `u32::MAX`: the caller checks the
+/// index against the strings' count).
+#[inline]
+pub(super) fn raw_id(index: u32) -> u32 {
+    index.wrapping_add(ID_OF_FIRST_STRING)
+}
+
+/// V8's string index of our raw string id `raw_id` ([`raw_id`]'s inverse).
+pub(super) fn v8_index(raw_id: u32) -> u32 {
+    raw_id.wrapping_sub(ID_OF_FIRST_STRING)
+}
+
 /// The `strings` array as our string table.
 pub(super) struct StringColumn {
     /// The strings, pushed in order after the table's own `""` (none of them findable).
