@@ -62,7 +62,10 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         heapgraph_model::file_pages::set_block_mapper(&allocator::FileBlocks);
     }
     #[cfg(target_os = "linux")]
-    allocator::choose_page_size();
+    {
+        allocator::choose_page_size();
+        allocator::fix_mmap_threshold();
+    }
     if cli.timings {
         heapgraph_model::keep_timings();
     }
