@@ -30,6 +30,7 @@ use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column, prefetch, timed};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -146,16 +147,17 @@ pub fn memory_bound(graph: &HeapGraph) -> bool {
 /// tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Order {
-    /// The first search's DFS parents are kept, with a copy for the last step (the forest
-    /// consumes them) as [`ParentSteps`], and the node of each number: the immediate
-    /// dominators then follow in one pass over the numbers and the retained sizes in another,
-    /// with no second search of the graph. A `u32` and the steps per node more than the lean
-    /// order at the semidominators' start, and the node of each number beside the node
-    /// numbers while it is made (the pass's peak).
+    /// The first search's DFS parents are kept as [`ParentSteps`] while the lists are built,
+    /// which are filled reading each edge once ([`Fill::BySources`]), and the node of each
+    /// number is kept: the immediate dominators then follow in one pass over the numbers and
+    /// the retained sizes in another, with no second search of the graph. A `u32` and the
+    /// steps per node more than the lean order at the semidominators' start, and the fill's
+    /// cursors (a `u32` and a byte per number) beside the lists while they are filled (the
+    /// pass's peak).
     Fast,
-    /// The parents are dropped before the lists are built and found again by a search after
-    /// them, the long lists are packed, and a second search finds the immediate dominators and
-    /// the retained sizes.
+    /// The parents are dropped before the lists are built (filled by [`Fill::ByTargets`]) and
+    /// found again by a search after them, the long lists are packed, and a second search
+    /// finds the immediate dominators and the retained sizes.
     Lean,
 }
 
@@ -289,14 +291,24 @@ fn dominators_with<O: Offset>(
         },
         IdomMethod::LengauerTarjan => Lists::All,
     };
-    if method == IdomMethod::SemiNca && order == Order::Lean {
-        // Found again after the lists, so that the parents are never held beside the node
-        // numbers and the lists, the pass's largest moment.
+    // The parents are held beside the lists only as the last step keeps them ([`ParentSteps`],
+    // about a byte each), or, in the lean order, found again after them: the pass's largest
+    // moment is the lists' fill, beside the node numbers.
+    let mut kept_parent = None;
+    if method == IdomMethod::SemiNca {
+        if order == Order::Fast {
+            kept_parent = Some(ParentSteps::new(&parent));
+        }
         drop(parent);
         parent = Vec::new();
     }
+    let fill = if order == Order::Lean {
+        Fill::ByTargets
+    } else {
+        Fill::BySources
+    };
     let preds = timed("dominators: predecessor lists", || {
-        Preds::<O>::build(&pred_edges, &number, len, counted, lists)
+        Preds::<O>::build(&pred_edges, &number, len, counted, lists, fill)
     });
     match method {
         IdomMethod::SemiNca if order == Order::Fast => {
@@ -307,8 +319,12 @@ fn dominators_with<O: Offset>(
                 nodes_by_number(&number, len)
             });
             drop(number);
-            let kept_parent = ParentSteps::new(&parent);
-            let semi = timed("dominators: semidominators", || semi_nca(preds, parent));
+            let kept_parent = kept_parent.expect("kept in the fast order");
+            let semi = timed("dominators: semidominators", || {
+                let mut parent = Vec::with_capacity(len);
+                parent.extend(kept_parent.iter());
+                semi_nca(preds, parent)
+            });
             let dom = timed("dominators: immediate dominators", || {
                 dominators_from_semi(semi, kept_parent)
             });
@@ -1095,17 +1111,18 @@ enum Lists {
 
 impl<O: Offset> Preds<O> {
     /// Gathers `edges` by DFS number (`number` by node index, `len` = the highest number +
-    /// 1), in two passes over the edges: count (unless `counted` brings the counts, at `w + 1`
-    /// for number `w`), then fill; `lists` says which lists are kept.
+    /// 1), in two steps: count (unless `counted` brings the counts, at `w + 1` for number
+    /// `w`), then fill as `fill` says; `lists` says which lists are kept.
     fn build(
         edges: &PredEdges,
         number: &[u32],
         len: usize,
         counted: Option<Vec<O>>,
         lists: Lists,
+        fill: Fill,
     ) -> Self {
         // Counts at `first[w + 1]`; after the prefix sums `first[w]` is where `w`'s list
-        // starts and serves as its fill cursor, which leaves it where the list ends.
+        // starts.
         let mut first = counted.unwrap_or_else(|| {
             let mut first = vec![O::ZERO; len + 1];
             edges.for_each(number, |to, _| {
@@ -1127,13 +1144,87 @@ impl<O: Offset> Preds<O> {
                 }
             }
         }
+        let sizes = (fill == Fill::BySources).then(|| ListSizes::new(&first[1..]));
         for k in 1..first.len() {
             first[k] = O::new(first[k].get() + first[k - 1].get());
         }
+        let from = match sizes {
+            Some(sizes) => Self::fill_by_sources(edges, number, &mut first, &sizes, &left_out),
+            None => Self::fill_by_targets(edges, number, &mut first, &left_out),
+        };
+        Preds {
+            first,
+            from,
+            packed: None,
+        }
+    }
+
+    /// Fills the lists that start at `first` (`len + 1` offsets, where they are left as they
+    /// are, `sizes` long), on two threads, each reading the edges of half the sources: the
+    /// first fills each list from its start, the second from its end, and they meet where the
+    /// first's entries end. Every edge is read, and its target's number looked up, once.
+    fn fill_by_sources(
+        edges: &PredEdges,
+        number: &[u32],
+        first: &mut [O],
+        sizes: &ListSizes,
+        left_out: &FixedBitSet,
+    ) -> Vec<u32> {
+        let len = first.len() - 1;
+        let mut ends: Vec<O> = first[1..].to_vec();
+        // Both threads write into every list, each into slots of its own: atomics that compile
+        // to plain stores, and turn from and back into `u32`s in place, at no cost.
+        let from: Vec<AtomicU32> = vec![0u32; first[len].get()]
+            .into_iter()
+            .map(AtomicU32::new)
+            .collect();
+        let split = edges.half_the_edges();
+        rayon::join(
+            || {
+                let starts = &mut first[..len];
+                edges.for_each_in(0..split, number, |to, source| {
+                    if left_out.contains(to) {
+                        return;
+                    }
+                    let slot = &mut starts[to];
+                    from[slot.get()].store(source, Ordering::Relaxed);
+                    *slot = O::new(slot.get() + 1);
+                });
+            },
+            || {
+                edges.for_each_in(split..number.len(), number, |to, source| {
+                    if left_out.contains(to) {
+                        return;
+                    }
+                    let slot = &mut ends[to];
+                    *slot = O::new(slot.get() - 1);
+                    from[slot.get()].store(source, Ordering::Relaxed);
+                });
+            },
+        );
+        drop(ends);
+        // Both cursors stop where the threads met: the starts again from the sizes.
+        first[0] = O::ZERO;
+        for (w, size) in sizes.iter().enumerate() {
+            first[w + 1] = O::new(first[w].get() + size);
+        }
+        from.into_iter().map(AtomicU32::into_inner).collect()
+    }
+
+    /// Fills the lists that start at `first` (`len + 1` offsets, where they are left as they
+    /// are), on two threads, each keeping the lists of half the entries and reading every
+    /// edge: the memory of the lists alone, at twice the reading of
+    /// [`Preds::fill_by_sources`].
+    fn fill_by_targets(
+        edges: &PredEdges,
+        number: &[u32],
+        first: &mut [O],
+        left_out: &FixedBitSet,
+    ) -> Vec<u32> {
+        let len = first.len() - 1;
         let mut from = vec![0u32; first[len].get()];
-        // Two threads, each filling the lists of half the entries: the lists of numbers below
-        // `mid` lie before `first[mid]`, so each half's cursors and slots are its own. Each
-        // reads every edge and keeps those into its half.
+        // The lists of numbers below `mid` lie before `first[mid]`, so each half's cursors
+        // and slots are its own; each cursor stops where its list ends.
         let mid = first[..len].partition_point(|start| start.get() < first[len].get() / 2);
         let high_base = first[mid].get();
         let (low_first, high_first) = first[..len].split_at_mut(mid);
@@ -1154,11 +1245,7 @@ impl<O: Offset> Preds<O> {
         );
         first.copy_within(0..len, 1);
         first[0] = O::ZERO;
-        Preds {
-            first,
-            from,
-            packed: None,
-        }
+        from
     }
 
     /// Packs each list of [`PACK_AT_LEAST`] predecessors or more, where that is shorter: sorted,
@@ -1266,10 +1353,38 @@ impl<'a> PredEdges<'a> {
 
     /// Calls `visit(target number, source number)` for each, in edge order (`number`: the DFS
     /// number of each node, 0 for none).
-    fn for_each(&self, number: &[u32], mut visit: impl FnMut(usize, u32)) {
+    fn for_each(&self, number: &[u32], visit: impl FnMut(usize, u32)) {
+        self.for_each_in(0..number.len(), number, visit);
+    }
+
+    /// The first node whose edges start at or past half the graph's edges (the node count if
+    /// none does): the nodes below it and those from it on hold about as many edges.
+    fn half_the_edges(&self) -> usize {
+        let first_edge = &self.parts.first_edge;
+        let n_nodes = first_edge.len() - 1;
+        let half = first_edge.get(n_nodes) / 2;
+        let (mut low, mut high) = (0, n_nodes);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if first_edge.get(mid) < half {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    /// [`Self::for_each`] for the sources in `sources`.
+    fn for_each_in(
+        &self,
+        sources: std::ops::Range<usize>,
+        number: &[u32],
+        mut visit: impl FnMut(usize, u32),
+    ) {
         let parts = self.parts;
         let edge_to = &parts.edge_to;
-        for from in 0..number.len() {
+        for from in sources {
             let source = number[from];
             if source == 0 {
                 continue;
@@ -1300,6 +1415,52 @@ impl<'a> PredEdges<'a> {
                 }
             }
         }
+    }
+}
+
+/// How [`Preds::build`] fills the lists.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Each thread reads the edges of half the sources ([`Preds::fill_by_sources`]).
+    BySources,
+    /// Each thread reads every edge, for half the lists ([`Preds::fill_by_targets`]).
+    ByTargets,
+}
+
+/// The predecessor lists' sizes while the fill's cursors hold their offsets: a byte each, and
+/// the sizes of 255 and more apart, in order.
+struct ListSizes {
+    small: Vec<u8>,
+    /// The sizes of 255 entries or more, in the lists' order.
+    large: Vec<usize>,
+}
+
+impl ListSizes {
+    fn new<O: Offset>(sizes: &[O]) -> Self {
+        let mut large = Vec::new();
+        let small = sizes
+            .iter()
+            .map(|size| {
+                let size = size.get();
+                if size >= usize::from(u8::MAX) {
+                    large.push(size);
+                }
+                size.min(usize::from(u8::MAX)) as u8
+            })
+            .collect();
+        ListSizes { small, large }
+    }
+
+    /// Each list's size, in order.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut large = self.large.iter().copied();
+        self.small.iter().map(move |&size| {
+            if size == u8::MAX {
+                large.next().expect("each byte of 255 has its size apart")
+            } else {
+                usize::from(size)
+            }
+        })
     }
 }
 
@@ -1417,6 +1578,56 @@ mod tests {
         }
     }
 
+    /// The sizes kept beside the fill read back as they were, those of a byte's worth and more
+    /// alike.
+    #[test]
+    fn list_sizes_read_back() {
+        let sizes: Vec<u32> = vec![0, 1, 254, 255, 256, 3, 70_000, 255, 0, 2];
+        let kept = ListSizes::new(&sizes);
+        let read: Vec<usize> = kept.iter().collect();
+        assert_eq!(read, [0, 1, 254, 255, 256, 3, 70_000, 255, 0, 2]);
+        assert_eq!(kept.large.len(), 4);
+    }
+
+    /// Both fills give each list the same entries, lists of 255 entries and more among them
+    /// (the sizes the fill by sources keeps apart): 700 nodes refer to node 1 and 300 to node
+    /// 2, and 5000 edges join the 1200 nodes at random.
+    #[test]
+    fn fills_by_sources_and_by_targets_agree() {
+        use EdgeKind::Property as P;
+        let mut lcg = heapgraph_test_support::Lcg::new(0x5851_f42d_4c95_7f2d);
+        let n_nodes = 1200u32;
+        // The root's targets keep the root's edges alone: nodes 1 and 2 are not among them.
+        let mut edges: Vec<(u32, u32, EdgeKind)> = (3..n_nodes).map(|to| (0, to, P)).collect();
+        edges.extend((3..703).map(|from| (from, 1, P)));
+        edges.extend((703..1003).map(|from| (from, 2, P)));
+        for _ in 0..5000 {
+            let from = 1 + lcg.below(u64::from(n_nodes - 1)) as u32;
+            let to = lcg.below(u64::from(n_nodes)) as u32;
+            edges.push((from, to, P));
+        }
+        let graph = graph_from_edges(&vec![1; n_nodes as usize], &edges);
+        let rule = EdgeRule::for_runtime(Runtime::Java);
+        let pred_edges = PredEdges::new(graph.parts(), &rule, 0);
+        // Any numbering does: node `i` is number `i + 1`.
+        let number: Vec<u32> = (1..=n_nodes).collect();
+        let len = n_nodes as usize + 1;
+        let lists = |fill| {
+            let preds = Preds::<u32>::build(&pred_edges, &number, len, None, Lists::All, fill);
+            (0..len)
+                .map(|w| {
+                    let mut list = preds.of(w).to_vec();
+                    list.sort_unstable();
+                    list
+                })
+                .collect::<Vec<_>>()
+        };
+        let by_sources = lists(Fill::BySources);
+        assert_eq!(by_sources, lists(Fill::ByTargets));
+        assert!(by_sources[2].len() >= 700, "node 1's list is long");
+        assert!(by_sources[3].len() >= 300, "node 2's list is long");
+    }
+
     /// memlab's step 3 on a graph whose unreached nodes refer into the searched part: a node
     /// whose only references to itself are its own (a self edge holds nothing, so it has no
     /// retaining predecessor) is an orphan of the root, and what it refers to has the root for
@@ -1496,6 +1707,7 @@ mod tests {
                 let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
                 let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean);
                 let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean);
+                let wide_fast = dominators_with::<u64>(&graph, &rule, true, Order::Fast);
                 let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false, Order::Fast);
                 if runtime == Runtime::V8 {
                     // Step 2's test: no edge into the node that is neither weak nor a
@@ -1515,7 +1727,7 @@ mod tests {
                         assert_eq!(marked.contains(node), referred);
                     }
                 }
-                for other in [&lean, &wide, &lengauer_tarjan] {
+                for other in [&lean, &wide, &wide_fast, &lengauer_tarjan] {
                     assert_eq!(narrow.idom, other.idom);
                     assert_eq!(narrow.retained_size, other.retained_size);
                     assert_eq!(narrow.retained_count, other.retained_count);
