@@ -263,7 +263,6 @@ fn dominators_with<O: Offset>(
     if rule.orphans_under_root && (n as usize) < n_nodes {
         n = visits.number_the_rest(n, &mut parent, &pred_edges);
     }
-    let (number, counted) = visits.into_parts::<O>(n as usize + 1, &pred_edges);
     let len = n as usize + 1;
     parent.truncate(len);
     // Without step 3, the numbering is a true depth-first numbering (of the graph with an
@@ -292,13 +291,14 @@ fn dominators_with<O: Offset>(
         IdomMethod::LengauerTarjan => Lists::All,
     };
     // The parents are held beside the lists only as the last step keeps them ([`ParentSteps`],
-    // about a byte each), or, in the lean order, found again after them: the pass's largest
-    // moment is the lists' fill, beside the node numbers.
-    let mut kept_parent = None;
+    // about a byte each, made while the numbers are gathered), or, in the lean order, found
+    // again after them: the pass's largest moment is the lists' fill, beside the node numbers.
+    let keep_steps = method == IdomMethod::SemiNca && order == Order::Fast;
+    let ((number, counted), kept_parent) = rayon::join(
+        || visits.into_parts::<O>(len, &pred_edges),
+        || keep_steps.then(|| ParentSteps::new(&parent)),
+    );
     if method == IdomMethod::SemiNca {
-        if order == Order::Fast {
-            kept_parent = Some(ParentSteps::new(&parent));
-        }
         drop(parent);
         parent = Vec::new();
     }
