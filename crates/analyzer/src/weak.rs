@@ -248,8 +248,8 @@ pub fn weak_reach(graph: &HeapGraph, rule: &EdgeRule, tree: &DominatorTree) -> W
     // of one map or list share.
     let mut holders: FxHashMap<Option<NodeId>, Option<StringId>> = FxHashMap::default();
     if !rule.include_weak {
-        for (edge, kind) in parts.edge_kind.iter().enumerate() {
-            if kind != EdgeKind::Weak || level[parts.edge_to[edge] as usize] != NOTHING {
+        for edge in parts.edge_kind.positions_of(EdgeKind::Weak) {
+            if level[parts.edge_to[edge] as usize] != NOTHING {
                 continue;
             }
             let from = graph.edge_source(edge);

@@ -86,6 +86,41 @@ impl EdgeKinds {
         range.map(move |edge| self[edge])
     }
 
+    /// The edges of `kind`, in order: sixteen kinds are tested at once, so that a scan for a
+    /// rare kind costs about a word's test per sixteen edges.
+    pub fn positions_of(&self, kind: EdgeKind) -> impl Iterator<Item = usize> + '_ {
+        const LOW_BITS: u64 = 0x7777_7777_7777_7777;
+        const HIGH_BITS: u64 = 0x8888_8888_8888_8888;
+        let pattern = (kind as u64) * 0x1111_1111_1111_1111;
+        let len = self.len;
+        let (words, tail) = self.nibbles.as_chunks::<8>();
+        let tail_word = {
+            let mut bytes = [0u8; 8];
+            bytes[..tail.len()].copy_from_slice(tail);
+            bytes
+        };
+        words
+            .iter()
+            .map(|bytes| u64::from_le_bytes(*bytes))
+            .chain((!tail.is_empty()).then(|| u64::from_le_bytes(tail_word)))
+            .enumerate()
+            .flat_map(move |(index, word)| {
+                let differs = word ^ pattern;
+                // A nibble's high bit here is set where the nibble is not 0: its low three
+                // bits plus 7 reach 8, or its own high bit is set; no sum passes a nibble.
+                let nonzero = ((differs & LOW_BITS) + LOW_BITS) | differs;
+                let mut matches = !nonzero & HIGH_BITS;
+                std::iter::from_fn(move || {
+                    (matches != 0).then(|| {
+                        let nibble = matches.trailing_zeros() as usize / 4;
+                        matches &= matches - 1;
+                        16 * index + nibble
+                    })
+                })
+            })
+            .take_while(move |&edge| edge < len)
+    }
+
     /// The kinds as a plain vector.
     pub fn to_vec(&self) -> Vec<EdgeKind> {
         self.iter().collect()
@@ -188,6 +223,34 @@ impl Imaged for EdgeKinds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each kind's edges, found sixteen at a time, are those a test of every edge finds, for
+    /// lengths around a word's sixteen kinds and an odd one (whose unused half reads as
+    /// `Context`'s 0).
+    #[test]
+    fn positions_of_a_kind_are_those_of_each_edge() {
+        let mut lcg = lcg_from(0x2545_f491_4f6c_dd1d);
+        for len in (0..50).chain([1001, 4096]) {
+            let kinds: Vec<EdgeKind> = (0..len).map(|_| EdgeKind::ALL[lcg() % 7]).collect();
+            let column = EdgeKinds::from(kinds.clone());
+            for kind in EdgeKind::ALL {
+                let each: Vec<usize> = (0..len).filter(|&edge| kinds[edge] == kind).collect();
+                let found: Vec<usize> = column.positions_of(kind).collect();
+                assert_eq!(found, each, "{kind:?} in {len}");
+            }
+        }
+    }
+
+    /// A small generator of indices for the test above (the model crate has no test support).
+    fn lcg_from(seed: u64) -> impl FnMut() -> usize {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize
+        }
+    }
     #[test]
     fn kinds_pack_two_to_a_byte() {
         let kinds: Vec<EdgeKind> = (0..1001).map(|i| EdgeKind::ALL[i * 5 % 7]).collect();
