@@ -1361,18 +1361,8 @@ impl<'a> PredEdges<'a> {
     /// none does): the nodes below it and those from it on hold about as many edges.
     fn half_the_edges(&self) -> usize {
         let first_edge = &self.parts.first_edge;
-        let n_nodes = first_edge.len() - 1;
-        let half = first_edge.get(n_nodes) / 2;
-        let (mut low, mut high) = (0, n_nodes);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if first_edge.get(mid) < half {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        low
+        let half = first_edge.last().unwrap_or(0) / 2;
+        first_edge.partition_point(|first| first < half)
     }
 
     /// [`Self::for_each`] for the sources in `sources`.
