@@ -29,6 +29,28 @@ impl Default for NodeNames {
 }
 
 impl NodeNames {
+    /// One label per node as a string id's raw value (for an importer that reads them so,
+    /// [`crate::HeapGraph::from_parts`] checking them against the table); stored sparse when
+    /// most are empty.
+    pub fn from_raw_ids(dense: Vec<u32>) -> Self {
+        let len = dense.len();
+        let empty = StringId::EMPTY.to_raw();
+        let n_named = dense.iter().filter(|&&name| name != empty).count();
+        if Self::dense_is_smaller(len, n_named) {
+            return NodeNames {
+                len,
+                repr: NamesRepr::Dense(dense),
+            };
+        }
+        let pairs = dense
+            .iter()
+            .enumerate()
+            .filter(|&(_, &name)| name != empty)
+            .map(|(node, &name)| (node as u32, StringId(name)))
+            .collect();
+        NodeNames::from_pairs(len, pairs)
+    }
+
     /// Labels from `(node, name)` pairs, any order, for nodes `0..len`; where a node appears
     /// more than once the last pair wins, and nodes without a pair have no label. Pairs for
     /// nodes at or past `len` are ignored.
@@ -160,30 +182,6 @@ impl From<Vec<StringId>> for NodeNames {
     fn from(dense: Vec<StringId>) -> Self {
         // In place: the same allocation.
         NodeNames::from_raw_ids(dense.into_iter().map(StringId::to_raw).collect())
-    }
-}
-
-impl NodeNames {
-    /// One label per node as a string id's raw value (for an importer that reads them so,
-    /// [`crate::HeapGraph::from_parts`] checking them against the table); stored sparse when
-    /// most are empty.
-    pub fn from_raw_ids(dense: Vec<u32>) -> Self {
-        let len = dense.len();
-        let empty = StringId::EMPTY.to_raw();
-        let n_named = dense.iter().filter(|&&name| name != empty).count();
-        if Self::dense_is_smaller(len, n_named) {
-            return NodeNames {
-                len,
-                repr: NamesRepr::Dense(dense),
-            };
-        }
-        let pairs = dense
-            .iter()
-            .enumerate()
-            .filter(|&(_, &name)| name != empty)
-            .map(|(node, &name)| (node as u32, StringId(name)))
-            .collect();
-        NodeNames::from_pairs(len, pairs)
     }
 }
 
