@@ -240,10 +240,7 @@ pub(super) fn skip_value<'a, S: BlockSource<'a>>(
                 continue;
             }
             if !scalar {
-                // The bulk of skipped sections (`locations`, `trace_tree`) is numbers.
-                while i < rest.len() && matches!(rest[i], b'0'..=b'9' | b',' | b'\n' | b' ') {
-                    i += 1;
-                }
+                i += plain_run(&rest[i..]);
             }
             let Some(&byte) = rest.get(i) else {
                 break;
@@ -301,7 +298,86 @@ pub(super) fn skip_value<'a, S: BlockSource<'a>>(
     }
 }
 
+/// Whether `byte` is one of those that make up the bulk of skipped sections (`locations`,
+/// `trace_tree`: numbers in lists): a digit, a comma, a newline or a space.
+#[inline]
+fn is_plain(byte: u8) -> bool {
+    matches!(byte, b'0'..=b'9' | b',' | b'\n' | b' ')
+}
+
+/// The length of the run of [`is_plain`] bytes at the start of `bytes`, tested sixteen at a
+/// time: `app-acorn`'s `locations` are 107 MB of a 645 MB snapshot, skipped on the reading
+/// thread between the edges and the strings.
+fn plain_run(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    #[cfg(target_arch = "x86_64")]
+    while let Some(block) = bytes.get(at..at + 16) {
+        // SAFETY: SSE2 is part of every x86-64 processor; the test reads only `block`.
+        let not_plain = unsafe { sse2::not_plain(block) };
+        if not_plain != 0 {
+            return at + not_plain.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
+    at + bytes[at..].iter().take_while(|&&byte| is_plain(byte)).count()
+}
+
+/// [`plain_run`]'s test of sixteen bytes.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x,
+        _mm_set1_epi8, _mm_sub_epi8,
+    };
+
+    /// A bit per byte of `block` (sixteen bytes), the first byte lowest, set where the byte is
+    /// not [`super::is_plain`].
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(super) fn not_plain(block: &[u8]) -> u32 {
+        let half = |at: usize| {
+            let mut word = [0; 8];
+            word.copy_from_slice(&block[at..at + 8]);
+            i64::from_le_bytes(word)
+        };
+        let bytes = _mm_set_epi64x(half(8), half(0));
+        let equal = |byte: u8| _mm_cmpeq_epi8(bytes, _mm_set1_epi8(byte as i8));
+        // A digit's value, unsigned, is at most 9; every other byte's is above.
+        let values = _mm_sub_epi8(bytes, _mm_set1_epi8(b'0' as i8));
+        let digits = _mm_cmpeq_epi8(_mm_min_epu8(values, _mm_set1_epi8(9)), values);
+        let plain: __m128i = _mm_or_si128(
+            _mm_or_si128(digits, equal(b',')),
+            _mm_or_si128(equal(b'\n'), equal(b' ')),
+        );
+        !(_mm_movemask_epi8(plain) as u32) & 0xffff
+    }
+}
+
 /// Whether `byte` can be part of a JSON number or literal (`true`, `false`, `null`).
 fn is_scalar_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'+' | b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The run found sixteen bytes at a time is the run found byte by byte, wherever it ends:
+    /// every byte value at every position of inputs of every length up to 40.
+    #[test]
+    fn plain_runs_are_those_read_byte_by_byte() {
+        let base: Vec<u8> = b"12,3456\n,7 89,0,1234567890,42,\n".repeat(2);
+        for len in 0..=40 {
+            let bytes = &base[..len];
+            assert_eq!(plain_run(bytes), len, "{bytes:?}");
+            for at in 0..len {
+                for stop in 0..=255u8 {
+                    let mut bytes = bytes.to_vec();
+                    bytes[at] = stop;
+                    let plainly = bytes.iter().take_while(|&&byte| is_plain(byte)).count();
+                    assert_eq!(plain_run(&bytes), plainly, "{bytes:?}");
+                }
+            }
+        }
+    }
 }
