@@ -47,8 +47,8 @@ pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, MEMORY_BOUND_REFERENCES, NO_NODE, dominators, memory_bound};
 pub use edge_rule::EdgeRule;
 pub use queries::{
-    dominator_tree, find_largest_of_type, object_view, summary, summary_of_kind, top, who_holds,
-    who_holds_indexed,
+    dominator_tree, find_largest_of_type, object_view, summary, summary_and_suspects,
+    summary_of_kind, top, who_holds, who_holds_indexed,
 };
 pub use suspects::{
     ACCUMULATION_SHARE, BigDrop, BigDropsView, DEFAULT_MIN_DROP, DEFAULT_SUSPECT_THRESHOLD,

@@ -3,12 +3,13 @@
 use crate::Analysis;
 use crate::chains::{ChainIndex, ChainOrder, RankedChain, ranked_chains_with};
 use crate::paths::{Chain, shortest_weak_chains};
+use crate::suspects::{self, DEFAULT_MIN_DROP};
 use crate::view::{
     DominatorTreeNode, DominatorTreeView, HELD_THROUGH_ROWS, HeldThroughRow, HoldersView,
-    ObjectView, PathStep, RankBy, SummaryView, TypeRow, WeaklyHeld,
+    ObjectView, PathStep, RankBy, SummaryView, SuspectsView, TypeRow, WeaklyHeld,
 };
 use crate::weak::{HeldBy, ReferenceKind, ReferenceKinds};
-use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId};
+use heapgraph_model::{EdgeKind, EdgeName, HeapGraph, NodeId, TypeTotals};
 use rayon::prelude::*;
 use std::cmp::Reverse;
 
@@ -69,13 +70,100 @@ pub fn summary_of_kind(graph: &HeapGraph, analysis: &Analysis, kind: &str) -> Op
 }
 
 fn summary_of(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> SummaryView {
-    heapgraph_model::timed("summary view", || summary_of_untimed(graph, analysis, kind))
+    heapgraph_model::timed("summary view", || {
+        let parts = graph.parts();
+        let kept = |node: usize| kind.is_none_or(|kind| parts.node_kind[node] == kind);
+        let view = summary_counts(graph, analysis, kind, &kept);
+        let filtered;
+        let totals = match kind {
+            None => analysis.type_totals(graph),
+            Some(_) => {
+                filtered = crate::histogram::type_totals_where(
+                    graph,
+                    &analysis.dominators,
+                    || analysis.dominator_children(graph),
+                    &kept,
+                );
+                &filtered
+            }
+        };
+        with_type_rows(graph, view, totals)
+    })
 }
 
-fn summary_of_untimed(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) -> SummaryView {
+/// [`summary`] (with `kind`, [`summary_of_kind`]) and [`suspects`](crate::suspects) at
+/// `threshold`, as `summary` shows them together: the per-type totals and the types below the
+/// suspects' accumulation points are found in one walk of the dominator tree, where each
+/// alone walks it. `None` when no node has that kind. Call it from a thread that is not
+/// rayon's ([`crate::side_by_side`]).
+pub fn summary_and_suspects(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    kind: Option<&str>,
+    threshold: f64,
+) -> Option<(SummaryView, SuspectsView)> {
+    let parts = graph.parts();
+    let kind = match kind {
+        None => None,
+        Some(name) => Some(parts.node_kinds.iter().position(|info| info.name == name)? as u8),
+    };
+    if kind.is_none() && analysis.type_totals.get().is_some() {
+        // The totals are known (stored with the dump, or asked for before): no walk is shared.
+        return Some(crate::side_by_side(
+            || summary_of(graph, analysis, kind),
+            || crate::suspects(graph, analysis, threshold),
+        ));
+    }
+    let kept = |node: usize| kind.is_none_or(|kind| parts.node_kind[node] == kind);
+    let (_, (view, counted)) = crate::side_by_side(
+        || analysis.dominator_children(graph),
+        || {
+            let view = summary_counts(graph, analysis, kind, &kept);
+            (view, crate::histogram::type_counts(graph, &kept))
+        },
+    );
+    let tree = &analysis.dominators;
+    let big = suspects::big_objects(graph, analysis, view.heap_size, threshold, DEFAULT_MIN_DROP);
+    let points = big.points();
+    let (totals, mut below) = heapgraph_model::timed("type totals and the suspects' types", || {
+        let children = analysis.dominator_children(graph);
+        crate::histogram::type_totals_and_tallies(graph, tree, children, counted, &points)
+    });
+    let accumulated = (big.points_in_order())
+        .map(|point| {
+            let at = (points.binary_search(&point.to_raw()))
+                .expect("each object's accumulation point is one of the points");
+            suspects::accumulated_rows(graph, tree, std::mem::take(&mut below[at]))
+        })
+        .collect();
+    let filtered;
+    let totals = match kind {
+        None => analysis.type_totals.get_or_init(|| totals),
+        Some(_) => {
+            filtered = totals;
+            &filtered
+        }
+    };
+    Some(crate::side_by_side(
+        || with_type_rows(graph, view, totals),
+        || {
+            heapgraph_model::timed("suspects", || {
+                suspects::suspects_from(graph, analysis, threshold, big, accumulated)
+            })
+        },
+    ))
+}
+
+/// The summary's counts and sizes (all but the per-type rows) over the objects `kept` accepts,
+/// all of `kind` where one is given.
+fn summary_counts(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    kind: Option<u8>,
+    kept: &impl Fn(usize) -> bool,
+) -> SummaryView {
     let tree = &analysis.dominators;
     let parts = graph.parts();
-    let kept = |node: usize| kind.is_none_or(|kind| parts.node_kind[node] == kind);
     let mut view = SummaryView {
         objects: 0,
         references: graph.edge_count() as u64,
@@ -116,20 +204,12 @@ fn summary_of_untimed(graph: &HeapGraph, analysis: &Analysis, kind: Option<u8>) 
             view.unreachable_size += size;
         }
     }
-    held_apart(graph, analysis, &kept, &mut view);
-    let filtered;
-    let totals = match kind {
-        None => analysis.type_totals(graph),
-        Some(_) => {
-            filtered = crate::histogram::type_totals_where(
-                graph,
-                tree,
-                || analysis.dominator_children(graph),
-                &kept,
-            );
-            &filtered
-        }
-    };
+    held_apart(graph, analysis, kept, &mut view);
+    view
+}
+
+/// `view` with the per-type rows of `totals`, largest retained size first.
+fn with_type_rows(graph: &HeapGraph, mut view: SummaryView, totals: &TypeTotals) -> SummaryView {
     let strings = graph.strings();
     view.types = (0..totals.types.len())
         .map(|dense| TypeRow {

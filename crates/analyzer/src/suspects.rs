@@ -14,14 +14,16 @@
 
 use crate::Analysis;
 use crate::chains::{ChainOrder, ranked_chains};
-use crate::histogram::{DominatorChildren, SPLIT_WALKS_FROM, WalkPart, walk_parts};
+use crate::histogram::{
+    DominatorChildren, PerType, SPLIT_WALKS_FROM, TypeTally, Walk, WalkPart, walk_parts,
+};
 use crate::queries::{object_view, path_steps};
 use crate::view::{
     AccumulatedType, DuplicateString, ObjectView, PathStep, StringsView, Suspect, SuspectRule,
     SuspectsView,
 };
 use hashbrown::HashTable;
-use heapgraph_model::{EdgeName, HeapGraph, NodeId, NodeTypes, Runtime};
+use heapgraph_model::{EdgeName, HeapGraph, NodeId, Runtime};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
@@ -67,24 +69,58 @@ fn suspects_untimed(
     threshold: f64,
     min_drop: f64,
 ) -> SuspectsView {
+    let total = analysis.heap_size(graph);
+    let big = big_objects(graph, analysis, total, threshold, min_drop);
+    let children = analysis.dominator_children(graph);
+    let accumulated = (big.points_in_order())
+        .map(|point| accumulated_types(graph, &analysis.dominators, children, point))
+        .collect();
+    suspects_from(graph, analysis, threshold, big, accumulated)
+}
+
+/// Rule 1's suspects before the types below them are tallied: the topmost objects that retain
+/// `limit` bytes or more, in node order, each with its accumulation point; and the reachable
+/// heap they are shares of.
+pub(crate) struct BigObjects {
+    total: u64,
+    limit: u64,
+    tops: Vec<(NodeId, NodeId)>,
+}
+
+impl BigObjects {
+    /// The accumulation points, sorted, as a [`Walk`] takes them; none is below another.
+    pub(crate) fn points(&self) -> Vec<u32> {
+        let mut points: Vec<u32> = self.tops.iter().map(|(_, point)| point.to_raw()).collect();
+        points.sort_unstable();
+        points
+    }
+
+    /// The accumulation points in the order of the objects.
+    pub(crate) fn points_in_order(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.tops.iter().map(|&(_, point)| point)
+    }
+}
+
+/// Rule 1's objects, of a reachable heap of `total` bytes (builds the dominator tree's
+/// children).
+pub(crate) fn big_objects(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    total: u64,
+    threshold: f64,
+    min_drop: f64,
+) -> BigObjects {
     let keep_share = 1.0 - min_drop.clamp(0.0, 1.0);
     let tree = &analysis.dominators;
     let root = graph.root();
-    let total = analysis.heap_size(graph);
     let limit = (threshold * total as f64).ceil().max(1.0) as u64;
     let big = |node: usize| {
         tree.reachable[node] && tree.retained_size.get(node) >= limit && node != root.index()
     };
     let children = analysis.dominator_children(graph);
-    let mut found = Vec::new();
-    // Per suspect, in order: the node its chain leads to, and its entry's, if any.
-    let mut chains: Vec<(NodeId, Option<NodeId>)> = Vec::new();
-    // Per suspect, in order: its object, and its accumulation point, if any. Their views are
-    // made once the chain parents and the distances are built, beside each other.
-    let mut objects: Vec<(NodeId, Option<NodeId>)> = Vec::new();
-    // Rule 1: the topmost big objects (their dominator is the root or synthetic, or not big).
-    // A big object's dominators retain at least as much, so all are big: they are found down
-    // the tree from the root through big objects only, and taken in node order.
+    // The topmost big objects (their dominator is the root or synthetic, or not big). A big
+    // object's dominators retain at least as much, so all are big: they are found down the
+    // tree from the root through big objects only, and taken in node order.
     let mut topmost_big = Vec::new();
     let mut stack = vec![root.to_raw()];
     while let Some(parent) = stack.pop() {
@@ -107,13 +143,42 @@ fn suspects_untimed(
         }
     }
     topmost_big.sort_unstable();
-    for node in topmost_big
-        .into_iter()
+    let tops = (topmost_big.into_iter())
         .filter_map(|node| graph.node(node as usize))
-    {
+        .map(|node| {
+            let point = accumulation_point(graph, tree, children, node, keep_share);
+            (node, point)
+        })
+        .collect();
+    BigObjects { total, limit, tops }
+}
+
+/// The suspects: rule 1's from `big`, with the types below each accumulation point in
+/// `accumulated` (in `big`'s order, with the topmost instance of the type that retains the
+/// most), and rule 2's.
+pub(crate) fn suspects_from(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+    threshold: f64,
+    big: BigObjects,
+    accumulated: Vec<(Vec<AccumulatedType>, Option<NodeId>)>,
+) -> SuspectsView {
+    let tree = &analysis.dominators;
+    let root = graph.root();
+    let BigObjects { total, limit, tops } = big;
+    let big = |node: usize| {
+        tree.reachable[node] && tree.retained_size.get(node) >= limit && node != root.index()
+    };
+    let children = analysis.dominator_children(graph);
+    let mut found = Vec::new();
+    // Per suspect, in order: the node its chain leads to, and its entry's, if any.
+    let mut chains: Vec<(NodeId, Option<NodeId>)> = Vec::new();
+    // Per suspect, in order: its object, and its accumulation point, if any. Their views are
+    // made once the chain parents and the distances are built, beside each other.
+    let mut objects: Vec<(NodeId, Option<NodeId>)> = Vec::new();
+    // Rule 1.
+    for ((node, point), (accumulated, representative)) in tops.into_iter().zip(accumulated) {
         let index = node.index();
-        let point = accumulation_point(graph, tree, children, node, keep_share);
-        let (accumulated, representative) = accumulated_types(graph, tree, children, point);
         found.push(Suspect {
             rule: SuspectRule::SingleObject,
             share: share(tree.retained_size.get(index), total),
@@ -280,21 +345,38 @@ fn accumulated_types(
 ) -> (Vec<AccumulatedType>, Option<NodeId>) {
     let threads = rayon::current_num_threads() as u32;
     let parts = walk_parts(tree, children, point, threads, SPLIT_WALKS_FROM);
-    tally_parts(graph, tree, children, parts)
+    tally_parts(graph, tree, children, point, parts)
 }
 
-/// [`accumulated_types`] from the walk cut into `parts` ([`walk_parts`]).
+/// [`accumulated_types`] from the walk below `point` cut into `parts` ([`walk_parts`]).
 fn tally_parts(
     graph: &HeapGraph,
     tree: &crate::DominatorTree,
     children: &DominatorChildren,
+    point: NodeId,
     parts: Vec<WalkPart>,
 ) -> (Vec<AccumulatedType>, Option<NodeId>) {
-    let types = &graph.parts().node_type;
+    let point = [point.to_raw()];
+    let walk = Walk {
+        totals: None,
+        points: &point,
+        above: &point,
+    };
     let walked: Vec<PerType<TypeTally>> = parts
         .into_par_iter()
-        .map(|part| walk_part(graph, tree, children, &part))
+        .filter_map(|part| walk.part(graph, tree, children, &part).below.pop())
         .collect();
+    accumulated_rows(graph, tree, walked)
+}
+
+/// The rows of [`accumulated_types`] from the tallies of each part of the walk below an
+/// accumulation point, in the walk's order.
+pub(crate) fn accumulated_rows(
+    graph: &HeapGraph,
+    tree: &crate::DominatorTree,
+    walked: Vec<PerType<TypeTally>>,
+) -> (Vec<AccumulatedType>, Option<NodeId>) {
+    let types = &graph.parts().node_type;
     // In the walk's order, so that the largest instance is the first of the largest, as one
     // walk would find it.
     let mut merged: FxHashMap<u32, TypeTally> = FxHashMap::default();
@@ -339,125 +421,6 @@ fn tally_parts(
         rows.into_iter().map(|(row, _)| row).collect(),
         representative,
     )
-}
-
-/// What one type's instances below an accumulation point add up to: how many, the retained
-/// size of the topmost ones, and the first topmost one of the largest retained size.
-#[derive(Clone, Copy, Default, PartialEq)]
-struct TypeTally {
-    count: u64,
-    retained: u64,
-    largest: Option<u32>,
-}
-
-/// One part of [`accumulated_types`]'s walk: per type, the tally of the instances it holds.
-fn walk_part(
-    graph: &HeapGraph,
-    tree: &crate::DominatorTree,
-    children: &DominatorChildren,
-    part: &WalkPart,
-) -> PerType<TypeTally> {
-    let types = &graph.parts().node_type;
-    let mut by_type: PerType<TypeTally> = PerType::new(types);
-    // How many instances of each type are open above the node the walk is at.
-    let mut open: PerType<u32> = PerType::new(types);
-    for &node in &part.open_nodes {
-        *open.get_mut(type_key(types, node)) += 1;
-    }
-    let mut enter = |node: u32, open: &mut PerType<u32>| {
-        let key = type_key(types, node);
-        let tally = by_type.get_mut(key);
-        tally.count += 1;
-        let open_count = open.get_mut(key);
-        if *open_count == 0 {
-            let retained = tree.retained_size.get(node as usize);
-            tally.retained += retained;
-            if tally
-                .largest
-                .is_none_or(|largest| retained > tree.retained_size.get(largest as usize))
-            {
-                tally.largest = Some(node);
-            }
-        }
-        *open_count += 1;
-        key
-    };
-    // Depth-first with (node, next child) frames, as `histogram::add_retained` walks.
-    let start = |node: u32| children.range(node as usize).0 as u64;
-    let mut stack: Vec<(u32, u64)> = Vec::new();
-    for &root in &part.roots {
-        let key = enter(root, &mut open);
-        if !part.subtrees {
-            *open.get_mut(key) -= 1;
-            continue;
-        }
-        stack.push((root, start(root)));
-        while let Some(top) = stack.last_mut() {
-            let (node, at) = (top.0, top.1 as usize);
-            if at < children.range(node as usize).1 {
-                let (child, next) = children.decode(node as usize, at);
-                top.1 = next as u64;
-                enter(child, &mut open);
-                stack.push((child, start(child)));
-            } else {
-                stack.pop();
-                *open.get_mut(type_key(types, node)) -= 1;
-            }
-        }
-    }
-    by_type
-}
-
-/// A value per type, for a walk that touches millions of nodes of a few hundred types: an array
-/// by the type column's table position where it keeps one (at most 65,536 types), else a hash
-/// map by type id.
-enum PerType<T> {
-    Dense(Vec<T>),
-    Sparse(FxHashMap<u32, T>),
-}
-
-impl<T: Default + Clone + PartialEq> PerType<T> {
-    fn new(types: &NodeTypes) -> Self {
-        match types.distinct() {
-            Some(table) => PerType::Dense(vec![T::default(); table.len()]),
-            None => PerType::Sparse(FxHashMap::default()),
-        }
-    }
-
-    /// The value of the type under `key` ([`type_key`]), the default until set.
-    #[inline]
-    fn get_mut(&mut self, key: u32) -> &mut T {
-        match self {
-            PerType::Dense(values) => &mut values[key as usize],
-            PerType::Sparse(values) => values.entry(key).or_default(),
-        }
-    }
-
-    /// The types whose value is not the default (by raw type id), with their values.
-    fn into_seen(self, types: &NodeTypes) -> Vec<(u32, T)> {
-        match self {
-            PerType::Dense(values) => {
-                let table = types.distinct().unwrap_or_default();
-                values
-                    .into_iter()
-                    .zip(table)
-                    .filter(|(value, _)| *value != T::default())
-                    .map(|(value, type_id)| (type_id.to_raw(), value))
-                    .collect()
-            }
-            PerType::Sparse(values) => values.into_iter().collect(),
-        }
-    }
-}
-
-/// The key of `node`'s type in a [`PerType`]: its table position, or its id where the column
-/// keeps no table.
-#[inline]
-fn type_key(types: &NodeTypes, node: u32) -> u32 {
-    match types.slot(node as usize) {
-        Some(slot) => slot as u32,
-        None => types.get(node as usize).to_raw(),
-    }
 }
 
 /// An accumulation point: an object that retains much while its largest child retains much less.
@@ -848,8 +811,8 @@ mod tests {
                 let parts = walk_parts(tree, children, point, 4, 1);
                 split += usize::from(parts.len() > 1);
                 assert_eq!(
-                    tally_parts(&graph, tree, children, parts),
-                    tally_parts(&graph, tree, children, one),
+                    tally_parts(&graph, tree, children, point, parts),
+                    tally_parts(&graph, tree, children, point, one),
                     "below {point:?} of {edges:?}"
                 );
             }
@@ -873,8 +836,141 @@ mod tests {
         );
         let one = walk_parts(tree, children, point, 1, u32::MAX);
         assert_eq!(
-            tally_parts(&graph, tree, children, parts),
-            tally_parts(&graph, tree, children, one)
+            tally_parts(&graph, tree, children, point, parts),
+            tally_parts(&graph, tree, children, point, one)
+        );
+    }
+
+    /// The type totals' walk from the root, cut into parts as finely as it goes, tallies below
+    /// each of some disjoint points what a walk below each point alone tallies (largest
+    /// instances included), and its totals are those of a walk with no points; on random
+    /// graphs with points chosen anywhere.
+    #[test]
+    fn the_type_totals_walk_tallies_below_points_as_walks_below_each() {
+        use crate::histogram::{type_counts, type_totals_and_tallies};
+        let mut lcg = heapgraph_test_support::Lcg::new(0x5eed_0f7a);
+        let rule = EdgeRule::for_runtime(Runtime::Java);
+        let mut tallied = 0;
+        for round in 0..200 {
+            let graph = heapgraph_test_support::long_lines(&mut lcg, round % 2 == 0);
+            let analysis = analyze(
+                &graph,
+                &Options {
+                    edge_rule: rule.clone(),
+                },
+            );
+            let (tree, children) = (&analysis.dominators, analysis.dominator_children(&graph));
+            // Points anywhere, none below another: a node is taken unless one of its
+            // dominators was.
+            let mut points: Vec<u32> = Vec::new();
+            let mut chosen = vec![false; graph.node_count()];
+            for node in graph.nodes() {
+                if !tree.reachable[node.index()] || lcg.below(6) != 0 {
+                    continue;
+                }
+                let mut above = tree.immediate_dominator(&graph, node);
+                let mut free = true;
+                while let Some(dominator) = above {
+                    free &= !chosen[dominator.index()];
+                    above = tree.immediate_dominator(&graph, dominator);
+                }
+                let below_one = points.iter().any(|&point| {
+                    let mut above =
+                        tree.immediate_dominator(&graph, graph.node(point as usize).unwrap());
+                    while let Some(dominator) = above {
+                        if dominator == node {
+                            return true;
+                        }
+                        above = tree.immediate_dominator(&graph, dominator);
+                    }
+                    false
+                });
+                if free && !below_one {
+                    chosen[node.index()] = true;
+                    points.push(node.to_raw());
+                }
+            }
+            points.sort_unstable();
+            let every = |_: usize| true;
+            let in_parts = |points: &[u32], threads: u32, split_from: u32| {
+                let counted = type_counts(&graph, &every);
+                let parts = walk_parts(tree, children, graph.root(), threads, split_from);
+                let (types, mut totals) = counted;
+                let below = crate::histogram::add_retained(
+                    &graph,
+                    tree,
+                    children,
+                    &types,
+                    &mut totals,
+                    points,
+                    parts,
+                );
+                (totals, below)
+            };
+            let (plain, _) =
+                type_totals_and_tallies(&graph, tree, children, type_counts(&graph, &every), &[]);
+            let (totals, below) = in_parts(&points, 4, 1);
+            assert_eq!(totals, plain, "round {round}");
+            for (&point, walked) in points.iter().zip(below) {
+                let point = graph.node(point as usize).unwrap();
+                let alone = walk_parts(tree, children, point, 1, u32::MAX);
+                assert_eq!(
+                    accumulated_rows(&graph, tree, walked),
+                    tally_parts(&graph, tree, children, point, alone),
+                    "round {round}, below {point:?}"
+                );
+                tallied += 1;
+            }
+        }
+        assert!(tallied > 500, "only {tallied} points tallied");
+    }
+
+    /// `summary_and_suspects` shows what `summary` and `suspects` show, each alone, with and
+    /// without a kind, on random graphs whose suspects have accumulation points.
+    #[test]
+    fn summary_and_suspects_together_are_each_alone() {
+        let mut lcg = heapgraph_test_support::Lcg::new(0x00c0_ffee);
+        let options = Options {
+            edge_rule: EdgeRule::for_runtime(Runtime::Java),
+        };
+        let mut accumulated = 0;
+        for round in 0..100 {
+            let graph = heapgraph_test_support::long_lines(&mut lcg, round % 2 == 0);
+            let kinds: Vec<String> = (graph.parts().node_kinds.iter())
+                .map(|info| info.name.clone())
+                .collect();
+            for kind in std::iter::once(None).chain(kinds.iter().map(|kind| Some(kind.as_str()))) {
+                let together = analyze(&graph, &options);
+                let alone = analyze(&graph, &options);
+                let (view, found) =
+                    crate::summary_and_suspects(&graph, &together, kind, 0.05).expect("a kind");
+                let view_alone = match kind {
+                    None => crate::summary(&graph, &alone),
+                    Some(kind) => crate::summary_of_kind(&graph, &alone, kind).expect("a kind"),
+                };
+                assert_eq!(view, view_alone, "round {round}, {kind:?}");
+                assert_eq!(
+                    found,
+                    suspects(&graph, &alone, 0.05),
+                    "round {round}, {kind:?}"
+                );
+                // Again, the totals now known.
+                let again = crate::summary_and_suspects(&graph, &together, kind, 0.05);
+                assert_eq!(
+                    again,
+                    Some((view, found.clone())),
+                    "round {round}, {kind:?}"
+                );
+                accumulated += found
+                    .suspects
+                    .iter()
+                    .filter(|suspect| !suspect.accumulated.is_empty())
+                    .count();
+            }
+        }
+        assert!(
+            accumulated > 100,
+            "only {accumulated} suspects with types below"
         );
     }
 

@@ -50,21 +50,13 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
             kinds.join(", ")
         );
     }
-    // The per-type totals and the suspects' chains are whole-graph passes of their own.
-    let (view, suspects) = heapgraph_analyzer::side_by_side(
-        || match &args.kind {
-            None => Some(heapgraph_analyzer::summary(graph, &analysis)),
-            Some(kind) => heapgraph_analyzer::summary_of_kind(graph, &analysis, kind),
-        },
-        || {
-            heapgraph_analyzer::suspects(
-                graph,
-                &analysis,
-                heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
-            )
-        },
-    );
-    let view = view.expect("the kind was checked above");
+    let (view, suspects) = heapgraph_analyzer::summary_and_suspects(
+        graph,
+        &analysis,
+        args.kind.as_deref(),
+        heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+    )
+    .expect("the kind was checked above");
     let info = info(&args.common, &loaded);
     let findings = heapgraph_analyzer::findings::accumulations(&suspects);
     Ok(match args.common.format {

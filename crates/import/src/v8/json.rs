@@ -319,7 +319,10 @@ fn plain_run(bytes: &[u8]) -> usize {
         }
         at += 16;
     }
-    at + bytes[at..].iter().take_while(|&&byte| is_plain(byte)).count()
+    at + bytes[at..]
+        .iter()
+        .take_while(|&&byte| is_plain(byte))
+        .count()
 }
 
 /// [`plain_run`]'s test of sixteen bytes.
