@@ -16,18 +16,58 @@ pub(crate) const COUNTS_DO_NOT_FIT: &str =
     "the stored retained counts do not fit the stored dominators";
 
 /// Computes [`TypeTotals`] from the dominator tree, whose children `children` gives (built
-/// beside the count of each type).
+/// beside the count of each type, unless `counts` brings them).
 ///
 /// Complexity: O(V) time and space.
 pub(crate) fn type_totals<C>(
     graph: &HeapGraph,
     tree: &DominatorTree,
     children: impl FnOnce() -> C + Send,
+    counts: Option<&TypeCounts>,
 ) -> TypeTotals
 where
     C: std::ops::Deref<Target = DominatorChildren> + Send,
 {
-    type_totals_where(graph, tree, children, &|_| true)
+    match counts {
+        Some(counts) => {
+            let children = children();
+            type_totals_and_tallies(graph, tree, &children, counts.dense_types(graph), &[]).0
+        }
+        None => type_totals_where(graph, tree, children, &every),
+    }
+}
+
+/// Keeps every node.
+fn every(_: usize) -> bool {
+    true
+}
+
+/// [`type_counts`] of every node, kept for the type totals' walk: counted where a core is idle
+/// beside the dominator pass ([`crate::analyze_before_chains`]).
+pub(crate) struct TypeCounts {
+    dense_of_key: Vec<u32>,
+    totals: TypeTotals,
+}
+
+impl TypeCounts {
+    /// The counts and shallow sizes of every type, with their dense indices.
+    pub(crate) fn of_every_node(graph: &HeapGraph) -> Self {
+        let (types, totals) = type_counts(graph, &every);
+        TypeCounts {
+            dense_of_key: types.dense_of_key,
+            totals,
+        }
+    }
+
+    /// What [`type_counts`] of every node gives.
+    pub(crate) fn dense_types<'a>(&self, graph: &'a HeapGraph) -> (DenseTypes<'a>, TypeTotals) {
+        let types = DenseTypes {
+            graph,
+            keep: &every,
+            dense_of_key: self.dense_of_key.clone(),
+        };
+        (types, self.totals.clone())
+    }
 }
 
 /// [`type_totals`] over the real objects that `keep` accepts (by node index); the others count

@@ -66,7 +66,7 @@ use heapgraph_model::file_pages::page_out;
 use heapgraph_model::{
     ChildLists, HeapGraph, NodeId, StoredAnalysis, TypePaths, TypeTotals, U64Column, timed,
 };
-use histogram::DominatorChildren;
+use histogram::{DominatorChildren, TypeCounts};
 use std::sync::OnceLock;
 
 /// What an analysis needs to be told: the caller knows which edges retain, so there is no
@@ -87,6 +87,9 @@ pub struct Analysis {
     distance: OnceLock<Vec<u32>>,
     /// Per-type totals, computed on first use: only `summary` needs them.
     type_totals: OnceLock<TypeTotals>,
+    /// The count and shallow size of each type, where they were counted beside the dominator
+    /// pass: what the per-type totals start from.
+    type_counts: OnceLock<TypeCounts>,
     /// What holds the objects the strong references do not reach, computed on first use.
     weak: OnceLock<WeakReach>,
     /// The distances holder chains are searched by, once [`Analysis::chain_index`] was asked
@@ -149,20 +152,26 @@ pub fn analyze_before_chains(
             page_out(merged_paths::chain_parents(graph, rule))
         })
     };
-    let ((chain_parents, distances), analysis) = side_by_side(
-        || match view_distances {
-            ViewDistances::Shown => {
-                let parents = chain_parents();
-                let distances = timed("distances", || page_out(bfs_distances(graph, rule)));
-                (parents, OnceLock::from(distances))
-            }
-            ViewDistances::LeftOut => (chain_parents(), OnceLock::new()),
+    let ((chain_parents, distances, counts), analysis) = side_by_side(
+        || {
+            let (parents, distances) = match view_distances {
+                ViewDistances::Shown => {
+                    let parents = chain_parents();
+                    let distances = timed("distances", || page_out(bfs_distances(graph, rule)));
+                    (parents, OnceLock::from(distances))
+                }
+                ViewDistances::LeftOut => (chain_parents(), OnceLock::new()),
+            };
+            // The search is the longer of the two: the counts fit in before it ends.
+            let counts = timed("type counts", || TypeCounts::of_every_node(graph));
+            (parents, distances, counts)
         },
         || analyze_trading_memory(graph, options, false),
     );
     Analysis {
         chain_parent: OnceLock::from(chain_parents),
         distance: distances,
+        type_counts: OnceLock::from(counts),
         view_distances,
         ..analysis
     }
@@ -176,6 +185,7 @@ fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> A
         }),
         distance: OnceLock::new(),
         type_totals: OnceLock::new(),
+        type_counts: OnceLock::new(),
         weak: OnceLock::new(),
         chains: OnceLock::new(),
         chain_parent: OnceLock::new(),
@@ -374,7 +384,12 @@ impl Analysis {
     pub fn type_totals(&self, graph: &HeapGraph) -> &TypeTotals {
         self.type_totals.get_or_init(|| {
             timed("type totals", || {
-                histogram::type_totals(graph, &self.dominators, || self.dominator_children(graph))
+                histogram::type_totals(
+                    graph,
+                    &self.dominators,
+                    || self.dominator_children(graph),
+                    self.type_counts.get(),
+                )
             })
         })
     }
@@ -454,6 +469,7 @@ impl Analysis {
             dominators: tree,
             distance: OnceLock::from(distance),
             type_totals,
+            type_counts: OnceLock::new(),
             weak: OnceLock::new(),
             chains: OnceLock::new(),
             chain_parent,
@@ -489,6 +505,7 @@ impl Analysis {
             dominators,
             distance,
             type_totals,
+            type_counts,
             weak: _,
             chains: _,
             chain_parent,
@@ -501,7 +518,7 @@ impl Analysis {
         let type_totals = type_totals.into_inner().unwrap_or_else(|| {
             let built =
                 children.get_or_insert_with(|| DominatorChildren::build(graph, &dominators));
-            histogram::type_totals(graph, &dominators, || &*built)
+            histogram::type_totals(graph, &dominators, || &*built, type_counts.get())
         });
         let dominator_children = children.and_then(DominatorChildren::into_stored);
         let distance = distance

@@ -119,7 +119,11 @@ pub fn summary_and_suspects(
         || analysis.dominator_children(graph),
         || {
             let view = summary_counts(graph, analysis, kind, &kept);
-            (view, crate::histogram::type_counts(graph, &kept))
+            let counted = match (kind, analysis.type_counts.get()) {
+                (None, Some(counts)) => counts.dense_types(graph),
+                _ => crate::histogram::type_counts(graph, &kept),
+            };
+            (view, counted)
         },
     );
     let tree = &analysis.dominators;
