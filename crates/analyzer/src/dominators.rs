@@ -26,6 +26,7 @@
 //! never fires on Node.js snapshots and that `decisions.md` leaves out.
 
 use crate::edge_rule::EdgeRule;
+use crate::histogram::{DominatorChildren, TreeLinks};
 use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
@@ -111,20 +112,23 @@ impl DominatorTree {
 /// forest (the lean order, where step 3 numbered nodes) takes four `u32` per vertex, its
 /// buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
-    dominators_trading_memory(graph, rule, memory_bound(graph))
+    dominators_trading_memory(graph, rule, memory_bound(graph), false).0
 }
 
-/// [`dominators`], trading time for memory: the lean order when `lean`, else the fast one.
+/// [`dominators`], trading time for memory: the lean order when `lean`, else the fast one;
+/// with `children`, the fast order's last step (the retained sizes, by number), which leaves
+/// a core idle, has the dominator tree's children built there.
 pub(crate) fn dominators_trading_memory(
     graph: &HeapGraph,
     rule: &EdgeRule,
     lean: bool,
-) -> DominatorTree {
+    children: bool,
+) -> (DominatorTree, Option<DominatorChildren>) {
     let order = if lean { Order::Lean } else { Order::Fast };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_with::<u32>(graph, rule, true, order)
+        dominators_and_children::<u32>(graph, rule, true, order, children)
     } else {
-        dominators_with::<u64>(graph, rule, true, order)
+        dominators_and_children::<u64>(graph, rule, true, order, children)
     }
 }
 
@@ -209,12 +213,25 @@ impl Offset for u64 {
 
 /// [`dominators`] with predecessor offsets of type `O`, which must hold the edge count;
 /// `allow_semi_nca: false` forces Lengauer–Tarjan's step 5 (tests compare the two).
+#[cfg(test)]
 fn dominators_with<O: Offset>(
     graph: &HeapGraph,
     rule: &EdgeRule,
     allow_semi_nca: bool,
     order: Order,
 ) -> DominatorTree {
+    dominators_and_children::<O>(graph, rule, allow_semi_nca, order, false).0
+}
+
+/// [`dominators_with`], with the dominator tree's children where `children` asks for them and
+/// the fast order builds them ([`dominators_trading_memory`]).
+fn dominators_and_children<O: Offset>(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    allow_semi_nca: bool,
+    order: Order,
+    children: bool,
+) -> (DominatorTree, Option<DominatorChildren>) {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
@@ -329,7 +346,7 @@ fn dominators_with<O: Offset>(
                 dominators_from_semi(semi, kept_parent)
             });
             timed("dominators: retained sizes", || {
-                finish_by_vertex(parts, &dom, &vertex, n_reachable)
+                finish_by_vertex(parts, &dom, &vertex, n_reachable, children)
             })
         }
         IdomMethod::SemiNca => {
@@ -358,7 +375,7 @@ fn dominators_with<O: Offset>(
                 finish.n_numbered, n,
                 "the second search numbers as the first"
             );
-            finish.into_tree()
+            (finish.into_tree(), None)
         }
         IdomMethod::LengauerTarjan => {
             let vertex = nodes_by_number(&number, len);
@@ -370,7 +387,7 @@ fn dominators_with<O: Offset>(
             drop(parent);
             timed(
                 "dominators: immediate dominators and retained sizes",
-                || finish_by_vertex(parts, &dom, &vertex, n_reachable),
+                || finish_by_vertex(parts, &dom, &vertex, n_reachable, false),
             )
         }
     }
@@ -1039,13 +1056,16 @@ fn dominators_from_semi(semi: Vec<u32>, parent: ParentSteps) -> Vec<u32> {
 
 /// Step 5's results in node order from the dominators `dom` by DFS number, through `vertex`
 /// (number to node), with retained sizes summed in reverse DFS order (Lengauer–Tarjan's path:
-/// there a dominator is below its vertex's number but not always its DFS ancestor).
+/// there a dominator is below its vertex's number but not always its DFS ancestor). With
+/// `children`, the dominator tree's children are built beside the retained sizes, on the core
+/// that the results in node order leave idle.
 fn finish_by_vertex(
     parts: &HeapGraphParts,
     dom: &[u32],
     vertex: &[u32],
     n_reachable: u32,
-) -> DominatorTree {
+    children: bool,
+) -> (DominatorTree, Option<DominatorChildren>) {
     let n_nodes = parts.node_shallow_size.len();
     let dominators = || {
         let mut idom = vec![NO_NODE; n_nodes];
@@ -1055,7 +1075,9 @@ fn finish_by_vertex(
             idom[node] = vertex[dom[w] as usize];
             reachable.set(node, w <= n_reachable as usize);
         }
-        (idom, reachable)
+        let links = TreeLinks::new(parts.root as usize, &idom, &reachable);
+        let children = children.then(|| DominatorChildren::build_beside(links));
+        (idom, reachable, children)
     };
     let sizes = || {
         let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
@@ -1078,13 +1100,15 @@ fn finish_by_vertex(
         (retained_size, retained_count)
     };
     // The two write separate columns.
-    let ((idom, reachable), (retained_size, retained_count)) = rayon::join(dominators, sizes);
-    DominatorTree {
+    let ((idom, reachable, children), (retained_size, retained_count)) =
+        rayon::join(dominators, sizes);
+    let tree = DominatorTree {
         idom,
         retained_size,
         retained_count,
         reachable,
-    }
+    };
+    (tree, children)
 }
 
 /// The retaining predecessors of each vertex, as DFS numbers, grouped by DFS number: those

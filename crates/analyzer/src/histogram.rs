@@ -2,7 +2,7 @@
 
 use crate::dominators::{DominatorTree, Offset};
 use crate::leb128;
-use crate::tree_columns::NodeCounts;
+use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{ChildLists, HeapGraph, NodeId, NodeTypes, StringId, TypeTotals};
 use rustc_hash::FxHashMap;
@@ -116,6 +116,36 @@ pub(crate) struct DominatorChildren {
     bytes: Vec<u8>,
 }
 
+/// What the children's lists are made of: each node's immediate dominator, which nodes are
+/// reachable, and the root.
+#[derive(Clone, Copy)]
+pub(crate) struct TreeLinks<'a> {
+    root: usize,
+    idom: &'a [u32],
+    reachable: &'a NodeFlags,
+}
+
+impl<'a> TreeLinks<'a> {
+    /// The links of `tree`, of `graph`.
+    fn of(graph: &HeapGraph, tree: &'a DominatorTree) -> Self {
+        Self::new(graph.root().index(), &tree.idom, &tree.reachable)
+    }
+
+    pub(crate) fn new(root: usize, idom: &'a [u32], reachable: &'a NodeFlags) -> Self {
+        TreeLinks {
+            root,
+            idom,
+            reachable,
+        }
+    }
+
+    /// Whether `node` is in a list: reachable, and not the root.
+    #[inline]
+    fn has_parent(&self, node: usize) -> bool {
+        node != self.root && self.reachable[node]
+    }
+}
+
 /// Byte offsets of the children's lists, by parent rank.
 enum ListOffsets {
     Narrow(Vec<u32>),
@@ -208,14 +238,12 @@ fn on_threads<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + Sync) -> 
 /// the last where the bytes end) and their bytes. Each range of nodes counts its children's
 /// bytes per list, the counts become where its part of each list starts, and it fills them.
 fn lists<T: Offset>(
-    graph: &HeapGraph,
-    tree: &DominatorTree,
+    tree: TreeLinks<'_>,
     parents: &ParentBits,
     ranges: Vec<Range<usize>>,
     n_parents: usize,
 ) -> (Vec<T>, Vec<u8>) {
-    let root = graph.root().index();
-    let has_parent = |node: usize| node != root && tree.reachable[node];
+    let has_parent = |node: usize| tree.has_parent(node);
     let rank_of = |node: usize| {
         parents
             .rank(node)
@@ -319,14 +347,23 @@ impl DominatorChildren {
     /// per-type totals wait for the children from inside one). A range's children of a parent
     /// go after those of the ranges before it, so each list stays in index order.
     fn build_untimed(graph: &HeapGraph, tree: &DominatorTree) -> Self {
-        Self::build_in_ranges(graph, tree, node_ranges(graph.node_count()))
+        Self::build_in_ranges(TreeLinks::of(graph, tree), node_ranges(graph.node_count()))
+    }
+
+    /// The lists of a tree whose last step is still running (the dominator pass's retained
+    /// sizes, on the other core), built on this thread alone from `links`, and kept in
+    /// scratch files where indexes are.
+    pub(crate) fn build_beside(links: TreeLinks<'_>) -> Self {
+        heapgraph_model::timed("dominator tree's children", || {
+            let n_nodes = links.idom.len();
+            Self::build_in_ranges(links, std::iter::once(0..n_nodes).collect()).paged_out()
+        })
     }
 
     /// [`DominatorChildren::build_untimed`] with the nodes split into `ranges`.
-    fn build_in_ranges(graph: &HeapGraph, tree: &DominatorTree, ranges: Vec<Range<usize>>) -> Self {
-        let n_nodes = graph.node_count();
-        let root = graph.root().index();
-        let has_parent = |node: usize| node != root && tree.reachable[node];
+    fn build_in_ranges(tree: TreeLinks<'_>, ranges: Vec<Range<usize>>) -> Self {
+        let n_nodes = tree.idom.len();
+        let has_parent = |node: usize| tree.has_parent(node);
         let marked = on_threads(ranges.clone(), |range| {
             let mut bits = FixedBitSet::with_capacity(n_nodes);
             let mut n_children = 0usize;
@@ -353,10 +390,10 @@ impl DominatorChildren {
         let parents = ParentBits { bits, before };
         // Five bytes at most per child bound the total.
         let (first, bytes) = if u32::try_from(n_children.saturating_mul(5)).is_ok() {
-            let (first, bytes) = lists::<u32>(graph, tree, &parents, ranges, running as usize);
+            let (first, bytes) = lists::<u32>(tree, &parents, ranges, running as usize);
             (ListOffsets::Narrow(first), bytes)
         } else {
-            let (first, bytes) = lists::<u64>(graph, tree, &parents, ranges, running as usize);
+            let (first, bytes) = lists::<u64>(tree, &parents, ranges, running as usize);
             (ListOffsets::Wide(first), bytes)
         };
         DominatorChildren {
@@ -1069,9 +1106,9 @@ mod tests {
     use crate::edge_rule::EdgeRule;
     use heapgraph_model::{EdgeKind, Runtime};
 
-    /// Split into ranges of nodes on several threads, the children's lists are the lists one
-    /// thread builds, byte for byte, and each lists the nodes whose dominator is its parent,
-    /// in index order.
+    /// Split into ranges of nodes on several threads, or built beside the dominator pass's
+    /// last step, the children's lists are the lists one thread builds, byte for byte, and
+    /// each lists the nodes whose dominator is its parent, in index order.
     #[test]
     fn children_built_in_ranges_are_the_children_built_in_one() {
         // A root over a few hubs, each object referring to objects scattered by a step that
@@ -1088,16 +1125,27 @@ mod tests {
         let graph = heapgraph_test_support::graph_from_edges(&vec![16; n as usize], &edges);
         let tree = crate::dominators::dominators(&graph, &EdgeRule::for_runtime(Runtime::Java));
         let whole = std::iter::once(0..n as usize).collect();
-        let one = DominatorChildren::build_in_ranges(&graph, &tree, whole);
+        let one = DominatorChildren::build_in_ranges(TreeLinks::of(&graph, &tree), whole);
         for cuts in [
             vec![0..7_000, 7_000..7_001, 7_001..20_000],
             vec![0..5_000, 5_000..10_000, 10_000..15_000, 15_000..20_000],
         ] {
-            let split = DominatorChildren::build_in_ranges(&graph, &tree, cuts.clone());
+            let split =
+                DominatorChildren::build_in_ranges(TreeLinks::of(&graph, &tree), cuts.clone());
             assert_eq!(split.bytes, one.bytes, "{cuts:?}");
             for node in 0..n as usize {
                 assert_eq!(split.range(node), one.range(node), "node {node}");
             }
+        }
+        // The fast order builds them beside its retained sizes.
+        let rule = EdgeRule::for_runtime(Runtime::Java);
+        let (fast, beside) =
+            crate::dominators::dominators_trading_memory(&graph, &rule, false, true);
+        let beside = beside.expect("the fast order builds the children");
+        assert_eq!(fast.idom, tree.idom);
+        assert_eq!(beside.bytes, one.bytes);
+        for node in 0..n as usize {
+            assert_eq!(beside.range(node), one.range(node), "node {node}");
         }
         let mut listed = 0;
         for parent in 0..n as usize {

@@ -178,18 +178,19 @@ pub fn analyze_before_chains(
 }
 
 fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> Analysis {
+    let (dominators, children) = timed("dominator tree and retained sizes", || {
+        dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true)
+    });
     Analysis {
         edge_rule: options.edge_rule.clone(),
-        dominators: timed("dominator tree and retained sizes", || {
-            dominators::dominators_trading_memory(graph, &options.edge_rule, lean)
-        }),
+        dominators,
         distance: OnceLock::new(),
         type_totals: OnceLock::new(),
         type_counts: OnceLock::new(),
         weak: OnceLock::new(),
         chains: OnceLock::new(),
         chain_parent: OnceLock::new(),
-        children: OnceLock::new(),
+        children: children.map_or_else(OnceLock::new, OnceLock::from),
         type_paths: OnceLock::new(),
         view_distances: ViewDistances::Shown,
     }
