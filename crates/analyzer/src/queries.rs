@@ -115,8 +115,12 @@ pub fn summary_and_suspects(
         ));
     }
     let kept = |node: usize| kind.is_none_or(|kind| parts.node_kind[node] == kind);
-    let (_, (view, counted)) = crate::side_by_side(
-        || analysis.dominator_children(graph),
+    let (groups, (view, counted)) = crate::side_by_side(
+        || {
+            // What the view's counts wait on last, first.
+            analysis.weak_reach(graph);
+            suspects::top_level_groups(graph, analysis)
+        },
         || {
             let view = summary_counts(graph, analysis, kind, &kept);
             let counted = match (kind, analysis.type_counts.get()) {
@@ -152,7 +156,7 @@ pub fn summary_and_suspects(
         || with_type_rows(graph, view, totals),
         || {
             heapgraph_model::timed("suspects", || {
-                suspects::suspects_from(graph, analysis, threshold, big, accumulated)
+                suspects::suspects_from(graph, analysis, threshold, big, accumulated, groups)
             })
         },
     ))

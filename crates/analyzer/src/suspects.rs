@@ -75,8 +75,13 @@ fn suspects_untimed(
     let accumulated = (big.points_in_order())
         .map(|point| accumulated_types(graph, &analysis.dominators, children, point))
         .collect();
-    suspects_from(graph, analysis, threshold, big, accumulated)
+    let groups = top_level_groups(graph, analysis);
+    suspects_from(graph, analysis, threshold, big, accumulated, groups)
 }
+
+/// The types below an accumulation point, the largest first, and the topmost instance of the
+/// first (where a chain to the entries ends).
+pub(crate) type Accumulated = (Vec<AccumulatedType>, Option<NodeId>);
 
 /// Rule 1's suspects before the types below them are tallied: the topmost objects that retain
 /// `limit` bytes or more, in node order, each with its accumulation point; and the reachable
@@ -155,13 +160,14 @@ pub(crate) fn big_objects(
 
 /// The suspects: rule 1's from `big`, with the types below each accumulation point in
 /// `accumulated` (in `big`'s order, with the topmost instance of the type that retains the
-/// most), and rule 2's.
+/// most), and rule 2's from `groups`.
 pub(crate) fn suspects_from(
     graph: &HeapGraph,
     analysis: &Analysis,
     threshold: f64,
     big: BigObjects,
-    accumulated: Vec<(Vec<AccumulatedType>, Option<NodeId>)>,
+    accumulated: Vec<Accumulated>,
+    groups: TopLevelGroups,
 ) -> SuspectsView {
     let tree = &analysis.dominators;
     let root = graph.root();
@@ -169,7 +175,6 @@ pub(crate) fn suspects_from(
     let big = |node: usize| {
         tree.reachable[node] && tree.retained_size.get(node) >= limit && node != root.index()
     };
-    let children = analysis.dominator_children(graph);
     let mut found = Vec::new();
     // Per suspect, in order: the node its chain leads to, and its entry's, if any.
     let mut chains: Vec<(NodeId, Option<NodeId>)> = Vec::new();
@@ -197,34 +202,7 @@ pub(crate) fn suspects_from(
     }
     // Rule 2: types whose top-level instances (held by no real object alone, so their
     // retained sets are disjoint) together retain much.
-    let mut groups: FxHashMap<u32, (u64, u64, NodeId)> = FxHashMap::default();
-    let java = graph.meta().runtime == Runtime::Java;
-    let loader_edge = graph.strings().find("<classloader>");
-    for node in top_level_objects(graph, children) {
-        let index = node.index();
-        // The JDK's own classes (loaded by the boot loader, which has no object) are every
-        // Java heap's: together they retain much and point nowhere.
-        if java
-            && graph.kind(node).name == "class"
-            && !graph.edge_range(node).any(|edge| {
-                loader_edge.is_some_and(|name| {
-                    graph.edge_name(edge) == EdgeName::Named(graph.strings().get(name))
-                })
-            })
-        {
-            continue;
-        }
-        let retained = tree.retained_size.get(index);
-        let group = groups
-            .entry(graph.type_id(node).to_raw())
-            .or_insert((0, 0, node));
-        group.0 += 1;
-        group.1 += retained;
-        if retained > tree.retained_size.get(group.2.index()) {
-            group.2 = node;
-        }
-    }
-    for (_, (count, retained, largest)) in groups {
+    for (_, (count, retained, largest)) in groups.0 {
         if count < 2 || retained < limit {
             continue;
         }
@@ -269,6 +247,44 @@ pub(crate) fn suspects_from(
         total_retained: total,
         suspects: found,
     }
+}
+
+/// Rule 2's groups: per type (by raw id), the count and retained size of its top-level
+/// instances (held by no real object alone), and the first of the largest of them.
+pub(crate) struct TopLevelGroups(FxHashMap<u32, (u64, u64, NodeId)>);
+
+/// [`TopLevelGroups`] of the analysis (builds the dominator tree's children).
+pub(crate) fn top_level_groups(graph: &HeapGraph, analysis: &Analysis) -> TopLevelGroups {
+    let tree = &analysis.dominators;
+    let children = analysis.dominator_children(graph);
+    let mut groups: FxHashMap<u32, (u64, u64, NodeId)> = FxHashMap::default();
+    let java = graph.meta().runtime == Runtime::Java;
+    let loader_edge = graph.strings().find("<classloader>");
+    for node in top_level_objects(graph, children) {
+        let index = node.index();
+        // The JDK's own classes (loaded by the boot loader, which has no object) are every
+        // Java heap's: together they retain much and point nowhere.
+        if java
+            && graph.kind(node).name == "class"
+            && !graph.edge_range(node).any(|edge| {
+                loader_edge.is_some_and(|name| {
+                    graph.edge_name(edge) == EdgeName::Named(graph.strings().get(name))
+                })
+            })
+        {
+            continue;
+        }
+        let retained = tree.retained_size.get(index);
+        let group = groups
+            .entry(graph.type_id(node).to_raw())
+            .or_insert((0, 0, node));
+        group.0 += 1;
+        group.1 += retained;
+        if retained > tree.retained_size.get(group.2.index()) {
+            group.2 = node;
+        }
+    }
+    TopLevelGroups(groups)
 }
 
 fn share(part: u64, total: u64) -> f64 {
@@ -342,7 +358,7 @@ fn accumulated_types(
     tree: &crate::DominatorTree,
     children: &DominatorChildren,
     point: NodeId,
-) -> (Vec<AccumulatedType>, Option<NodeId>) {
+) -> Accumulated {
     let threads = rayon::current_num_threads() as u32;
     let parts = walk_parts(tree, children, point, threads, SPLIT_WALKS_FROM);
     tally_parts(graph, tree, children, point, parts)
@@ -355,7 +371,7 @@ fn tally_parts(
     children: &DominatorChildren,
     point: NodeId,
     parts: Vec<WalkPart>,
-) -> (Vec<AccumulatedType>, Option<NodeId>) {
+) -> Accumulated {
     let point = [point.to_raw()];
     let walk = Walk {
         totals: None,
@@ -375,7 +391,7 @@ pub(crate) fn accumulated_rows(
     graph: &HeapGraph,
     tree: &crate::DominatorTree,
     walked: Vec<PerType<TypeTally>>,
-) -> (Vec<AccumulatedType>, Option<NodeId>) {
+) -> Accumulated {
     let types = &graph.parts().node_type;
     // In the walk's order, so that the largest instance is the first of the largest, as one
     // walk would find it.
