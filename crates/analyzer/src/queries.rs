@@ -122,7 +122,9 @@ pub fn summary_and_suspects(
             suspects::top_level_groups(graph, analysis)
         },
         || {
-            let view = summary_counts(graph, analysis, kind, &kept);
+            let view = heapgraph_model::timed("summary view", || {
+                summary_counts(graph, analysis, kind, &kept)
+            });
             let counted = match (kind, analysis.type_counts.get()) {
                 (None, Some(counts)) => counts.dense_types(graph),
                 _ => crate::histogram::type_counts(graph, &kept),
