@@ -844,7 +844,7 @@ pub(crate) fn add_retained(
 
 /// What one type's instances below an accumulation point add up to: how many, the retained
 /// size of the topmost ones, and the first topmost one of the largest retained size.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Default, PartialEq)]
 pub(crate) struct TypeTally {
     pub(crate) count: u64,
     pub(crate) retained: u64,
@@ -854,7 +854,6 @@ pub(crate) struct TypeTally {
 /// A value per type, for a walk that touches millions of nodes of a few hundred types: an array
 /// by the type column's table position where it keeps one (at most 65,536 types), else a hash
 /// map by type id.
-#[derive(Debug, PartialEq)]
 pub(crate) enum PerType<T> {
     Dense(Vec<T>),
     Sparse(FxHashMap<u32, T>),
@@ -944,7 +943,8 @@ impl Walk<'_> {
     ///
     /// A node's children are read and their types looked up in one go as it is entered, and
     /// steps wait on a stack: the lookups of siblings do not depend on each other, so the
-    /// processor overlaps their cache misses (a fifth less time than one child at a time).
+    /// processor overlaps their cache misses (the type totals' walk alone on the large V8
+    /// snapshot 0.156 → 0.140 s against one child at a time).
     pub(crate) fn part(
         &self,
         graph: &HeapGraph,

@@ -162,7 +162,7 @@ pub fn analyze_before_chains(
                 }
                 ViewDistances::LeftOut => (chain_parents(), OnceLock::new()),
             };
-            // The search is the longer of the two: the counts fit in before it ends.
+            // The dominator pass's search is mostly the longer: the counts fit in before it ends.
             let counts = timed("type counts", || TypeCounts::of_every_node(graph));
             (parents, distances, counts)
         },
