@@ -6,12 +6,12 @@ use crate::image::{
     ColumnImage, ImageSource, Imaged, PartValues, check_places_beside, expect_repr,
 };
 
-/// Edge names (a [`StringId`](crate::StringId)'s raw value, or an index): two bytes per edge while nearly all
-/// fit in 16 bits (Java's field names and the indices of all but huge arrays), the rest beside;
-/// four bytes per edge otherwise (V8, whose property names are spread over its whole string
-/// table). The column turns plain by itself once too many names are beside, unless it was
-/// made [`EdgeNames::kept_narrow`] (a part of a larger column, whose own share of wide names
-/// says little about the whole's; [`EdgeNames::settle`] decides then).
+/// Edge names (a [`StringId`](crate::StringId)'s raw value, or an index): two bytes per edge while most
+/// fit in 16 bits (Java's field names, the indices of all but huge arrays, the property names
+/// early in a V8 snapshot's string table), the rest beside at four bytes each; four bytes per
+/// edge otherwise. The column turns plain by itself once too many names are beside, unless it
+/// was made [`EdgeNames::kept_narrow`] (a part of a larger column, whose own share of wide
+/// names says little about the whole's; [`EdgeNames::settle`] decides then).
 #[derive(Clone, Debug)]
 pub struct EdgeNames(NamesOfEdges, Widening);
 
@@ -22,16 +22,50 @@ enum Widening {
     OnSettle,
 }
 
-/// Invariants: in `Narrow`, `narrow[e] == u16::MAX` exactly when the name of edge `e` is beside,
-/// at the position of `e` in `wide_at` (sorted), with the name at the same position of `wide`.
+/// Invariants: in `Narrow`, `narrow[e] == u16::MAX` exactly when the name of edge `e` is beside;
+/// `wide` holds those names in edge order, and `beside_before` the number of them before each
+/// block of [`BLOCK`] edges (one per block begun), so that a name beside is found by counting
+/// the markers before it in its block: a few bytes a block rather than a place per name.
 #[derive(Clone, Debug)]
 enum NamesOfEdges {
     Narrow {
         narrow: Vec<u16>,
-        wide_at: Vec<u64>,
+        beside_before: Vec<u64>,
         wide: Vec<u32>,
     },
     Wide(Vec<u32>),
+}
+
+/// The edges of a block of `beside_before`: a lookup counts the markers of at most this many
+/// names (a kilobyte, vectorized), and the counts take 8 bytes per 512 edges.
+const BLOCK: usize = 512;
+
+/// How many names of `narrow` are beside.
+fn markers(narrow: &[u16]) -> usize {
+    narrow.iter().filter(|&&short| short == u16::MAX).count()
+}
+
+/// Counts the names beside before each block of `narrow` that `beside_before` has no count
+/// for yet (the counts of blocks begun stay true as names are appended).
+fn count_blocks(narrow: &[u16], beside_before: &mut Vec<u64>) {
+    let n_blocks = narrow.len().div_ceil(BLOCK);
+    while beside_before.len() < n_blocks {
+        let before = match beside_before.len() {
+            0 => 0,
+            block => {
+                let start = (block - 1) * BLOCK;
+                beside_before[block - 1] + markers(&narrow[start..start + BLOCK]) as u64
+            }
+        };
+        beside_before.push(before);
+    }
+}
+
+/// Where in `wide` the name of edge `edge` is, or would go: the names beside before it.
+#[inline]
+fn rank_beside(narrow: &[u16], beside_before: &[u64], edge: usize) -> usize {
+    let start = edge - edge % BLOCK;
+    beside_before[edge / BLOCK] as usize + markers(&narrow[start..edge])
 }
 
 impl Default for EdgeNames {
@@ -41,9 +75,9 @@ impl Default for EdgeNames {
 }
 
 /// Whether an [`EdgeNames`] with `n_beside` of `n_edges` names beside should turn plain: past
-/// one in 8 (at 12 bytes each, one in 6 would cost the 2 bytes saved per edge).
+/// one in 4 (at 4 bytes each, one in 2 would cost the 2 bytes saved per edge).
 fn too_many_beside(n_beside: usize, n_edges: usize) -> bool {
-    n_beside > 4096 && n_beside > n_edges / 8
+    n_beside > 4096 && n_beside > n_edges / 4
 }
 
 impl EdgeNames {
@@ -57,7 +91,7 @@ impl EdgeNames {
         EdgeNames(
             NamesOfEdges::Narrow {
                 narrow: Vec::with_capacity(n),
-                wide_at: Vec::new(),
+                beside_before: Vec::new(),
                 wide: Vec::new(),
             },
             Widening::Automatic,
@@ -93,20 +127,24 @@ impl EdgeNames {
         let crowded = match &mut self.0 {
             NamesOfEdges::Narrow {
                 narrow,
-                wide_at,
+                beside_before,
                 wide,
-            } => match u16::try_from(name) {
-                Ok(short) if short != u16::MAX => {
-                    narrow.push(short);
-                    false
+            } => {
+                if narrow.len().is_multiple_of(BLOCK) {
+                    beside_before.push(wide.len() as u64);
                 }
-                _ => {
-                    wide_at.push(narrow.len() as u64);
-                    wide.push(name);
-                    narrow.push(u16::MAX);
-                    self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len())
+                match u16::try_from(name) {
+                    Ok(short) if short != u16::MAX => {
+                        narrow.push(short);
+                        false
+                    }
+                    _ => {
+                        wide.push(name);
+                        narrow.push(u16::MAX);
+                        self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len())
+                    }
                 }
-            },
+            }
             NamesOfEdges::Wide(names) => {
                 names.push(name);
                 false
@@ -165,10 +203,10 @@ impl EdgeNames {
         match &self.0 {
             NamesOfEdges::Narrow {
                 narrow,
-                wide_at,
+                beside_before,
                 wide,
             } => match narrow[edge] {
-                u16::MAX => wide[wide_at.partition_point(|&at| (at as usize) < edge)],
+                u16::MAX => wide[rank_beside(narrow, beside_before, edge)],
                 short => u32::from(short),
             },
             NamesOfEdges::Wide(names) => names[edge],
@@ -182,23 +220,24 @@ impl EdgeNames {
         match &mut self.0 {
             NamesOfEdges::Narrow {
                 narrow,
-                wide_at,
+                beside_before,
                 wide,
             } => {
-                let at = wide_at.partition_point(|&at| (at as usize) < edge);
+                let at = rank_beside(narrow, beside_before, edge);
                 let was_beside = narrow[edge] == u16::MAX;
                 let short = u16::try_from(name).ok().filter(|&short| short != u16::MAX);
+                let later_blocks = &mut beside_before[edge / BLOCK + 1..];
                 match (was_beside, short) {
                     (true, None) => wide[at] = name,
                     (true, Some(short)) => {
-                        wide_at.remove(at);
                         wide.remove(at);
                         narrow[edge] = short;
+                        later_blocks.iter_mut().for_each(|before| *before -= 1);
                     }
                     (false, None) => {
-                        wide_at.insert(at, edge as u64);
                         wide.insert(at, name);
                         narrow[edge] = u16::MAX;
+                        later_blocks.iter_mut().for_each(|before| *before += 1);
                     }
                     (false, Some(short)) => narrow[edge] = short,
                 }
@@ -215,7 +254,7 @@ impl EdgeNames {
         match &self.0 {
             NamesOfEdges::Narrow {
                 narrow,
-                wide_at,
+                beside_before,
                 wide,
             } => {
                 // A marker (`u16::MAX`) is never a name itself: the name is beside.
@@ -227,11 +266,25 @@ impl EdgeNames {
                         |edge, name| name != u16::MAX && name >= below && is_name(edge),
                     )
                 });
-                let beside = wide_at
-                    .iter()
-                    .zip(wide)
-                    .find(|&(&edge, &name)| name >= limit && is_name(edge as usize))
-                    .map(|(&edge, _)| edge as usize);
+                // A block's markers are placed only where a name of its beside is past the
+                // limit.
+                let beside = (0..beside_before.len()).find_map(|block| {
+                    let first = beside_before[block] as usize;
+                    let end = beside_before
+                        .get(block + 1)
+                        .map_or(wide.len(), |&before| before as usize);
+                    let names = &wide[first..end];
+                    if names.iter().all(|&name| name < limit) {
+                        return None;
+                    }
+                    let start = block * BLOCK;
+                    let edges = start..narrow.len().min(start + BLOCK);
+                    edges
+                        .filter(|&edge| narrow[edge] == u16::MAX)
+                        .zip(names)
+                        .find(|&(edge, &name)| name >= limit && is_name(edge))
+                        .map(|(edge, _)| edge)
+                });
                 in_narrow.into_iter().chain(beside).min()
             }
             NamesOfEdges::Wide(names) => first_in_stretches(
@@ -269,20 +322,25 @@ impl EdgeNames {
         if let (
             NamesOfEdges::Narrow {
                 narrow,
-                wide_at,
+                beside_before,
                 wide,
             },
             NamesOfEdges::Narrow {
                 narrow: other_narrow,
-                wide_at: other_at,
                 wide: other_wide,
+                ..
             },
         ) = (&mut self.0, &other.0)
         {
-            let offset = narrow.len() as u64;
             narrow.extend_from_slice(other_narrow);
-            wide_at.extend(other_at.iter().map(|&at| at + offset));
             wide.extend_from_slice(other_wide);
+            if other_wide.is_empty() {
+                // Nothing beside in `other` (a Java dump's part, mostly): each block begun in
+                // it has every name beside before it.
+                beside_before.resize(narrow.len().div_ceil(BLOCK), wide.len() as u64);
+            } else {
+                count_blocks(narrow, beside_before);
+            }
             if self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len()) {
                 self.widen();
             }
@@ -301,7 +359,7 @@ impl Extend<u32> for EdgeNames {
     fn extend<I: IntoIterator<Item = u32>>(&mut self, names: I) {
         let NamesOfEdges::Narrow {
             narrow,
-            wide_at,
+            beside_before,
             wide,
         } = &mut self.0
         else {
@@ -314,12 +372,12 @@ impl Extend<u32> for EdgeNames {
             match u16::try_from(name) {
                 Ok(short) if short != u16::MAX => narrow.push(short),
                 _ => {
-                    wide_at.push(narrow.len() as u64);
                     wide.push(name);
                     narrow.push(u16::MAX);
                 }
             }
         }
+        count_blocks(narrow, beside_before);
         if self.1 == Widening::Automatic && too_many_beside(wide.len(), narrow.len()) {
             self.widen();
         }
@@ -337,24 +395,20 @@ impl From<Vec<u32>> for EdgeNames {
         }
         // A loop per column rather than a push per name (the parse of a V8 snapshot converts
         // tens of millions); whether to stay narrow is decided on all the names at once.
-        let narrow = names
+        let narrow: Vec<u16> = names
             .iter()
             .map(|&name| u16::try_from(name).unwrap_or(u16::MAX))
             .collect();
-        let mut wide_at = Vec::with_capacity(n_beside);
         let mut wide = Vec::with_capacity(n_beside);
         if n_beside > 0 {
-            for (at, &name) in names.iter().enumerate() {
-                if name >= u32::from(u16::MAX) {
-                    wide_at.push(at as u64);
-                    wide.push(name);
-                }
-            }
+            wide.extend(names.iter().filter(|&&name| name >= u32::from(u16::MAX)));
         }
+        let mut beside_before = Vec::new();
+        count_blocks(&narrow, &mut beside_before);
         EdgeNames(
             NamesOfEdges::Narrow {
                 narrow,
-                wide_at,
+                beside_before,
                 wide,
             },
             Widening::Automatic,
@@ -362,24 +416,22 @@ impl From<Vec<u32>> for EdgeNames {
     }
 }
 
-/// The representations' names in an image.
-const NARROW: &str = "narrow";
+/// The representations' names in an image: names beside in order (`MARKED`), or each with
+/// its place (`PLACED`, as files written before the blocks' counts hold them; read only).
+const MARKED: &str = "marked";
+const PLACED: &str = "narrow";
 const PLAIN: &str = "plain";
 
 impl Imaged for EdgeNames {
     fn image(&self) -> ColumnImage<'_> {
         match &self.0 {
-            NamesOfEdges::Narrow {
-                narrow,
-                wide_at,
-                wide,
-            } => ColumnImage {
-                repr: NARROW,
+            // The blocks' counts are found again as the markers are checked on reading.
+            NamesOfEdges::Narrow { narrow, wide, .. } => ColumnImage {
+                repr: MARKED,
                 // A column kept narrow stays so once read back, until it is settled.
                 scalars: vec![("kept_narrow", u64::from(self.1 == Widening::OnSettle))],
                 parts: vec![
                     ("narrow", PartValues::U16(narrow)),
-                    ("wide_at", PartValues::U64(wide_at)),
                     ("wide", PartValues::U32(wide)),
                 ],
             },
@@ -393,7 +445,7 @@ impl Imaged for EdgeNames {
     }
 
     fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
-        expect_repr(source, &[NARROW, PLAIN])?;
+        expect_repr(source, &[MARKED, PLACED, PLAIN])?;
         if source.repr() == PLAIN {
             return Ok(EdgeNames(
                 NamesOfEdges::Wide(source.take("names")?),
@@ -406,20 +458,30 @@ impl Imaged for EdgeNames {
             other => return Err(format!("kept narrow is {other}, neither 0 nor 1")),
         };
         let narrow: Vec<u16> = source.take("narrow")?;
-        let wide_at: Vec<u64> = source.take("wide_at")?;
+        let wide_at: Option<Vec<u64>> = match source.repr() {
+            PLACED => Some(source.take("wide_at")?),
+            _ => None,
+        };
         let wide: Vec<u32> = source.take("wide")?;
-        check_places_beside(&narrow, &u16::MAX, &wide_at, wide.len(), "edge name")?;
-        let markers = narrow.iter().filter(|&&short| short == u16::MAX).count();
-        if markers != wide_at.len() {
+        if let Some(wide_at) = wide_at {
+            check_places_beside(&narrow, &u16::MAX, &wide_at, wide.len(), "edge name")?;
+        }
+        let mut beside_before = Vec::new();
+        count_blocks(&narrow, &mut beside_before);
+        let last_block = narrow.len() - narrow.len() % BLOCK;
+        let n_marked = beside_before.get(last_block / BLOCK).map_or(0, |&before| {
+            before as usize + markers(&narrow[last_block..])
+        });
+        if n_marked != wide.len() {
             return Err(format!(
-                "{markers} names are marked beside, {} listed",
-                wide_at.len()
+                "{n_marked} names are marked beside, {} listed",
+                wide.len()
             ));
         }
         Ok(EdgeNames(
             NamesOfEdges::Narrow {
                 narrow,
-                wide_at,
+                beside_before,
                 wide,
             },
             widening,
@@ -608,16 +670,13 @@ mod tests {
         }
         let column = EdgeNames::from(mostly_small);
         // Each would make `get` panic, read another name or disagree with `iter`.
-        let lies: [Lie; 5] = [
+        let lies: [Lie; 4] = [
             ("kept narrow", |image| image.set_scalar("kept_narrow", 2)),
             ("a marker unlisted", |image| {
                 image.edit_part("narrow", |bytes| bytes[4..6].copy_from_slice(&[0xff, 0xff]))
             }),
             ("a listed name unmarked", |image| {
                 image.edit_part("narrow", |bytes| bytes[400..402].copy_from_slice(&[0, 0]))
-            }),
-            ("places out of order", |image| {
-                image.edit_part("wide_at", |bytes| bytes.swap(0, 8))
             }),
             ("wide", |image| {
                 image.edit_part("wide", |bytes| bytes.truncate(4))
@@ -627,6 +686,91 @@ mod tests {
             let mut image = Copied::new(&column.image());
             tell(&mut image);
             assert!(EdgeNames::from_image(&mut image).is_err(), "{lie}");
+        }
+    }
+
+    /// The image files written before the blocks' counts hold: each name beside with its place.
+    fn placed_image(column: &EdgeNames) -> (Vec<u16>, Vec<u64>, Vec<u32>) {
+        let NamesOfEdges::Narrow { narrow, wide, .. } = &column.0 else {
+            panic!("a narrow column");
+        };
+        let places = (0..narrow.len() as u64)
+            .filter(|&at| narrow[at as usize] == u16::MAX)
+            .collect();
+        (narrow.clone(), places, wide.clone())
+    }
+
+    #[test]
+    fn images_of_names_with_their_places_read_back() {
+        use crate::image::testing::Copied;
+        let names: Vec<u32> = (0..5000)
+            .map(|i| if i % 7 == 0 { 1 << 20 } else { i })
+            .collect();
+        let column = EdgeNames::from(names.clone());
+        let (narrow, places, wide) = placed_image(&column);
+        let read = |places: &[u64]| {
+            EdgeNames::from_image(&mut Copied::new(&ColumnImage {
+                repr: PLACED,
+                scalars: vec![("kept_narrow", 0)],
+                parts: vec![
+                    ("narrow", PartValues::U16(&narrow)),
+                    ("wide_at", PartValues::U64(places)),
+                    ("wide", PartValues::U32(&wide)),
+                ],
+            }))
+        };
+        let back = read(&places).unwrap();
+        assert_eq!(back.to_vec(), names);
+        assert_eq!(back.get(4998), 1 << 20);
+        let mut swapped = places.clone();
+        swapped.swap(0, 1);
+        let lies = [swapped, places[1..].to_vec(), vec![1; places.len()]];
+        for lie in lies {
+            assert!(read(&lie).is_err());
+        }
+    }
+
+    #[test]
+    fn names_beside_are_found_by_their_blocks_counts_as_names_change() {
+        // Names beside in runs, alone and in whole blocks, changed back and forth: each read
+        // agrees with a plain vector's.
+        let mut plain: Vec<u32> = (0..10 * BLOCK as u32 + 77)
+            .map(|i| match i % 1500 {
+                0..300 => 70_000 + i,
+                n if n % 3 == 0 => 1 << 20,
+                n => n,
+            })
+            .collect();
+        let mut names = EdgeNames::new();
+        for &name in &plain {
+            names.push(name);
+        }
+        assert!(names.is_narrow());
+        let mut state = 12345u64;
+        for _ in 0..3000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let edge = (state >> 33) as usize % plain.len();
+            let name = if state & 1 == 0 {
+                65_535 + (state >> 50) as u32
+            } else {
+                edge as u32 % 60_000
+            };
+            names.set(edge, name);
+            plain[edge] = name;
+            let probe = (state >> 20) as usize % plain.len();
+            assert_eq!(names.get(probe), plain[probe], "edge {probe}");
+        }
+        assert!(names.is_narrow());
+        assert_eq!(names.to_vec(), plain);
+        for (edge, &name) in plain.iter().enumerate() {
+            assert_eq!(names.get(edge), name, "edge {edge}");
+        }
+        let mut joined = EdgeNames::from(plain[..1000].to_vec());
+        joined.extend_from(&EdgeNames::from(plain[1000..].to_vec()));
+        for (edge, &name) in plain.iter().enumerate() {
+            assert_eq!(joined.get(edge), name, "edge {edge}");
         }
     }
 }
