@@ -259,8 +259,10 @@ fn dominators_and_children<O: Offset>(
     if let Some(has_referrer) = &has_referrer
         && (search.n_numbered as usize) < n_nodes
     {
-        for ordinal in 0..n_nodes {
-            if search.visits.number(ordinal) == 0 && !has_referrer.contains(ordinal) {
+        // The referrers' bits first: nearly every node has one, and a word of them is read
+        // where the numbers of 64 nodes would be.
+        for ordinal in has_referrer.zeroes() {
+            if search.visits.number(ordinal) == 0 {
                 orphan_starts.push(ordinal as u32);
                 search.run(ordinal as u32, ROOT);
             }
@@ -332,19 +334,29 @@ fn dominators_and_children<O: Offset>(
             // The DFS parents are kept beside the forest made of them, and the numbers
             // turned into the nodes they number: the dominators then follow in one pass by
             // number, and the retained sizes in another, without searching the graph again.
-            let vertex = timed("dominators: nodes by number", || {
-                nodes_by_number(&number, len)
-            });
-            drop(number);
             let kept_parent = kept_parent.expect("kept in the fast order");
             let semi = timed("dominators: semidominators", || {
                 let mut parent = Vec::with_capacity(len);
                 parent.extend(kept_parent.iter());
                 semi_nca(preds, parent)
             });
-            let dom = timed("dominators: immediate dominators", || {
-                dominators_from_semi(semi, kept_parent)
-            });
+            // The nodes by number, which only the last step reads, are found beside the
+            // dominators (both one core's), once the lists are gone: found before the
+            // semidominators, they would be held beside the lists.
+            let (dom, vertex) = rayon::join(
+                || {
+                    timed("dominators: immediate dominators", || {
+                        dominators_from_semi(semi, kept_parent)
+                    })
+                },
+                || {
+                    timed("dominators: nodes by number", || {
+                        let vertex = nodes_by_number(&number, len);
+                        drop(number);
+                        vertex
+                    })
+                },
+            );
             timed("dominators: retained sizes", || {
                 finish_by_vertex(parts, &dom, &vertex, n_reachable, children)
             })
