@@ -324,43 +324,48 @@ impl HeapGraph {
             return bad("first_edge does not run from 0 to the edge count".to_owned());
         }
         let n_strings = strings.len();
-        // The two passes over every edge, on two threads where there are many: a std thread,
-        // not a rayon task, since this runs on the V8 parser's own thread, which a rayon
-        // worker may be waiting on (architecture.md, "Performance").
         // Node and string counts fit in u32 (checked above; string ids are u32).
         let node_limit = n_nodes as u32;
-        let edge_to_out_of_range = || {
+        let targets_out_of_range = |edges: std::ops::Range<usize>| {
             crate::first_in_stretches(
-                &parts.edge_to,
+                &parts.edge_to[edges.clone()],
                 |to| to,
                 node_limit,
                 |_, to| to >= node_limit,
             )
+            .map(|at| edges.start + at)
         };
         let string_limit = u32::try_from(n_strings).unwrap_or(u32::MAX);
-        let named_edge_out_of_range = || {
-            parts
+        // The passes over every edge on two threads where there are many, each reading half
+        // the targets, one the edges' names besides and the other the nodes' kinds: a std
+        // thread, not a rayon task, since this runs on the V8 parser's own thread, which a
+        // rayon worker may be waiting on (architecture.md, "Performance").
+        let half = n_edges / 2;
+        let low = || (targets_out_of_range(0..half), parts.node_kind.largest());
+        let high = || {
+            let targets = targets_out_of_range(half..n_edges);
+            let names = parts
                 .edge_name
-                .first_at_or_past(string_limit, |edge| !parts.edge_kind[edge].is_indexed())
+                .first_at_or_past(string_limit, |edge| !parts.edge_kind[edge].is_indexed());
+            (targets, names)
         };
-        let (edge_to_out_of_range, named_edge_out_of_range) = if n_edges >= 1 << 20 {
-            std::thread::scope(|scope| {
-                let targets = std::thread::Builder::new()
-                    .spawn_scoped(scope, edge_to_out_of_range)
-                    .ok();
-                let names = named_edge_out_of_range();
-                let targets = match targets {
-                    Some(thread) => thread
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    None => edge_to_out_of_range(),
-                };
-                (targets, names)
-            })
-        } else {
-            (edge_to_out_of_range(), named_edge_out_of_range())
-        };
-        if let Some(pos) = edge_to_out_of_range {
+        let ((low_targets, largest_kind), (high_targets, named_edge_out_of_range)) =
+            if n_edges >= 1 << 20 {
+                std::thread::scope(|scope| {
+                    let low_thread = std::thread::Builder::new().spawn_scoped(scope, low).ok();
+                    let high = high();
+                    let low = match low_thread {
+                        Some(thread) => thread
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                        None => low(),
+                    };
+                    (low, high)
+                })
+            } else {
+                (low(), high())
+            };
+        if let Some(pos) = low_targets.or(high_targets) {
             return bad(format!(
                 "edge {pos} points to node {} of {n_nodes}",
                 parts.edge_to[pos]
@@ -371,14 +376,19 @@ impl HeapGraph {
             Some(distinct) => distinct.iter().all(string_ok),
             None => parts.node_type.iter().all(|id| string_ok(&id)),
         };
-        if !types_ok || !parts.node_name.named().all(|(_, name)| string_ok(&name)) {
+        // A node without a label has the empty string's id, the least, whatever the table.
+        let names_ok = parts
+            .node_name
+            .largest_raw()
+            .is_none_or(|raw| raw == StringId::EMPTY.to_raw() || (raw as usize) < n_strings);
+        if !types_ok || !names_ok {
             return bad("a node names a string outside the table".to_owned());
         }
         if let Some(pos) = named_edge_out_of_range {
             return bad(format!("edge {pos} names a string outside the table"));
         }
         let n_kinds = parts.node_kinds.len();
-        if parts.node_kind.iter().any(|kind| kind as usize >= n_kinds) {
+        if largest_kind.is_some_and(|kind| usize::from(kind) >= n_kinds) {
             return bad(format!("a node has a kind outside the {n_kinds} kinds"));
         }
         if parts.root as usize >= n_nodes {
@@ -679,5 +689,98 @@ impl fmt::Debug for HeapGraph {
             write!(f, "]")?;
         }
         write!(f, " }}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Runtime;
+
+    /// A chain of `n` objects, each holding the next as `next`; its strings and columns.
+    fn chain(n: usize) -> (StringTable, HeapGraphParts) {
+        let mut strings = StringTable::new();
+        let object = strings.intern("Object");
+        let next = strings.intern("next");
+        let parts = HeapGraphParts {
+            node_object_id: (1..=n as u64).collect(),
+            node_kind: std::iter::repeat_n(0u8, n).collect(),
+            node_type: std::iter::repeat_n(object, n).collect(),
+            node_name: vec![object; n].into(),
+            node_shallow_size: std::iter::repeat_n(16u64, n).collect(),
+            first_edge: (0..=n as u64).map(|node| node.min(n as u64 - 1)).collect(),
+            edge_to: (1..n as u32).collect(),
+            edge_kind: std::iter::repeat_n(EdgeKind::Property, n - 1).collect(),
+            edge_name: EdgeNames::from(vec![next.to_raw(); n - 1]),
+            node_kinds: vec![NodeKindInfo {
+                name: "object".into(),
+                synthetic: false,
+            }],
+            root: 0,
+        };
+        (strings, parts)
+    }
+
+    /// What `from_parts` says of a chain of `n` changed by `change`.
+    fn refusal(n: usize, change: impl FnOnce(&mut HeapGraphParts)) -> Option<String> {
+        let (strings, mut parts) = chain(n);
+        change(&mut parts);
+        let meta = GraphMeta::new(Runtime::Java, "test-chain");
+        HeapGraph::from_parts(meta, strings, parts)
+            .err()
+            .map(|refused| refused.0)
+    }
+
+    #[test]
+    fn every_edge_and_label_is_checked_in_either_half() {
+        // Past 2^20 edges each half of the targets is read on a thread of its own.
+        for n in [10, (1 << 20) + 10] {
+            let last = n - 2;
+            assert_eq!(refusal(n, |_| {}), None);
+            for edge in [1, last] {
+                assert_eq!(
+                    refusal(n, |parts| parts.edge_to[edge] = n as u32),
+                    Some(format!("edge {edge} points to node {n} of {n}"))
+                );
+            }
+            assert_eq!(
+                refusal(n, |parts| {
+                    parts.edge_to[last] = u32::MAX;
+                    parts.edge_to[1] = n as u32;
+                }),
+                Some(format!("edge 1 points to node {n} of {n}")),
+                "the first is named"
+            );
+            assert_eq!(
+                refusal(n, |parts| parts.edge_name.set(last, 99)),
+                Some(format!("edge {last} names a string outside the table"))
+            );
+            // An index is no string.
+            assert_eq!(
+                refusal(n, |parts| {
+                    parts.edge_kind.set(last, EdgeKind::Element);
+                    parts.edge_name.set(last, 99);
+                }),
+                None
+            );
+            assert_eq!(
+                refusal(n, |parts| {
+                    let mut names = vec![StringId::EMPTY; n];
+                    names[n - 1] = StringId(99);
+                    parts.node_name = names.into();
+                }),
+                Some("a node names a string outside the table".to_owned())
+            );
+            assert_eq!(
+                refusal(n, |parts| parts.node_name = vec![StringId::EMPTY; n].into()),
+                None
+            );
+            assert_eq!(
+                refusal(n, |parts| {
+                    parts.node_kind = (0..n).map(|node| u8::from(node == n - 1)).collect();
+                }),
+                Some("a node has a kind outside the 1 kinds".to_owned())
+            );
+        }
     }
 }

@@ -128,6 +128,21 @@ impl NodeKinds {
         }
     }
 
+    /// The largest kind, in a read of the column's bytes (`None` for an empty column).
+    pub fn largest(&self) -> Option<u8> {
+        if self.is_empty() {
+            return None;
+        }
+        // An unused high half is 0, which is no larger than any kind.
+        match &self.0 {
+            KindsRepr::Nibbles { nibbles, .. } => nibbles
+                .iter()
+                .map(|&byte| (byte & 0xf).max(byte >> 4))
+                .max(),
+            KindsRepr::Bytes(kinds) => kinds.iter().copied().max(),
+        }
+    }
+
     /// The kinds as a plain vector.
     pub fn to_vec(&self) -> Vec<u8> {
         self.iter().collect()

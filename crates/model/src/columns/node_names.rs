@@ -171,6 +171,15 @@ impl NodeNames {
         }
     }
 
+    /// The largest label's raw id, in a read of the ids (`None` where no node has a label;
+    /// [`StringId::EMPTY`], the least id, may come back where some have none).
+    pub fn largest_raw(&self) -> Option<u32> {
+        match &self.repr {
+            NamesRepr::Dense(dense) => dense.iter().copied().max(),
+            NamesRepr::Sparse { names, .. } => names.iter().copied().max(),
+        }
+    }
+
     /// The labels as one id per node.
     pub fn to_vec(&self) -> Vec<StringId> {
         self.iter().collect()
