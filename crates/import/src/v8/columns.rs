@@ -8,8 +8,9 @@ use super::{NumberSection, Sections, inconsistent, malformed};
 use crate::ImportError;
 use heapgraph_model::{
     EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, GraphMeta, HeapGraph, HeapGraphParts,
-    NodeKindInfo, NodeKinds, NodeNames, PackedU64, Runtime, StringId, StringTable,
+    NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId, StringTable,
 };
+use rustc_hash::FxHashMap;
 
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
 const MIN_GROWTH: usize = 1 << 10;
@@ -694,8 +695,6 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
         kind_names.push(UNKNOWN_KIND.to_owned());
     }
     check_node_names(&nodes, n_strings, nodes_offset)?;
-    let node_type = summary_types(&kind_names, &nodes.kind, &nodes.name, &mut table);
-
     let root = match layout.root_index {
         None => 0,
         Some(root_index) => {
@@ -725,17 +724,10 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
             layout.unknown_edge_types.join(", ")
         ));
     }
-    let node_kinds = kind_names
-        .into_iter()
-        .map(|name| NodeKindInfo {
-            synthetic: name == "synthetic",
-            name,
-        })
-        .collect();
-    // The kinds' columns made compact on a thread of their own while this one does the
-    // nodes' types and names, never in rayon's pool: the parse runs on a thread that the caller
-    // waits on, and the caller may be a rayon worker (two dumps loaded at once), so a rayon job
-    // here could wait on workers that all wait on it.
+    // The edges' kinds made compact on a thread of their own while this one finds the nodes'
+    // types, names and kinds, never in rayon's pool: the parse runs on a thread that the
+    // caller waits on, and the caller may be a rayon worker (two dumps loaded at once), so a
+    // rayon job here could wait on workers that all wait on it.
     let EdgeColumns {
         to: edge_to,
         kind: edge_kinds,
@@ -744,27 +736,39 @@ pub(super) fn assemble(sections: Sections, end_offset: u64) -> Result<HeapGraph,
     } = edges;
     edge_name.settle();
     // Taken by whichever thread runs the job: the helper, or this one where none started.
-    let kinds = std::sync::Mutex::new(Some((edge_kinds, nodes.kind)));
-    let compact_kinds = || -> Option<(EdgeKinds, NodeKinds)> {
-        let kinds = kinds
+    let edge_kinds = std::sync::Mutex::new(Some(edge_kinds));
+    let compact_edge_kinds = || -> Option<EdgeKinds> {
+        let edge_kinds = edge_kinds
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        kinds.map(|(edge_kinds, node_kinds)| (edge_kinds.into(), node_kinds.into()))
+        edge_kinds.map(EdgeKinds::from)
     };
-    let (compacted, (node_type, node_name)) = std::thread::scope(|scope| {
+    let (compacted, (node_type, node_name, node_kind)) = std::thread::scope(|scope| {
         let job = std::thread::Builder::new()
             .name("heapgraph-v8-compact".to_owned())
-            .spawn_scoped(scope, compact_kinds)
+            .spawn_scoped(scope, compact_edge_kinds)
             .ok();
-        let nodes = (node_type.into(), NodeNames::from_raw_ids(nodes.name));
+        let node_type = summary_types(&kind_names, &nodes.kind, &nodes.name, &mut table);
+        let nodes = (
+            node_type,
+            NodeNames::from_raw_ids(nodes.name),
+            NodeKinds::from(nodes.kind),
+        );
         let compacted = job.and_then(|job| match job.join() {
             Ok(compacted) => compacted,
             Err(panic) => std::panic::resume_unwind(panic),
         });
-        (compacted.or_else(compact_kinds), nodes)
+        (compacted.or_else(compact_edge_kinds), nodes)
     });
-    let (edge_kind, node_kind) = compacted.unwrap_or_default();
+    let edge_kind = compacted.unwrap_or_default();
+    let node_kinds = kind_names
+        .into_iter()
+        .map(|name| NodeKindInfo {
+            synthetic: name == "synthetic",
+            name,
+        })
+        .collect();
     let parts = HeapGraphParts {
         node_object_id: nodes.object_id,
         node_kind,
@@ -867,13 +871,14 @@ fn string_out_of_range(what: &str, index: u32, n_strings: usize) -> String {
 ///
 /// The strings (pushed, not interned) are findable only once this returns: every type is made
 /// findable, and each node's type is the one findable id of its text, so that a type found by
-/// name and the per-type totals (keyed by id) see every node of that type.
+/// name and the per-type totals (keyed by id) see every node of that type. Where several names
+/// with one text are types, the lowest id is that text's.
 fn summary_types(
     kind_names: &[String],
     node_kind: &[u8],
     node_name: &[u32],
     table: &mut StringTable,
-) -> Vec<StringId> {
+) -> NodeTypes {
     let mut used = [false; 256];
     for &kind in node_kind {
         used[usize::from(kind)] = true;
@@ -890,18 +895,41 @@ fn summary_types(
             other => Some(table.intern(&format!("({other})"))),
         })
         .collect();
-    let mut node_type: Vec<StringId> = node_kind
-        .iter()
-        .zip(node_name)
-        .map(|(&kind, &name)| {
-            kind_types
-                .get(usize::from(kind))
-                .copied()
-                .flatten()
-                // In range: the names were checked against the table.
-                .unwrap_or_else(|| table.id_from_raw(name).unwrap_or(StringId::EMPTY))
-        })
-        .collect();
-    table.make_findable_all(&mut node_type);
-    node_type
+    // A node's key: its name (a string index, checked against the table), or past the
+    // strings its kind, where the kind is the type.
+    let n_strings = table.len();
+    let by_kind: [Option<u32>; 256] = std::array::from_fn(|kind| {
+        kind_types
+            .get(kind)
+            .copied()
+            .flatten()
+            .map(|_| (n_strings + kind) as u32)
+    });
+    let key = |(&kind, &name): (&u8, &u32)| by_kind[usize::from(kind)].unwrap_or(name);
+    // The names that are types made findable in ascending order, so that of equal texts the
+    // lowest id is the one findable: its canonical id by name.
+    let mut is_type = vec![0u64; n_strings.div_ceil(64)];
+    for (&kind, &name) in node_kind.iter().zip(node_name) {
+        if by_kind[usize::from(kind)].is_none() {
+            is_type[name as usize / 64] |= 1 << (name % 64);
+        }
+    }
+    let mut canonical: FxHashMap<u32, StringId> = FxHashMap::default();
+    for (word_at, &word) in is_type.iter().enumerate() {
+        let mut word = word;
+        while word != 0 {
+            let name = (word_at * 64) as u32 + word.trailing_zeros();
+            word &= word - 1;
+            let id = table.id_from_raw(name).unwrap_or(StringId::EMPTY);
+            canonical.insert(name, table.make_findable(id));
+        }
+    }
+    NodeTypes::from_keys(
+        node_kind.iter().zip(node_name).map(key),
+        n_strings + kind_types.len(),
+        |key| match (key as usize).checked_sub(n_strings) {
+            Some(kind) => kind_types[kind].unwrap_or(StringId::EMPTY),
+            None => canonical.get(&key).copied().unwrap_or(StringId::EMPTY),
+        },
+    )
 }

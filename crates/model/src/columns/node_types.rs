@@ -108,6 +108,51 @@ impl NodeTypes {
         }
     }
 
+    /// The types of nodes given by keys below `n_keys` (a V8 node's name, or its kind where the
+    /// kind is the type), each key's type asked of `type_of` where it is first met (and once
+    /// more past 65,534 types, where the column turns plain): a read of a table by key per
+    /// node rather than a hash of the type.
+    ///
+    /// Panics if a key is `n_keys` or more.
+    pub fn from_keys(
+        keys: impl ExactSizeIterator<Item = u32>,
+        n_keys: usize,
+        mut type_of: impl FnMut(u32) -> StringId,
+    ) -> NodeTypes {
+        const UNSEEN: u16 = u16::MAX;
+        let mut column = NodeTypes::with_capacity(keys.len());
+        // The slot of each key met, while the column is narrow (no slot is `u16::MAX`).
+        let mut slot_of_key = vec![UNSEEN; n_keys];
+        // Each key's type, once the column is plain.
+        let mut type_of_key: Vec<Option<StringId>> = Vec::new();
+        for key in keys {
+            let key = key as usize;
+            if let TypesRepr::Narrow { index, .. } = &mut column.0 {
+                let slot = slot_of_key[key];
+                if slot != UNSEEN {
+                    index.push(slot);
+                    continue;
+                }
+                let type_id = type_of(key as u32);
+                column.push(type_id);
+                if let TypesRepr::Narrow { index, .. } = &column.0 {
+                    slot_of_key[key] = index[index.len() - 1];
+                    continue;
+                }
+                // That type widened the column.
+                slot_of_key = Vec::new();
+                type_of_key = vec![None; n_keys];
+                type_of_key[key] = Some(type_id);
+                continue;
+            }
+            let type_id = *type_of_key[key].get_or_insert_with(|| type_of(key as u32));
+            if let TypesRepr::Wide(types) = &mut column.0 {
+                types.push(type_id.0);
+            }
+        }
+        column
+    }
+
     /// Turns the column into one id per node.
     fn widen(&mut self) {
         let TypesRepr::Narrow { index, .. } = &self.0 else {
@@ -339,6 +384,31 @@ mod tests {
             joined.to_vec(),
             [few.clone(), few[..1000].to_vec(), ids].concat()
         );
+    }
+
+    #[test]
+    fn types_by_key_are_the_types_pushed() {
+        // Keys sharing a type share its slot; past 65,534 types the column turns plain, and
+        // each key's type is still asked once.
+        for (n_keys, n_types) in [(1000u32, 300u32), (200_000, 70_000)] {
+            let keys: Vec<u32> = (0..300_000u32).map(|i| i * 7919 % n_keys).collect();
+            let type_of_key = |key: u32| StringId(key % n_types);
+            let mut asked = vec![0u32; n_keys as usize];
+            let by_key = NodeTypes::from_keys(keys.iter().copied(), n_keys as usize, |key| {
+                asked[key as usize] += 1;
+                type_of_key(key)
+            });
+            let pushed: NodeTypes = keys.iter().map(|&key| type_of_key(key)).collect();
+            assert_eq!(by_key.is_narrow(), n_types < 65_535);
+            assert_eq!(by_key.is_narrow(), pushed.is_narrow());
+            assert_eq!(by_key.distinct(), pushed.distinct());
+            assert_eq!(by_key.to_vec(), pushed.to_vec());
+            for node in (0..keys.len()).step_by(997) {
+                assert_eq!(by_key.slot(node), pushed.slot(node));
+            }
+            let most = if by_key.is_narrow() { 1 } else { 2 };
+            assert!(asked.iter().all(|&times| times <= most));
+        }
     }
 
     #[test]
