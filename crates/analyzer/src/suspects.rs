@@ -202,7 +202,10 @@ pub(crate) fn suspects_from(
     }
     // Rule 2: types whose top-level instances (held by no real object alone, so their
     // retained sets are disjoint) together retain much.
-    for (_, (count, retained, largest)) in groups.0 {
+    // By type, so that suspects as large come in one order whatever the map's.
+    let mut groups: Vec<_> = groups.0.into_iter().collect();
+    groups.sort_unstable_by_key(|&(type_id, _)| type_id);
+    for (_, (count, retained, largest)) in groups {
         if count < 2 || retained < limit {
             continue;
         }
@@ -260,7 +263,7 @@ pub(crate) fn top_level_groups(graph: &HeapGraph, analysis: &Analysis) -> TopLev
     let mut groups: FxHashMap<u32, (u64, u64, NodeId)> = FxHashMap::default();
     let java = graph.meta().runtime == Runtime::Java;
     let loader_edge = graph.strings().find("<classloader>");
-    for node in top_level_objects(graph, children) {
+    for_each_top_level_object(graph, children, |node| {
         let index = node.index();
         // The JDK's own classes (loaded by the boot loader, which has no object) are every
         // Java heap's: together they retain much and point nowhere.
@@ -272,7 +275,7 @@ pub(crate) fn top_level_groups(graph: &HeapGraph, analysis: &Analysis) -> TopLev
                 })
             })
         {
-            continue;
+            return;
         }
         let retained = tree.retained_size.get(index);
         let group = groups
@@ -280,10 +283,12 @@ pub(crate) fn top_level_groups(graph: &HeapGraph, analysis: &Analysis) -> TopLev
             .or_insert((0, 0, node));
         group.0 += 1;
         group.1 += retained;
-        if retained > tree.retained_size.get(group.2.index()) {
+        // The largest, the first in node order of those as large.
+        let largest = tree.retained_size.get(group.2.index());
+        if retained > largest || (retained == largest && node < group.2) {
             group.2 = node;
         }
-    }
+    });
     TopLevelGroups(groups)
 }
 
@@ -565,13 +570,15 @@ fn programs_dominator(graph: &HeapGraph, analysis: &Analysis, node: NodeId) -> O
     }
 }
 
-/// The reachable real objects every dominator of which is synthetic (the root, V8's root
-/// groups, frames), in node order: down the dominator tree from the root through synthetic
-/// nodes only.
+/// Visits the reachable real objects every dominator of which is synthetic (the root, V8's
+/// root groups, frames), down the dominator tree from the root through synthetic nodes only.
 ///
 /// Complexity: O(the synthetic nodes' children).
-fn top_level_objects(graph: &HeapGraph, children: &DominatorChildren) -> Vec<NodeId> {
-    let mut found = Vec::new();
+fn for_each_top_level_object(
+    graph: &HeapGraph,
+    children: &DominatorChildren,
+    mut visit: impl FnMut(NodeId),
+) {
     let mut stack = vec![graph.root().to_raw()];
     while let Some(parent) = stack.pop() {
         for child in children.of(parent as usize) {
@@ -581,12 +588,10 @@ fn top_level_objects(graph: &HeapGraph, children: &DominatorChildren) -> Vec<Nod
             if graph.is_synthetic(node) {
                 stack.push(child);
             } else {
-                found.push(node);
+                visit(node);
             }
         }
     }
-    found.sort_unstable();
-    found
 }
 
 /// The chain from the root to `node` that explains it best: through a named root (a module, a
