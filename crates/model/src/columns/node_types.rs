@@ -388,8 +388,8 @@ mod tests {
 
     #[test]
     fn types_by_key_are_the_types_pushed() {
-        // Keys sharing a type share its slot; past 65,534 types the column turns plain, and
-        // each key's type is still asked once.
+        // Keys sharing a type share its slot; past 65,534 types the column turns plain. Each
+        // key's type is asked once, or twice where the column turned plain after it was met.
         for (n_keys, n_types) in [(1000u32, 300u32), (200_000, 70_000)] {
             let keys: Vec<u32> = (0..300_000u32).map(|i| i * 7919 % n_keys).collect();
             let type_of_key = |key: u32| StringId(key % n_types);
