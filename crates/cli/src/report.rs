@@ -101,10 +101,22 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         }
     }
     let sites = sites_view(&allocations);
-    let summaries: Vec<SummaryView> = dumps
+    // The last dump's summary and suspects in one walk of its dominator tree.
+    let last_summary_and_suspects = dumps.last().map(|dump| {
+        heapgraph_analyzer::summary_and_suspects(
+            &dump.graph,
+            &dump.analysis,
+            None,
+            heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
+        )
+        .expect("no kind is asked")
+    });
+    let (last_summary, suspects) = last_summary_and_suspects.unzip();
+    let mut summaries: Vec<SummaryView> = dumps[..dumps.len().saturating_sub(1)]
         .iter()
         .map(|dump| heapgraph_analyzer::summary(&dump.graph, &dump.analysis))
         .collect();
+    summaries.extend(last_summary);
     let diff = (dumps.len() >= 2).then(|| {
         let (first, last) = (&dumps[0], &dumps[dumps.len() - 1]);
         heapgraph_analyzer::diff::diff_types(
@@ -124,13 +136,6 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<String> {
         );
         tree.nodes.truncate(TREE_MAX_NODES);
         tree
-    });
-    let suspects = last.map(|dump| {
-        heapgraph_analyzer::suspects(
-            &dump.graph,
-            &dump.analysis,
-            heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
-        )
     });
     // The most telling first: what grew over a series, where one dump's bytes accumulate, why
     // the GPU ran out, what the recording reached, which line allocated the most.

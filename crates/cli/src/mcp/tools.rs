@@ -438,12 +438,15 @@ fn summary(dumps: &Dumps, args: JsonObject) -> anyhow::Result<String> {
     match &opened.held {
         Held::Heap(dump) => {
             let (graph, analysis) = (&dump.graph, &dump.analysis);
-            let view = heapgraph_analyzer::summary(graph, analysis);
-            let suspects = heapgraph_analyzer::suspects(
+            // One walk of the dominator tree for both (this runs on a blocking task, not
+            // rayon's).
+            let (view, suspects) = heapgraph_analyzer::summary_and_suspects(
                 graph,
                 analysis,
+                None,
                 heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
-            );
+            )
+            .expect("no kind is asked");
             let found = heapgraph_analyzer::findings::accumulations(&suspects);
             Ok(json::summary(&view, &dump.info, &found, Some(n)))
         }

@@ -213,12 +213,14 @@ pub(crate) fn explore(path: &Path, mut loaded: crate::load::Loaded) -> anyhow::R
 pub(crate) fn render(dump: &Dumped, baseline: Option<&Dumped>) -> Rendered {
     let graph = &dump.graph;
     let analysis = &dump.analysis;
-    let view = heapgraph_analyzer::summary(graph, analysis);
-    let suspects = heapgraph_analyzer::suspects(
+    // One walk of the dominator tree for both (this runs on a blocking task, not rayon's).
+    let (view, suspects) = heapgraph_analyzer::summary_and_suspects(
         graph,
         analysis,
+        None,
         heapgraph_analyzer::DEFAULT_SUSPECT_THRESHOLD,
-    );
+    )
+    .expect("no kind is asked");
     let found = heapgraph_analyzer::findings::accumulations(&suspects);
     let summary = json::summary(&view, &dump.info, &found, Some(crate::args::DEFAULT_ROWS));
     let types = json::summary(&view, &dump.info, &found, None);
