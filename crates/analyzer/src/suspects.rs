@@ -802,6 +802,47 @@ mod tests {
     use heapgraph_model::{EdgeKind, Runtime};
     use heapgraph_test_support::graph_from_edges;
 
+    /// A type's group names the first in node order of its largest top-level instances, in
+    /// whatever order the walk down the synthetic nodes meets them: here the root's own child
+    /// `B` (node 3) before `A` (node 2), found below a second synthetic node.
+    #[test]
+    fn a_groups_largest_is_the_first_of_those_as_large() {
+        use heapgraph_model::{GraphMeta, HeapGraphParts, NodeKindInfo, StringTable};
+        let mut strings = StringTable::new();
+        let [root, gc_roots, item] = ["(root)", "(GC roots)", "Item"].map(|t| strings.intern(t));
+        let parts = HeapGraphParts {
+            node_object_id: (1..=4u64).collect(),
+            node_kind: vec![0u8, 0, 1, 1].into(),
+            node_type: vec![root, gc_roots, item, item].into(),
+            node_name: vec![root, gc_roots, item, item].into(),
+            node_shallow_size: vec![0u64, 0, 10, 10].into(),
+            first_edge: vec![0u64, 2, 3, 3, 3].into(),
+            edge_to: vec![1, 3, 2],
+            edge_kind: vec![EdgeKind::Property; 3].into(),
+            edge_name: vec![gc_roots.to_raw(), item.to_raw(), item.to_raw()].into(),
+            node_kinds: vec![
+                NodeKindInfo {
+                    name: "synthetic".into(),
+                    synthetic: true,
+                },
+                NodeKindInfo {
+                    name: "object".into(),
+                    synthetic: false,
+                },
+            ],
+            root: 0,
+        };
+        let graph =
+            HeapGraph::from_parts(GraphMeta::new(Runtime::Java, "test"), strings, parts).unwrap();
+        let options = Options {
+            edge_rule: EdgeRule::for_runtime(Runtime::Java),
+        };
+        let analysis = analyze(&graph, &options);
+        let groups = top_level_groups(&graph, &analysis);
+        let (count, retained, largest) = groups.0[&item.to_raw()];
+        assert_eq!((count, retained, largest.index()), (2, 20, 2));
+    }
+
     /// The walk below an accumulation point cut into parts as finely as it goes (a run of one
     /// node, the largest child descended into at every level) tallies what one walk tallies,
     /// largest instances included, on random graphs whose four types nest in one another.
