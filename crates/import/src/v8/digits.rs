@@ -5,6 +5,9 @@
 //! Everything here only reads what it is sure of and stops at anything else (a sign, a long
 //! number, other whitespace); the byte scanner of `numbers` then reads or rejects it.
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 /// `b'0'` in every byte.
 const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
 
@@ -112,11 +115,56 @@ const SPLIT_FROM_BYTES: usize = 256;
 /// remain, appending their numbers to `out`; returns where it stopped, the start of the first
 /// unit not read.
 ///
-/// Each unit's end is a load and a count away from its start, so one run of units is a chain
-/// of dependent steps: two runs are read side by side (the second from the first unit past
-/// the middle, its numbers held in `scratch` until the first run reaches it), so that the
-/// processor overlaps the two chains.
+/// Read 64 bytes at a time where the processor has AVX-512 with VBMI and VBMI2 (Intel since
+/// Ice Lake, AMD since Zen 4): [`units_by_windows`], three times as fast on a snapshot's
+/// `edges`. Elsewhere [`units_in_two_runs`].
 pub(super) fn fast_units(
+    bytes: &[u8],
+    from: usize,
+    out: &mut Vec<u32>,
+    scratch: &mut Vec<u32>,
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(windows) = avx512::Windows::detect() {
+        return units_by_windows(windows, bytes, from, out);
+    }
+    units_in_two_runs(bytes, from, out, scratch)
+}
+
+/// [`fast_units`] a window at a time ([`avx512::Windows::units`]), and each window those do
+/// not read (a long number, anything else) one unit at a time.
+#[cfg(target_arch = "x86_64")]
+fn units_by_windows(
+    windows: avx512::Windows,
+    bytes: &[u8],
+    from: usize,
+    out: &mut Vec<u32>,
+) -> usize {
+    let Some(last) = bytes.len().checked_sub(FAST_PATH_BYTES) else {
+        return from;
+    };
+    let mut at = from;
+    loop {
+        at = windows.units(bytes, at, out);
+        let window_end = at + avx512::WINDOW;
+        while at < window_end {
+            if at > last {
+                return at;
+            }
+            let Some((number, next)) = fast_unit(bytes, at) else {
+                return at;
+            };
+            out.push(number);
+            at = next;
+        }
+    }
+}
+
+/// [`fast_units`] one unit at a time. Each unit's end is a load and a count away from its
+/// start, so one run of units is a chain of dependent steps: two runs are read side by side
+/// (the second from the first unit past the middle, its numbers held in `scratch` until the
+/// first run reaches it), so that the processor overlaps the two chains.
+fn units_in_two_runs(
     bytes: &[u8],
     from: usize,
     out: &mut Vec<u32>,
@@ -202,30 +250,63 @@ mod tests {
         (numbers, at)
     }
 
-    /// Reading two runs side by side reads what parsing each number as a string does, wherever
-    /// the units stop (a long number, a space, a sign, the end of the bytes).
+    /// Units of numbers as V8 writes them: in one round of two, mostly of up to eight digits
+    /// (what snapshots hold, and what the windows read), else of one to ten digits alike; now
+    /// and then something the fast paths stop at, somewhere.
+    fn units_text(round: usize, next: &mut impl FnMut(u64) -> u64) -> String {
+        let mut text = String::new();
+        let units = next(400);
+        for _ in 0..units {
+            let digits = if round.is_multiple_of(2) && next(50) != 0 {
+                1 + next(8) as u32
+            } else {
+                1 + next(10) as u32
+            };
+            text.push_str(&(next(10u64.pow(digits)) as u32).to_string());
+            text.push_str(if next(5) == 0 { "\n," } else { "," });
+        }
+        if round.is_multiple_of(3) && !text.is_empty() {
+            let at = next(text.len() as u64) as usize;
+            let odd = ["-", " ", "12345678901", "0", "\n", ",", "0123"];
+            text.insert_str(at, odd[next(odd.len() as u64) as usize]);
+        }
+        text
+    }
+
+    /// Each way of reading units (two runs side by side, and on processors that have them
+    /// windows of 64 bytes) reads what parsing each number as a string does, wherever the
+    /// units stop (a long number, a space, a sign, an empty unit, the end of the bytes).
     #[test]
     fn fast_units_reads_what_parsing_each_number_reads() {
         let mut lcg = heapgraph_test_support::Lcg::new(0x9e37_79b9_7f4a_7c15u64);
         let mut next = |bound: u64| lcg.below(bound);
-        for round in 0..3000 {
-            let mut text = String::new();
-            let units = next(400);
-            for _ in 0..units {
-                let digits = 1 + next(10) as u32;
-                text.push_str(&(next(10u64.pow(digits)) as u32).to_string());
-                text.push_str(if next(5) == 0 { "\n," } else { "," });
-            }
-            // Now and then something the fast paths stop at, somewhere.
-            if round % 3 == 0 && !text.is_empty() {
-                let at = next(text.len() as u64) as usize;
-                text.insert_str(at, ["-", " ", "12345678901", "0"][next(4) as usize]);
-            }
+        let mut read_by_windows = 0;
+        for round in 0..6000 {
+            let text = units_text(round, &mut next);
             let bytes = text.as_bytes();
             let (one, at) = units_read_plainly(bytes);
             let (mut two, mut scratch) = (Vec::new(), Vec::new());
             let end = fast_units(bytes, 0, &mut two, &mut scratch);
             assert_eq!((end, &two), (at, &one), "round {round}: {text:?}");
+            two.clear();
+            let end = units_in_two_runs(bytes, 0, &mut two, &mut scratch);
+            assert_eq!((end, &two), (at, &one), "two runs, round {round}: {text:?}");
+            #[cfg(target_arch = "x86_64")]
+            if let Some(windows) = avx512::Windows::detect() {
+                two.clear();
+                let end = units_by_windows(windows, bytes, 0, &mut two);
+                assert_eq!((end, &two), (at, &one), "windows, round {round}: {text:?}");
+                two.clear();
+                read_by_windows += windows.units(bytes, 0, &mut two);
+            }
+        }
+        // Where windows are read, they read most of the texts of short numbers themselves.
+        #[cfg(target_arch = "x86_64")]
+        if avx512::Windows::detect().is_some() {
+            assert!(
+                read_by_windows > 500_000,
+                "{read_by_windows} bytes read by windows"
+            );
         }
     }
 
