@@ -15,6 +15,9 @@ use rustc_hash::FxHashMap;
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
 const MIN_GROWTH: usize = 1 << 10;
 
+/// Edge records decoded into buffers on the stack before the columns take them.
+const RECORDS_PER_STRETCH: usize = 256;
+
 /// Records handed to the columns at a time when decoding a flat array.
 const FLAT_RECORDS_PER_PUSH: usize = 1 << 14;
 
@@ -308,51 +311,58 @@ impl NodeColumns {
             take_wide_nodes(layout, records, wide, array_offset)?
         };
         let n_kinds = layout.node_kinds.len();
-        let records = records.chunks_exact(fields);
         if records
-            .clone()
+            .chunks_exact(fields)
             .any(|record| record[layout.node_type] as usize >= n_kinds)
         {
-            for record in records.clone() {
+            for record in records.chunks_exact(fields) {
                 if record[layout.node_type] as usize >= n_kinds {
                     self.unknown_types.add(record[layout.node_type]);
                 }
             }
         }
-        // Fill each column in its own tight pass over the (cache-hot) batch. A type the layout
-        // does not list becomes kind `n_kinds`, which fits in a byte (the layout has at most
-        // 255 kinds).
+        // A pass over each stretch of the (cache-hot) batch reads each record's fields once and
+        // writes to buffers on the stack, whose stretches the columns then take whole. A type
+        // the layout does not list becomes kind `n_kinds`, which fits in a byte (the layout has
+        // at most 255 kinds).
         let unknown_kind = n_kinds as u32;
-        self.kind.extend(
-            records
-                .clone()
-                .map(|record| record[layout.node_type].min(unknown_kind) as u8),
-        );
-        self.name.extend(
-            records
-                .clone()
-                .map(|record| raw_id(record[layout.node_name])),
-        );
-        self.strings_named = records.clone().fold(self.strings_named, |most, record| {
-            most.max(record[layout.node_name].saturating_add(1))
-        });
-        push_u64_field(
-            &mut self.object_id,
-            records.clone(),
-            layout.node_id,
-            &wide_ids,
-        );
-        push_u64_field(
-            &mut self.shallow_size,
-            records.clone(),
-            layout.node_self_size,
-            &wide_sizes,
-        );
+        let mut strings_named = self.strings_named;
         let mut edge_total = self.first_edge.last().unwrap_or(0);
-        for record in records {
-            edge_total = edge_total.saturating_add(u64::from(record[layout.node_edge_count]));
-            self.first_edge.push(edge_total);
+        let (mut wide_ids, mut wide_sizes) =
+            (wide_ids.iter().peekable(), wide_sizes.iter().peekable());
+        let mut kind_of = [0u8; RECORDS_PER_STRETCH];
+        let mut name_of = [0u32; RECORDS_PER_STRETCH];
+        let mut id_of = [0u64; RECORDS_PER_STRETCH];
+        let mut size_of = [0u64; RECORDS_PER_STRETCH];
+        let mut end_of = [0u64; RECORDS_PER_STRETCH];
+        for (stretch_at, stretch) in records.chunks(fields * RECORDS_PER_STRETCH).enumerate() {
+            let n = stretch.len() / fields;
+            for (i, record) in stretch.chunks_exact(fields).enumerate() {
+                let name = record[layout.node_name];
+                kind_of[i] = record[layout.node_type].min(unknown_kind) as u8;
+                name_of[i] = raw_id(name);
+                strings_named = strings_named.max(name.saturating_add(1));
+                id_of[i] = u64::from(record[layout.node_id]);
+                size_of[i] = u64::from(record[layout.node_self_size]);
+                edge_total = edge_total.saturating_add(u64::from(record[layout.node_edge_count]));
+                end_of[i] = edge_total;
+            }
+            // The numbers that this stretch's `WIDE`s stand for.
+            let stretch_end = stretch_at * RECORDS_PER_STRETCH + n;
+            for (wide, values) in [(&mut wide_ids, &mut id_of), (&mut wide_sizes, &mut size_of)] {
+                while let Some(&(at, value)) = wide.next_if(|&&(at, _)| at < stretch_end) {
+                    values[at - stretch_at * RECORDS_PER_STRETCH] = value;
+                }
+            }
+            self.kind.extend_from_slice(&kind_of[..n]);
+            self.name.extend_from_slice(&name_of[..n]);
+            self.object_id.extend(id_of[..n].iter().copied());
+            self.shallow_size.extend(size_of[..n].iter().copied());
+            for &end in &end_of[..n] {
+                self.first_edge.push(end);
+            }
         }
+        self.strings_named = strings_named;
         Ok(())
     }
 }
@@ -420,31 +430,6 @@ fn too_wide(offset: u64, value: u64, array: &str, what: &str, field: &str) -> Im
             u32::MAX
         ),
     )
-}
-
-/// Appends field `field` of every record to `column`, the values in `wide_values` (record,
-/// value; in record order) in place of their records' [`WIDE`].
-fn push_u64_field<'a>(
-    column: &mut PackedU64,
-    records: impl Iterator<Item = &'a [u32]>,
-    field: usize,
-    wide_values: &[(usize, u64)],
-) {
-    if wide_values.is_empty() {
-        column.extend(records.map(|record| u64::from(record[field])));
-        return;
-    }
-    let mut wide_values = wide_values.iter().peekable();
-    for (index, record) in records.enumerate() {
-        let value = match wide_values.peek() {
-            Some(&&(at, value)) if at == index => {
-                wide_values.next();
-                value
-            }
-            _ => u64::from(record[field]),
-        };
-        column.push(value);
-    }
 }
 
 impl NodeColumns {
@@ -557,66 +542,66 @@ impl EdgeColumns {
         reserve_toward(&mut self.kind, count, self.claimed);
         reserve_toward(&mut self.name, count, self.claimed);
         let fields = layout.edge_fields;
-        let n_kinds = layout.edge_kinds.len();
-        // Check first, then fill each column in its own tight pass over the (cache-hot) batch.
-        let bad = records.chunks_exact(fields).position(|record| {
-            record[layout.edge_type] as usize >= n_kinds
-                || record[layout.edge_to] % node_fields != 0
-        });
+        let (type_at, name_at, to_at) = (layout.edge_type, layout.edge_name, layout.edge_to);
+        let kinds = layout.edge_kinds.as_slice();
+        let first = self.to.len();
+        let (mut most_to, mut strings_named) = (self.most_to, self.strings_named);
+        // A pass over each stretch of the (cache-hot) batch reads each record's fields once and
+        // writes to buffers on the stack, whose stretches the columns then take whole.
+        let mut bad = None;
+        let mut to_of = [0u32; RECORDS_PER_STRETCH];
+        let mut kind_of = [EdgeKind::Internal; RECORDS_PER_STRETCH];
+        let mut name_of = [0u32; RECORDS_PER_STRETCH];
+        for (stretch_at, stretch) in records.chunks(fields * RECORDS_PER_STRETCH).enumerate() {
+            let n = stretch.len() / fields;
+            let mut invalid = false;
+            for (((record, to_slot), kind_slot), name_slot) in stretch
+                .chunks_exact(fields)
+                .zip(&mut to_of)
+                .zip(&mut kind_of)
+                .zip(&mut name_of)
+            {
+                let (type_number, name, to) = (record[type_at], record[name_at], record[to_at]);
+                let kind = kinds.get(type_number as usize).copied();
+                invalid |= kind.is_none() | (to % node_fields != 0);
+                let kind = kind.unwrap_or(EdgeKind::Internal);
+                let to = to / node_fields;
+                most_to = most_to.max(to);
+                let named = u32::from(!kind.is_indexed());
+                // `raw_id(name)` for a named edge, without a branch.
+                *name_slot = name.wrapping_add(named * ID_OF_FIRST_STRING);
+                strings_named = strings_named.max(named * name.saturating_add(1));
+                (*to_slot, *kind_slot) = (to, kind);
+            }
+            if invalid {
+                bad = stretch.chunks_exact(fields).position(|record| {
+                    record[type_at] as usize >= kinds.len() || record[to_at] % node_fields != 0
+                });
+                bad = bad.map(|bad| stretch_at * RECORDS_PER_STRETCH + bad);
+                break;
+            }
+            self.to.extend_from_slice(&to_of[..n]);
+            self.kind.extend_from_slice(&kind_of[..n]);
+            self.name.extend(name_of[..n].iter().copied());
+        }
         if let Some(bad) = bad {
             let record = &records[bad * fields..bad * fields + fields];
-            let edge = self.to.len() + bad;
-            let type_number = record[layout.edge_type];
-            let message = if type_number as usize >= n_kinds {
+            let edge = first + bad;
+            let type_number = record[type_at];
+            let message = if type_number as usize >= kinds.len() {
                 format!(
-                    "edge {edge} has type {type_number}, but `snapshot.meta.edge_types` lists {n_kinds} types"
+                    "edge {edge} has type {type_number}, but `snapshot.meta.edge_types` lists {} types",
+                    kinds.len()
                 )
             } else {
                 format!(
                     "edge {edge} has `to_node` {}, which is not a multiple of the {node_fields} node fields",
-                    record[layout.edge_to]
+                    record[to_at]
                 )
             };
             return Err(malformed(array_offset, message));
         }
-        let records = records.chunks_exact(fields);
-        let first = self.kind.len();
-        self.kind.extend(records.clone().map(|record| {
-            // Checked above; `Internal` is never used.
-            layout
-                .edge_kinds
-                .get(record[layout.edge_type] as usize)
-                .copied()
-                .unwrap_or(EdgeKind::Internal)
-        }));
-        self.to.extend(
-            records
-                .clone()
-                .map(|record| record[layout.edge_to] / node_fields),
-        );
-        self.most_to = self.to[first..]
-            .iter()
-            .copied()
-            .fold(self.most_to, u32::max);
-        let kinds = &self.kind[first..];
-        self.name
-            .extend(kinds.iter().zip(records.clone()).map(|(kind, record)| {
-                let name = record[layout.edge_name];
-                let named = u32::from(!kind.is_indexed());
-                // `raw_id(name)` for a named edge, without a branch.
-                name.wrapping_add(named * ID_OF_FIRST_STRING)
-            }));
-        self.strings_named =
-            kinds
-                .iter()
-                .zip(records)
-                .fold(self.strings_named, |most, (kind, record)| {
-                    if kind.is_indexed() {
-                        most
-                    } else {
-                        most.max(record[layout.edge_name].saturating_add(1))
-                    }
-                });
+        (self.most_to, self.strings_named) = (most_to, strings_named);
         Ok(())
     }
 }
