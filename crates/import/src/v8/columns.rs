@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 /// Entries a column grows by at least, so that small inputs do not reallocate per record.
 const MIN_GROWTH: usize = 1 << 10;
 
-/// Edge records decoded into buffers on the stack before the columns take them.
+/// Records decoded into buffers on the stack at a time, before the columns take them.
 const RECORDS_PER_STRETCH: usize = 256;
 
 /// Records handed to the columns at a time when decoding a flat array.
@@ -52,9 +52,9 @@ const POPULATE_FROM_BYTES: usize = 1 << 20;
 /// written entry by entry) in one call, ahead of the writes: a page fault per 4 KiB page took
 /// a quarter of the parsing thread's time on `app-tsc`'s edges (the fault, its accounting, and
 /// the other thread's TLB flushed as the column grew), and one call maps the same pages for
-/// about two thirds of the cost. Only the room between the header's count and what was read
-/// is mapped ([`reserve_toward`]), so a well-formed file's columns are mapped whole and a
-/// lying header's never past twice what the file holds.
+/// about two thirds of the cost. The room is what [`reserve_toward`] makes, up to the header's
+/// count and never past twice what was read: a well-formed file's columns are mapped once,
+/// whole, and a lying header's never past twice what the file holds.
 fn populate<T>(room: &mut [std::mem::MaybeUninit<T>]) {
     #[cfg(target_os = "linux")]
     if size_of_val(room) >= POPULATE_FROM_BYTES {
