@@ -130,13 +130,20 @@ impl EdgeKinds {
     pub fn extend_from(&mut self, other: &EdgeKinds) {
         if self.len.is_multiple_of(2) {
             self.nibbles.extend_from_slice(&other.nibbles);
-            self.len += other.len;
         } else {
-            self.reserve_exact(other.len);
-            for kind in other.iter() {
-                self.push(kind);
+            // The last byte's high half is free: each of the other's kinds moves up a half,
+            // a byte at a time, and a last byte is left only where the total is odd.
+            self.nibbles.reserve_exact(other.nibbles.len());
+            let mut carry = self.nibbles.pop().unwrap_or(0);
+            for &pair in &other.nibbles {
+                self.nibbles.push(carry | pair << 4);
+                carry = pair >> 4;
+            }
+            if other.len.is_multiple_of(2) {
+                self.nibbles.push(carry);
             }
         }
+        self.len += other.len;
     }
 }
 
@@ -265,10 +272,23 @@ mod tests {
         let mut joined = column.clone();
         joined.extend_from(&column);
         joined.extend_from(&EdgeKinds::from(kinds[..4].to_vec()));
-        assert_eq!(
-            joined.to_vec(),
-            [&kinds[..], &kinds[..], &kinds[..4]].concat()
-        );
+        // Odd after odd, even after even, odd after even, even and none after odd.
+        for part in [&kinds[..3], &kinds[..4], &[], &kinds[..3]] {
+            joined.extend_from(&EdgeKinds::from(part.to_vec()));
+        }
+        let all = [
+            &kinds[..],
+            &kinds[..],
+            &kinds[..4],
+            &kinds[..3],
+            &kinds[..4],
+            &kinds[..3],
+        ]
+        .concat();
+        assert_eq!(joined.to_vec(), all);
+        // Byte for byte the column pushed one by one (an unused high half is 0).
+        let pushed: EdgeKinds = all.iter().copied().collect();
+        assert_eq!((&joined.nibbles, joined.len), (&pushed.nibbles, pushed.len));
         let mut changed = column;
         changed.set(7, EdgeKind::Weak);
         changed.set(8, EdgeKind::Context);

@@ -314,9 +314,7 @@ impl PackedU64 {
     /// Appends every value of `other`.
     pub fn extend_from(&mut self, other: &PackedU64) {
         self.reserve_exact(other.len());
-        for value in other.iter() {
-            self.push(value);
-        }
+        self.extend(other.iter());
     }
 }
 
