@@ -807,7 +807,7 @@ mod tests {
     /// `B` (node 3) before `A` (node 2), found below a second synthetic node.
     #[test]
     fn a_groups_largest_is_the_first_of_those_as_large() {
-        use heapgraph_model::{GraphMeta, HeapGraphParts, NodeKindInfo, StringTable};
+        use heapgraph_model::{GraphMeta, HeapGraphParts, StringTable};
         let mut strings = StringTable::new();
         let [root, gc_roots, item] = ["(root)", "(GC roots)", "Item"].map(|t| strings.intern(t));
         let parts = HeapGraphParts {
@@ -820,16 +820,7 @@ mod tests {
             edge_to: vec![1, 3, 2],
             edge_kind: vec![EdgeKind::Property; 3].into(),
             edge_name: vec![gc_roots.to_raw(), item.to_raw(), item.to_raw()].into(),
-            node_kinds: vec![
-                NodeKindInfo {
-                    name: "synthetic".into(),
-                    synthetic: true,
-                },
-                NodeKindInfo {
-                    name: "object".into(),
-                    synthetic: false,
-                },
-            ],
+            node_kinds: heapgraph_test_support::root_and_object_kinds(),
             root: 0,
         };
         let graph =

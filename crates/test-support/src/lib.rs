@@ -151,7 +151,7 @@ pub fn graph_from_edges(sizes: &[u64], edges: &[(u32, u32, EdgeKind)]) -> HeapGr
 }
 
 /// Kind 0, synthetic, for the root; kind 1 for every other node.
-fn root_and_object_kinds() -> Vec<NodeKindInfo> {
+pub fn root_and_object_kinds() -> Vec<NodeKindInfo> {
     vec![
         NodeKindInfo {
             name: "synthetic".into(),
