@@ -12,6 +12,7 @@ mod hprof_peer;
 mod hprof_real_world;
 mod mcp;
 mod oracle;
+mod parking;
 mod phd;
 mod python;
 mod python_checks;

@@ -444,7 +444,12 @@ impl Loaded {
         }
         let spinner = spinner("computing dominators and retained sizes");
         if heapgraph_analyzer::memory_bound(&self.graph) {
-            release_freed_memory();
+            // The columns that no search of the analysis reads are compressed meanwhile (a
+            // server keeps its columns in scratch files instead).
+            if !heapgraph_model::file_pages::indexes_in_files() {
+                self.graph.park_columns(!edge_rule.devtools_distances);
+            }
+            heapgraph_model::timed("freed memory handed back", release_freed_memory);
         }
         let options = Options { edge_rule };
         let analysis = match chains {
@@ -466,6 +471,7 @@ impl Loaded {
             }
             None => heapgraph_analyzer::analyze(&self.graph, &options),
         };
+        self.graph.unpark_columns();
         spinner.finish_and_clear();
         Ok(analysis)
     }

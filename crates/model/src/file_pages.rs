@@ -6,7 +6,7 @@
 //! Only the binary's global allocator can hand out a block that a vector later frees, so the
 //! binary makes these blocks ([`BlockMapper`]); without one, every column stays in memory.
 
-use crate::image::{ImageSource, Imaged, PartValues, Plain};
+use crate::image::{ImageSource, Imaged, Plain, as_bytes, as_bytes_mut, zeroed};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -70,6 +70,11 @@ pub fn keep_indexes_in_files() {
     INDEXES_IN_FILES.store(true, Ordering::Relaxed);
 }
 
+/// Whether [`keep_indexes_in_files`] was called.
+pub fn indexes_in_files() -> bool {
+    INDEXES_IN_FILES.load(Ordering::Relaxed)
+}
+
 /// The stretches `pieces` of `file` (offset in the file, length in bytes, each a whole number
 /// of `T`s, little-endian) as a vector of `T`s whose buffer maps them, where a mapper is set
 /// and the stretches lie as [`BlockMapper::map`] needs them; `None` otherwise, and the caller
@@ -109,15 +114,6 @@ fn map_vec<T: Plain>(
     // (the file's, privately mapped), and every pattern of bytes is a `T` (`Plain`). Capacity
     // is length, so the layout the vector frees it with is the block's.
     Some(unsafe { Vec::from_raw_parts(block.as_ptr().cast::<T>(), n, n) })
-}
-
-/// The bytes of `values`, in this process's byte order.
-fn as_bytes<T: Plain>(values: &[T]) -> &[u8] {
-    // SAFETY: `Plain` values are `WIDTH` bytes each with no padding, so the slice's memory is
-    // `len * WIDTH` initialised bytes; `u8` has no alignment to keep.
-    unsafe {
-        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-    }
 }
 
 /// A column of `len` values written a stretch at a time into a scratch file, then read as a
@@ -170,15 +166,9 @@ impl<T: Plain> FileColumn<T> {
         if let Some(mapped) = self.mapped()? {
             return Ok(mapped);
         }
-        let zero = T::from_le(&[0; 8][..T::WIDTH]);
-        let mut column = vec![zero; self.len];
+        let mut column = zeroed::<T>(self.len);
         self.file.seek(SeekFrom::Start(0))?;
-        // SAFETY: the vector's `len * WIDTH` bytes are initialised (zeros), a `u8` has no
-        // alignment to keep, and any bytes read over them are `T`s (`Plain`).
-        let bytes = unsafe {
-            std::slice::from_raw_parts_mut(column.as_mut_ptr().cast::<u8>(), self.len * T::WIDTH)
-        };
-        self.file.read_exact(bytes)?;
+        self.file.read_exact(as_bytes_mut(&mut column))?;
         Ok(column)
     }
 
@@ -243,7 +233,7 @@ fn paged_copy<C: Imaged>(column: &C) -> Option<C> {
     let mut parts = Vec::with_capacity(image.parts.len());
     let mut at = 0u64;
     for (name, values) in &image.parts {
-        let bytes = part_bytes(values);
+        let bytes = values.bytes();
         file.seek(SeekFrom::Start(at)).ok()?;
         file.write_all(bytes).ok()?;
         parts.push(ScratchPart {
@@ -263,17 +253,6 @@ fn paged_copy<C: Imaged>(column: &C) -> Option<C> {
         file,
     };
     C::from_image(&mut source).ok()
-}
-
-/// The bytes of a vector of a column's image, in this process's byte order.
-fn part_bytes<'a>(values: &PartValues<'a>) -> &'a [u8] {
-    match *values {
-        PartValues::U8(values) => values,
-        PartValues::U16(values) => as_bytes(values),
-        PartValues::I16(values) => as_bytes(values),
-        PartValues::U32(values) => as_bytes(values),
-        PartValues::U64(values) => as_bytes(values),
-    }
 }
 
 /// One vector of a column written by [`paged_copy`]: where it lies in the scratch file.
@@ -319,14 +298,10 @@ impl ImageSource for ScratchImage {
             return Ok(mapped);
         }
         // Too small to map: read back.
-        let zero = T::from_le(&[0; 8][..T::WIDTH]);
-        let mut values = vec![zero; part.bytes / T::WIDTH];
-        // SAFETY: as in `FileColumn::finish`.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), part.bytes) };
+        let mut values = zeroed::<T>(part.bytes / T::WIDTH);
         self.file
             .seek(SeekFrom::Start(part.at))
-            .and_then(|_| self.file.read_exact(bytes))
+            .and_then(|_| self.file.read_exact(as_bytes_mut(&mut values)))
             .map_err(|error| format!("the vector {name:?} cannot be read back: {error}"))?;
         Ok(values)
     }

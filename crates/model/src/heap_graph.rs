@@ -4,6 +4,7 @@ use crate::array_lengths::{ArrayLengths, CollectionFill};
 use crate::columns::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64,
 };
+use crate::parked::Parked;
 use crate::reverse::ReverseEdges;
 use crate::strings::{StringId, StringTable};
 use std::fmt;
@@ -248,6 +249,25 @@ pub struct HeapGraph {
     array_lengths: ArrayLengths,
     /// Collections' fill, where the dump recorded it (empty otherwise).
     fill: CollectionFill,
+    /// The columns [`HeapGraph::park_columns`] compressed, until [`HeapGraph::unpark_columns`].
+    parked: Option<ParkedColumns>,
+}
+
+/// The columns of a graph compressed in memory while a pass runs that reads none of them.
+struct ParkedColumns {
+    object_ids: Parked<PackedU64>,
+    names: Option<ParkedNames>,
+}
+
+/// The labels, the edge names and the strings' text, parked but for the names of the root's
+/// edges, which the chains' searches read to tell the roots that name a holder from the others.
+struct ParkedNames {
+    labels: Parked<NodeNames>,
+    edge_names: Parked<EdgeNames>,
+    text: Parked<Vec<u8>>,
+    root_edges_start: usize,
+    /// The names of the root's edges, each with its text (empty for an index).
+    root_edge_names: Vec<(u32, Box<str>)>,
 }
 
 /// The name of an edge: a string, or an index for array-like edges.
@@ -399,6 +419,7 @@ impl HeapGraph {
             strings,
             parts,
             reverse: OnceLock::new(),
+            parked: None,
             array_lengths: ArrayLengths::default(),
             fill: CollectionFill::default(),
         })
@@ -558,6 +579,21 @@ impl HeapGraph {
     /// The name of edge `edge`.
     #[inline]
     pub fn edge_name(&self, edge: usize) -> EdgeName<'_> {
+        if let Some(parked) = self
+            .parked
+            .as_ref()
+            .and_then(|parked| parked.names.as_ref())
+        {
+            let (raw, text) = edge
+                .checked_sub(parked.root_edges_start)
+                .and_then(|at| parked.root_edge_names.get(at))
+                .unwrap_or_else(|| panic!("edge {edge} is not the root's: its name is parked"));
+            return if self.parts.edge_kind[edge].is_indexed() {
+                EdgeName::Index(*raw)
+            } else {
+                EdgeName::Named(text)
+            };
+        }
         let raw = self.parts.edge_name.get(edge);
         if self.parts.edge_kind[edge].is_indexed() {
             EdgeName::Index(raw)
@@ -600,6 +636,63 @@ impl HeapGraph {
             self.strings.page_out();
             self.array_lengths.page_out();
             forget_resident();
+        });
+    }
+
+    /// Compresses in memory, until [`HeapGraph::unpark_columns`], the columns that the dominator
+    /// pass and the searches beside it never read: the object ids, and, with `names`, the
+    /// objects' labels, the edges' names but the root's and the strings' text (which
+    /// DevTools' distances read, and no other search; the number of strings stays). On the
+    /// 2.5 GB benchmark dump they are 437 MiB (a Java dump's strings are mostly its `String`
+    /// objects' text, which labels them), and take 80 MiB compressed (docs/performance.md).
+    /// Meanwhile a read of a parked value panics. Parking parked columns again, or unparking
+    /// none, does nothing.
+    pub fn park_columns(&mut self, names: bool) {
+        if self.parked.is_some() {
+            return;
+        }
+        let root_edges = self.edge_range(self.root());
+        crate::timed("columns parked", || {
+            let parts = &mut self.parts;
+            let object_ids = Parked::park(std::mem::take(&mut parts.node_object_id));
+            let strings = &mut self.strings;
+            let names = names.then(|| {
+                let root_edge_names = root_edges
+                    .clone()
+                    .map(|edge| {
+                        let raw = parts.edge_name.get(edge);
+                        let text = match parts.edge_kind[edge].is_indexed() {
+                            true => "",
+                            false => strings.get(StringId(raw)),
+                        };
+                        (raw, text.into())
+                    })
+                    .collect();
+                ParkedNames {
+                    labels: Parked::park(std::mem::take(&mut parts.node_name)),
+                    edge_names: Parked::park(std::mem::take(&mut parts.edge_name)),
+                    text: Parked::park(strings.take_text()),
+                    root_edges_start: root_edges.start,
+                    root_edge_names,
+                }
+            });
+            self.parked = Some(ParkedColumns { object_ids, names });
+        });
+    }
+
+    /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were.
+    pub fn unpark_columns(&mut self) {
+        let Some(parked) = self.parked.take() else {
+            return;
+        };
+        crate::timed("columns unparked", || {
+            let parts = &mut self.parts;
+            parts.node_object_id = parked.object_ids.unpark();
+            if let Some(names) = parked.names {
+                parts.node_name = names.labels.unpark();
+                parts.edge_name = names.edge_names.unpark();
+                self.strings.put_text_back(names.text.unpark());
+            }
         });
     }
 

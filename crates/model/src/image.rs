@@ -88,6 +88,44 @@ impl PartValues<'_> {
     }
 }
 
+impl<'a> PartValues<'a> {
+    /// The values' bytes, in this process's byte order.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        match *self {
+            PartValues::U8(values) => values,
+            PartValues::U16(values) => as_bytes(values),
+            PartValues::I16(values) => as_bytes(values),
+            PartValues::U32(values) => as_bytes(values),
+            PartValues::U64(values) => as_bytes(values),
+        }
+    }
+}
+
+/// The bytes of `values`, in this process's byte order.
+pub(crate) fn as_bytes<T: Plain>(values: &[T]) -> &[u8] {
+    // SAFETY: `Plain` values are `WIDTH` bytes each with no padding, so the slice's memory is
+    // `len * WIDTH` initialised bytes; `u8` has no alignment to keep.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+/// The bytes of `values`, in this process's byte order, to write over.
+pub(crate) fn as_bytes_mut<T: Plain>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`, and any bytes written over them are `T`s (`Plain`).
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
+    }
+}
+
+/// `n` zeros, to write over (their pages are the kernel's zeroed ones until written).
+pub(crate) fn zeroed<T: Plain>(n: usize) -> Vec<T> {
+    vec![T::from_le(&[0; 8][..T::WIDTH]); n]
+}
+
 fn put<T: Copy, const N: usize>(values: &[T], out: &mut Vec<u8>, le: fn(T) -> [u8; N]) {
     out.reserve(values.len() * N);
     for &value in values {
@@ -135,6 +173,21 @@ impl Imaged for Vec<u32> {
             repr: ONLY,
             scalars: Vec::new(),
             parts: vec![("values", PartValues::U32(self))],
+        }
+    }
+
+    fn from_image(source: &mut impl ImageSource) -> Result<Self, String> {
+        expect_repr(source, &[ONLY])?;
+        source.take("values")
+    }
+}
+
+impl Imaged for Vec<u8> {
+    fn image(&self) -> ColumnImage<'_> {
+        ColumnImage {
+            repr: ONLY,
+            scalars: Vec::new(),
+            parts: vec![("values", PartValues::U8(self))],
         }
     }
 

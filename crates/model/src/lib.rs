@@ -38,6 +38,7 @@ mod columns;
 pub mod file_pages;
 mod heap_graph;
 pub mod image;
+mod parked;
 mod passes;
 mod prefetch;
 mod reverse;
@@ -59,6 +60,7 @@ pub use heap_graph::{
     EdgeKind, EdgeName, FileDump, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId,
     NodeKindInfo, Runtime,
 };
+pub use parked::Parked;
 pub use passes::{PassTime, ProcessMemory, keep_timings, take_timings, timed};
 pub use prefetch::prefetch;
 pub use reverse::ReverseEdges;

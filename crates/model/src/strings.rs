@@ -124,6 +124,20 @@ impl StringTable {
         ((raw as usize) < self.ends.len()).then_some(StringId(raw))
     }
 
+    /// The strings' text, taken out (the table then reads every string but the empty one as
+    /// out of bounds, and keeps their number) until [`StringTable::put_text_back`].
+    pub(crate) fn take_text(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.data).into_bytes()
+    }
+
+    /// Puts back the text [`StringTable::take_text`] took.
+    ///
+    /// # Panics
+    /// Where `text` is not the text taken (not UTF-8).
+    pub(crate) fn put_text_back(&mut self, text: Vec<u8>) {
+        self.data = String::from_utf8(text).expect("the text taken out of the table");
+    }
+
     /// The findable id of `text`, adding it (findable) if no findable string has that text.
     pub fn intern(&mut self, text: &str) -> StringId {
         let hash = hash_str(text);

@@ -1,0 +1,207 @@
+//! Columns compressed in memory for as long as no pass reads them: what a graph holds beside a
+//! pass that needs its memory (the dominator pass of a dump near the machine's size) and reads
+//! only some of its columns.
+//!
+//! A column is parked as its image ([`Imaged`]): each of its vectors cut into blocks of
+//! [`BLOCK`] bytes, each block compressed by zstd on its own, on every core. Unparking makes the
+//! column again from its image, every invariant checked as when a file is read, each vector
+//! decompressed into its final buffer. The columns of heap graphs compress well (docs/
+//! performance.md: on the 2.5 GB benchmark dump, edge names 30 times, object ids 3 times,
+//! labels 1.4 times).
+
+use crate::image::{ImageSource, Imaged, Plain, as_bytes_mut, zeroed};
+use rayon::prelude::*;
+
+/// The bytes of a vector compressed as one block: large enough for zstd's ratio, small enough
+/// that a vector of a few MiB spreads over the cores.
+const BLOCK: usize = 1 << 20;
+
+/// zstd's fastest level but one: on the columns measured, level 1 gives the ratio of level 3
+/// at up to twice its speed.
+const LEVEL: i32 = 1;
+
+/// A column compressed in memory ([`Parked::park`]) until [`Parked::unpark`] gives it back.
+pub struct Parked<C> {
+    repr: &'static str,
+    scalars: Vec<(&'static str, u64)>,
+    parts: Vec<ParkedPart>,
+    column: std::marker::PhantomData<C>,
+}
+
+/// One vector of a parked column.
+struct ParkedPart {
+    name: &'static str,
+    width: usize,
+    bytes: usize,
+    /// Its blocks, in order, each as zstd compressed it or, where that is no shorter, as it
+    /// is; `None` once taken.
+    blocks: Option<Vec<Block>>,
+}
+
+enum Block {
+    Compressed(Vec<u8>),
+    Raw(Vec<u8>),
+}
+
+impl<C: Imaged> Parked<C> {
+    /// `column`, compressed; its memory is freed.
+    pub fn park(column: C) -> Parked<C> {
+        let image = column.image();
+        let parts = image
+            .parts
+            .iter()
+            .map(|&(name, values)| {
+                let bytes = values.bytes();
+                let blocks = bytes
+                    .par_chunks(BLOCK)
+                    .map_init(
+                        || zstd::bulk::Compressor::new(LEVEL).ok(),
+                        |compressor, raw| {
+                            let compressed = compressor
+                                .as_mut()
+                                .and_then(|compressor| compressor.compress(raw).ok());
+                            match compressed {
+                                // zstd leaves room for the worst case: handed back.
+                                Some(mut compressed) if compressed.len() < raw.len() => {
+                                    compressed.shrink_to_fit();
+                                    Block::Compressed(compressed)
+                                }
+                                _ => Block::Raw(raw.to_vec()),
+                            }
+                        },
+                    )
+                    .collect();
+                ParkedPart {
+                    name,
+                    width: values.width(),
+                    bytes: bytes.len(),
+                    blocks: Some(blocks),
+                }
+            })
+            .collect();
+        Parked {
+            repr: image.repr,
+            scalars: image.scalars,
+            parts,
+            column: std::marker::PhantomData,
+        }
+    }
+
+    /// The column parked, as it was.
+    ///
+    /// # Panics
+    /// Never for a column parked by [`Parked::park`]: its blocks decompress to the bytes they
+    /// were made from, which make the column they came from.
+    pub fn unpark(mut self) -> C {
+        C::from_image(&mut self)
+            .unwrap_or_else(|error| panic!("a parked column reads back as it was parked: {error}"))
+    }
+
+    /// The bytes the column takes while parked.
+    pub fn parked_bytes(&self) -> usize {
+        let blocks = self
+            .parts
+            .iter()
+            .flat_map(|part| part.blocks.iter().flatten());
+        blocks
+            .map(|block| match block {
+                Block::Compressed(bytes) | Block::Raw(bytes) => bytes.len(),
+            })
+            .sum()
+    }
+}
+
+impl<C> ImageSource for Parked<C> {
+    fn repr(&self) -> &str {
+        self.repr
+    }
+
+    fn scalar(&self, name: &str) -> Result<u64, String> {
+        self.scalars
+            .iter()
+            .find(|scalar| scalar.0 == name)
+            .map(|scalar| scalar.1)
+            .ok_or_else(|| format!("no number {name:?}"))
+    }
+
+    fn take<T: Plain>(&mut self, name: &str) -> Result<Vec<T>, String> {
+        let part = self
+            .parts
+            .iter_mut()
+            .find(|part| part.name == name)
+            .ok_or_else(|| format!("no vector {name:?}"))?;
+        let blocks = match part.blocks.take() {
+            Some(blocks) if part.width == T::WIDTH => blocks,
+            _ => return Err(format!("the vector {name:?} is not there to take")),
+        };
+        let mut values = zeroed::<T>(part.bytes / T::WIDTH);
+        as_bytes_mut(&mut values)
+            .par_chunks_mut(BLOCK)
+            .zip(blocks)
+            .try_for_each(|(out, block)| match block {
+                Block::Compressed(compressed) => {
+                    match zstd::bulk::decompress_to_buffer(&compressed, out) {
+                        Ok(written) if written == out.len() => Ok(()),
+                        Ok(written) => Err(format!(
+                            "a block of {name:?} decompressed to {written} bytes of {}",
+                            out.len()
+                        )),
+                        Err(error) => Err(format!("a block of {name:?}: {error}")),
+                    }
+                }
+                Block::Raw(raw) => {
+                    out.copy_from_slice(&raw);
+                    Ok(())
+                }
+            })?;
+        Ok(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EdgeKind, EdgeKinds, EdgeNames, NodeNames, PackedU64, StringId};
+
+    fn round_trip<C: Imaged + PartialEq + std::fmt::Debug + Clone>(column: C) {
+        let parked = Parked::park(column.clone());
+        assert_eq!(parked.unpark(), column);
+    }
+
+    #[test]
+    fn columns_come_back_as_they_were_parked() {
+        // Several blocks, a part that does not compress (random ids), and values kept beside.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let ids: Vec<u64> = (0..600_000).map(|_| random() >> 8).collect();
+        round_trip(PackedU64::from(ids));
+        let addresses: Vec<u64> = (0..600_000u64).map(|k| 0x7f00_0000_0000 + 24 * k).collect();
+        round_trip(PackedU64::from(addresses));
+        let names: Vec<u32> = (0..3_000_000u32)
+            .map(|k| if k % 1000 == 7 { 1 << 20 } else { k % 40 })
+            .collect();
+        round_trip(EdgeNames::from(names));
+        let labels: Vec<StringId> = (0..100_000u32).map(|k| StringId(k % 3)).collect();
+        round_trip(NodeNames::from(labels));
+        let kinds: Vec<EdgeKind> = (0..1_000_001)
+            .map(|k| [EdgeKind::Property, EdgeKind::Element, EdgeKind::Weak][k % 3])
+            .collect();
+        round_trip(EdgeKinds::from(kinds));
+        round_trip(PackedU64::from(Vec::<u64>::new()));
+    }
+
+    #[test]
+    fn a_parked_column_takes_less_memory_where_it_compresses() {
+        let names: Vec<u32> = (0..4_000_000u32).map(|k| k % 12).collect();
+        let column = EdgeNames::from(names);
+        let parked = Parked::park(column);
+        // 8 MB of two-byte names, a dozen of them repeating.
+        assert!(parked.parked_bytes() < 400_000, "{}", parked.parked_bytes());
+        assert_eq!(parked.unpark().get(3_999_999), 3_999_999 % 12);
+    }
+}

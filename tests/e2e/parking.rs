@@ -1,0 +1,93 @@
+//! The columns a graph parks while its dominator pass runs (`HeapGraph::park_columns`, what
+//! `summary` and its kin do where memory is the bound): no search of the analysis reads them,
+//! so the analysis, the suspects drawn from it and the columns given back are those of a graph
+//! that never parked, on real dumps of each runtime.
+
+use crate::oracle::load;
+use heapgraph_analyzer::{
+    Analysis, EdgeRule, Options, ViewDistances, analyze, analyze_before_chains, suspects,
+};
+use heapgraph_model::HeapGraph;
+
+/// Every analysis the verbs make: the lean order, and the fast one beside the chains' searches
+/// with distances shown or left out.
+fn analyses(graph: &HeapGraph, options: &Options) -> Vec<Analysis> {
+    vec![
+        analyze(graph, options),
+        analyze_before_chains(graph, options, ViewDistances::Shown),
+        analyze_before_chains(graph, options, ViewDistances::LeftOut),
+    ]
+}
+
+fn parked_analyses_agree(name: &str) {
+    let mut graph = load(name);
+    let options = Options {
+        edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+    };
+    let names = !options.edge_rule.devtools_distances;
+    let before = graph.parts().clone();
+    let texts = |graph: &HeapGraph| -> Vec<String> {
+        let strings = graph.strings();
+        (0..strings.len() as u32)
+            .map(|raw| {
+                strings
+                    .get(strings.id_from_raw(raw).expect("in range"))
+                    .to_owned()
+            })
+            .collect()
+    };
+    let text_before = texts(&graph);
+    let plain = analyses(&graph, &options);
+    graph.park_columns(names);
+    assert!(
+        graph.parts().node_object_id.is_empty(),
+        "{name}: ids parked"
+    );
+    assert_eq!(graph.parts().edge_name.is_empty(), names, "{name}");
+    let parked = analyses(&graph, &options);
+    graph.unpark_columns();
+
+    let after = graph.parts();
+    assert_eq!(after.node_object_id, before.node_object_id, "{name}");
+    assert_eq!(after.node_name, before.node_name, "{name}");
+    assert_eq!(after.edge_name, before.edge_name, "{name}");
+    assert!(
+        texts(&graph) == text_before,
+        "{name}: the strings' text is back"
+    );
+    for (k, (plain, parked)) in plain.iter().zip(&parked).enumerate() {
+        let (a, b) = (&plain.dominators, &parked.dominators);
+        assert_eq!(a.idom, b.idom, "{name}, analysis {k}");
+        assert_eq!(a.retained_size, b.retained_size, "{name}, analysis {k}");
+        assert_eq!(a.retained_count, b.retained_count, "{name}, analysis {k}");
+        assert_eq!(a.reachable, b.reachable, "{name}, analysis {k}");
+        assert_eq!(
+            plain.chain_parents(&graph),
+            parked.chain_parents(&graph),
+            "{name}, analysis {k}"
+        );
+        let expected = suspects(&graph, plain, 0.05);
+        assert!(!expected.suspects.is_empty(), "{name}: suspects to compare");
+        assert_eq!(
+            suspects(&graph, parked, 0.05),
+            expected,
+            "{name}, analysis {k}"
+        );
+    }
+}
+
+#[test]
+fn a_java_compiler_s_heap_analyses_the_same_parked() {
+    parked_analyses_agree("java/javac.hprof.gz");
+}
+
+#[test]
+fn an_android_app_s_heap_analyses_the_same_parked() {
+    parked_analyses_agree("java/real-world/leak_service_binder_ignored.hprof.gz");
+}
+
+/// V8's distances follow DevTools' rules, which read labels and edge names: those stay.
+#[test]
+fn a_node_app_s_heap_analyses_the_same_parked() {
+    parked_analyses_agree("v8/app-final.heapsnapshot.gz");
+}
