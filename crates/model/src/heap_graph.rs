@@ -259,15 +259,13 @@ struct ParkedColumns {
     names: Option<ParkedNames>,
 }
 
-/// The labels, the edge names and the strings' text, parked but for the names of the root's
-/// edges, which the chains' searches read to tell the roots that name a holder from the others.
+/// The labels and edge names, parked but for the names of the root's edges, which the chains'
+/// searches read to tell the roots that name a holder from the others.
 struct ParkedNames {
     labels: Parked<NodeNames>,
     edge_names: Parked<EdgeNames>,
-    text: Parked<Vec<u8>>,
     root_edges_start: usize,
-    /// The names of the root's edges, each with its text (empty for an index).
-    root_edge_names: Vec<(u32, Box<str>)>,
+    root_edge_names: Vec<u32>,
 }
 
 /// The name of an edge: a string, or an index for array-like edges.
@@ -584,17 +582,18 @@ impl HeapGraph {
             .as_ref()
             .and_then(|parked| parked.names.as_ref())
         {
-            let (raw, text) = edge
+            let raw = edge
                 .checked_sub(parked.root_edges_start)
                 .and_then(|at| parked.root_edge_names.get(at))
                 .unwrap_or_else(|| panic!("edge {edge} is not the root's: its name is parked"));
-            return if self.parts.edge_kind[edge].is_indexed() {
-                EdgeName::Index(*raw)
-            } else {
-                EdgeName::Named(text)
-            };
+            return self.edge_name_of(edge, *raw);
         }
-        let raw = self.parts.edge_name.get(edge);
+        self.edge_name_of(edge, self.parts.edge_name.get(edge))
+    }
+
+    /// The name of edge `edge`, whose raw name is `raw`.
+    #[inline]
+    fn edge_name_of(&self, edge: usize, raw: u32) -> EdgeName<'_> {
         if self.parts.edge_kind[edge].is_indexed() {
             EdgeName::Index(raw)
         } else {
@@ -641,12 +640,13 @@ impl HeapGraph {
 
     /// Compresses in memory, until [`HeapGraph::unpark_columns`], the columns that the dominator
     /// pass and the searches beside it never read: the object ids, and, with `names`, the
-    /// objects' labels, the edges' names but the root's and the strings' text (which
-    /// DevTools' distances read, and no other search; the number of strings stays). On the
-    /// 2.5 GB benchmark dump they are 437 MiB (a Java dump's strings are mostly its `String`
-    /// objects' text, which labels them), and take 80 MiB compressed (docs/performance.md).
-    /// Meanwhile a read of a parked value panics. Parking parked columns again, or unparking
-    /// none, does nothing.
+    /// objects' labels and the edges' names but the root's (which DevTools' distances read,
+    /// and no other search); meanwhile a read of a parked value panics. With `names`, the
+    /// strings' text is parked too, for good: a string read is decoded with the block of text
+    /// around it ([`StringTable::park_text`]). On the 2.5 GB benchmark dump these are 437 MiB
+    /// (a Java dump's strings are mostly its `String` objects' text, which labels them), and
+    /// take under 100 MiB parked (docs/performance.md). Parking parked columns again, or
+    /// unparking none, does nothing.
     pub fn park_columns(&mut self, names: bool) {
         if self.parked.is_some() {
             return;
@@ -655,32 +655,23 @@ impl HeapGraph {
         crate::timed("columns parked", || {
             let parts = &mut self.parts;
             let object_ids = Parked::park(std::mem::take(&mut parts.node_object_id));
-            let strings = &mut self.strings;
             let names = names.then(|| {
-                let root_edge_names = root_edges
-                    .clone()
-                    .map(|edge| {
-                        let raw = parts.edge_name.get(edge);
-                        let text = match parts.edge_kind[edge].is_indexed() {
-                            true => "",
-                            false => strings.get(StringId(raw)),
-                        };
-                        (raw, text.into())
-                    })
-                    .collect();
+                self.strings.park_text();
                 ParkedNames {
+                    root_edge_names: (root_edges.clone())
+                        .map(|edge| parts.edge_name.get(edge))
+                        .collect(),
                     labels: Parked::park(std::mem::take(&mut parts.node_name)),
                     edge_names: Parked::park(std::mem::take(&mut parts.edge_name)),
-                    text: Parked::park(strings.take_text()),
                     root_edges_start: root_edges.start,
-                    root_edge_names,
                 }
             });
             self.parked = Some(ParkedColumns { object_ids, names });
         });
     }
 
-    /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were.
+    /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were (the text
+    /// stays parked).
     pub fn unpark_columns(&mut self) {
         let Some(parked) = self.parked.take() else {
             return;
@@ -691,7 +682,6 @@ impl HeapGraph {
             if let Some(names) = parked.names {
                 parts.node_name = names.labels.unpark();
                 parts.edge_name = names.edge_names.unpark();
-                self.strings.put_text_back(names.text.unpark());
             }
         });
     }

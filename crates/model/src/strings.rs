@@ -2,8 +2,10 @@
 
 use crate::columns::EdgeOffsets;
 use hashbrown::HashTable;
+use rayon::prelude::*;
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
+use std::sync::OnceLock;
 
 /// A string of a [`StringTable`]. Dense: ids run `0..table.len()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -31,17 +33,157 @@ impl StringId {
 /// without hashing it, for bulk imports whose strings are nearly all distinct and never looked
 /// up by text; [`StringTable::make_findable`] promotes a pushed string afterwards.
 ///
+/// The text can be parked ([`StringTable::park_text`]): compressed in blocks, each decoded
+/// when a string in it is first read, and the whole made again by the first change.
+///
 /// Invariants: `ends` is monotone and `ends.len()` is the number of strings; string `i` is
 /// `data[ends[i-1]..ends[i]]` (with `ends[-1] = 0`); string 0 is `""` and findable; `lookup`
 /// holds the ids of the findable strings, and no text appears twice among findable strings
 /// (a pushed string may repeat any text).
 #[derive(Clone)]
 pub struct StringTable {
-    data: String,
+    data: Text,
     /// End of each string in `data`: 4 bytes per string below 4 GiB of text.
     ends: EdgeOffsets,
     /// The ids of the findable strings, hashed by text.
     lookup: HashTable<u32>,
+}
+
+/// The text of a [`StringTable`].
+#[derive(Clone)]
+enum Text {
+    Whole(String),
+    Parked(ParkedText),
+}
+
+/// The text cut at string ends into blocks of about [`TEXT_BLOCK`] bytes (a longer string is a
+/// block of its own), each compressed by zstd and decoded on its first read.
+///
+/// Invariants: `starts` ascends from 0, one per block, each the end of a string; block `b`
+/// holds the text's bytes `starts[b]..starts[b + 1]` (the last, up to `len`).
+#[derive(Clone)]
+struct ParkedText {
+    len: usize,
+    starts: Vec<usize>,
+    blocks: Vec<TextBlock>,
+}
+
+#[derive(Clone)]
+struct TextBlock {
+    compressed: Vec<u8>,
+    len: usize,
+    text: OnceLock<Box<str>>,
+}
+
+/// The text bytes of a parked block: a string read costs decoding at most this much (some 30
+/// µs), and a reader of a few strings holds a block per string it reads.
+const TEXT_BLOCK: usize = 64 << 10;
+
+impl Text {
+    /// The text, made whole where it was parked.
+    fn whole(&mut self) -> &mut String {
+        if let Text::Parked(parked) = self {
+            let whole = std::mem::replace(parked, ParkedText::empty()).into_whole();
+            *self = Text::Whole(whole);
+        }
+        match self {
+            Text::Whole(text) => text,
+            Text::Parked(_) => unreachable!("made whole above"),
+        }
+    }
+}
+
+impl ParkedText {
+    fn empty() -> ParkedText {
+        ParkedText {
+            len: 0,
+            starts: vec![0],
+            blocks: Vec::new(),
+        }
+    }
+
+    fn new(text: &str, ends: &EdgeOffsets) -> ParkedText {
+        let mut starts = vec![0];
+        for end in ends.iter() {
+            let end = end as usize;
+            if end - starts[starts.len() - 1] >= TEXT_BLOCK && end < text.len() {
+                starts.push(end);
+            }
+        }
+        let blocks = (0..starts.len())
+            .into_par_iter()
+            .map_init(
+                || zstd::bulk::Compressor::new(1).ok(),
+                |compressor, b| {
+                    let end = starts.get(b + 1).copied().unwrap_or(text.len());
+                    let bytes = &text.as_bytes()[starts[b]..end];
+                    let compressed = compressor
+                        .as_mut()
+                        .and_then(|compressor| compressor.compress(bytes).ok());
+                    match compressed {
+                        Some(mut compressed) => {
+                            compressed.shrink_to_fit();
+                            TextBlock {
+                                compressed,
+                                len: bytes.len(),
+                                text: OnceLock::new(),
+                            }
+                        }
+                        // Kept decoded where it cannot be compressed.
+                        None => TextBlock {
+                            compressed: Vec::new(),
+                            len: bytes.len(),
+                            text: OnceLock::from(Box::from(&text[starts[b]..end])),
+                        },
+                    }
+                },
+            )
+            .collect();
+        ParkedText {
+            len: text.len(),
+            starts,
+            blocks,
+        }
+    }
+
+    /// The text's bytes `start..end`, which lie in one block (they are a string's).
+    fn get(&self, start: usize, end: usize) -> &str {
+        if start == end {
+            return "";
+        }
+        let b = self
+            .starts
+            .partition_point(|&block_start| block_start <= start)
+            - 1;
+        let text = self.blocks[b].text();
+        &text[start - self.starts[b]..end - self.starts[b]]
+    }
+
+    fn into_whole(self) -> String {
+        let texts: Vec<&str> = self.blocks.par_iter().map(TextBlock::text).collect();
+        let mut whole = String::with_capacity(self.len);
+        for text in texts {
+            whole.push_str(text);
+        }
+        whole
+    }
+}
+
+impl TextBlock {
+    /// The block's text, decoded on the first call.
+    ///
+    /// # Panics
+    /// Never for a block [`ParkedText::new`] made: it decodes to the bytes it was made from, a
+    /// run of whole strings.
+    fn text(&self) -> &str {
+        self.text.get_or_init(|| {
+            let bytes = zstd::bulk::decompress(&self.compressed, self.len)
+                .expect("a parked block of text decodes as it was made");
+            String::from_utf8(bytes)
+                .expect("a parked block of text is whole strings")
+                .into_boxed_str()
+        })
+    }
 }
 
 impl Default for StringTable {
@@ -60,16 +202,16 @@ impl StringTable {
     /// The table's text and string ends moved into scratch files (`HeapGraph::page_out_columns`);
     /// the strings are unchanged.
     pub(crate) fn page_out(&mut self) {
-        let bytes = crate::file_pages::page_out(std::mem::take(&mut self.data).into_bytes());
+        let bytes = crate::file_pages::page_out(std::mem::take(self.whole_text()).into_bytes());
         // SAFETY: the bytes are the text's, moved or copied unchanged, so UTF-8.
-        self.data = unsafe { String::from_utf8_unchecked(bytes) };
+        self.data = Text::Whole(unsafe { String::from_utf8_unchecked(bytes) });
         crate::file_pages::page_out_column(&mut self.ends);
     }
 
     /// A table that holds only the empty string.
     pub fn new() -> Self {
         let mut table = StringTable {
-            data: String::new(),
+            data: Text::Whole(String::new()),
             ends: EdgeOffsets::new(),
             lookup: HashTable::new(),
         };
@@ -81,7 +223,7 @@ impl StringTable {
     /// findable strings is not sized: it grows as strings are interned or made findable.
     pub fn with_capacity(n_strings: usize, n_bytes: usize) -> Self {
         let mut table = StringTable {
-            data: String::with_capacity(n_bytes),
+            data: Text::Whole(String::with_capacity(n_bytes)),
             ends: EdgeOffsets::with_capacity(n_strings.saturating_add(1)),
             lookup: HashTable::new(),
         };
@@ -102,7 +244,10 @@ impl StringTable {
 
     /// Total bytes of text held.
     pub fn text_bytes(&self) -> usize {
-        self.data.len()
+        match &self.data {
+            Text::Whole(text) => text.len(),
+            Text::Parked(parked) => parked.len,
+        }
     }
 
     /// The text of `id`.
@@ -116,7 +261,10 @@ impl StringTable {
         } else {
             self.ends.get(id.index() - 1) as usize
         };
-        &self.data[start..end]
+        match &self.data {
+            Text::Whole(text) => &text[start..end],
+            Text::Parked(parked) => parked.get(start, end),
+        }
     }
 
     /// The id for `raw`, if it is in range.
@@ -124,22 +272,24 @@ impl StringTable {
         ((raw as usize) < self.ends.len()).then_some(StringId(raw))
     }
 
-    /// The strings' text, taken out (the table then reads every string but the empty one as
-    /// out of bounds, and keeps their number) until [`StringTable::put_text_back`].
-    pub(crate) fn take_text(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.data).into_bytes()
+    /// Compresses the text in blocks (on every core), each decoded when a string in it is
+    /// first read, until a change to the table makes the text whole again: where a few of
+    /// many strings are read (a summary's labels), only their blocks are in memory. Parking
+    /// parked text does nothing.
+    pub fn park_text(&mut self) {
+        if let Text::Whole(text) = &self.data {
+            self.data = Text::Parked(ParkedText::new(text, &self.ends));
+        }
     }
 
-    /// Puts back the text [`StringTable::take_text`] took.
-    ///
-    /// # Panics
-    /// Where `text` is not the text taken (not UTF-8).
-    pub(crate) fn put_text_back(&mut self, text: Vec<u8>) {
-        self.data = String::from_utf8(text).expect("the text taken out of the table");
+    /// The text, made whole where it was parked.
+    fn whole_text(&mut self) -> &mut String {
+        self.data.whole()
     }
 
     /// The findable id of `text`, adding it (findable) if no findable string has that text.
     pub fn intern(&mut self, text: &str) -> StringId {
+        self.whole_text();
         let hash = hash_str(text);
         if let Some(found) = self.find_hashed(hash, text) {
             return found;
@@ -155,8 +305,10 @@ impl StringTable {
     /// Panics past 2³² strings.
     pub fn push(&mut self, text: &str) -> StringId {
         let new_id = u32::try_from(self.ends.len()).expect("more than 4 billion strings");
-        self.data.push_str(text);
-        self.ends.push(self.data.len() as u64);
+        let data = self.whole_text();
+        data.push_str(text);
+        let end = data.len() as u64;
+        self.ends.push(end);
         StringId(new_id)
     }
 
@@ -166,6 +318,7 @@ impl StringTable {
     ///
     /// Panics if `id` came from another table and is out of range here.
     pub fn make_findable(&mut self, id: StringId) -> StringId {
+        self.whole_text();
         let text = self.get(id);
         let hash = hash_str(text);
         if let Some(found) = self.find_hashed(hash, text) {
@@ -228,7 +381,7 @@ impl StringTable {
 
     /// Adds `id`, whose text hashes to `hash` and is not findable yet, to the lookup.
     fn insert_findable(&mut self, hash: u64, id: StringId) {
-        let data = &self.data;
+        let data = self.data.whole().as_str();
         let ends = &self.ends;
         self.lookup.insert_unique(hash, id.0, |&idx| {
             let idx = idx as usize;
@@ -256,6 +409,50 @@ impl StringTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parked_text_reads_back_and_a_change_makes_it_whole() {
+        let mut table = StringTable::new();
+        let texts: Vec<String> = (0..40_000)
+            .map(|k| format!("größe {k} {}", "x".repeat(k % 97)))
+            .collect();
+        let ids: Vec<StringId> = texts.iter().map(|text| table.push(text)).collect();
+        // Longer than a block: a block of its own.
+        let long = "é".repeat(TEXT_BLOCK);
+        let long_id = table.intern(&long);
+        let found = table.intern("findable");
+        let bytes = table.text_bytes();
+        table.park_text();
+        let Text::Parked(parked) = &table.data else {
+            panic!("parked")
+        };
+        assert!(parked.blocks.len() > 20, "{} blocks", parked.blocks.len());
+        let compressed: usize = parked.blocks.iter().map(|b| b.compressed.len()).sum();
+        assert!(compressed < bytes / 4, "{compressed} of {bytes} bytes");
+        assert_eq!(table.get(ids[31_000]), texts[31_000]);
+        let decoded = parked
+            .blocks
+            .iter()
+            .filter(|b| b.text.get().is_some())
+            .count();
+        assert_eq!(decoded, 1, "one block decoded for one string read");
+        for (&id, text) in ids.iter().zip(&texts) {
+            assert_eq!(table.get(id), text);
+        }
+        assert_eq!(table.get(long_id), long);
+        assert_eq!(table.get(StringId::EMPTY), "");
+        assert_eq!(table.find("findable"), Some(found));
+        assert_eq!(table.text_bytes(), bytes);
+        let clone = table.clone();
+        let new = table.intern("new");
+        assert!(matches!(table.data, Text::Whole(_)));
+        assert_eq!(table.get(new), "new");
+        assert_eq!(table.find("findable"), Some(found));
+        for (&id, text) in ids.iter().zip(&texts) {
+            assert_eq!(table.get(id), text);
+            assert_eq!(clone.get(id), text);
+        }
+    }
 
     #[test]
     fn interning_dedupes_and_round_trips() {
