@@ -427,6 +427,14 @@ impl Loaded {
         if let Some(stored) = self.stored.take()
             && !include_weak
         {
+            // Where memory is the bound, the text as an analysis would leave it: parked, read a
+            // block at a time (a summary reads a few labels), before the stored analysis's
+            // columns come in beside it.
+            if heapgraph_analyzer::memory_bound(&self.graph)
+                && !heapgraph_model::file_pages::indexes_in_files()
+            {
+                self.graph.park_text();
+            }
             let adopted = heapgraph_model::timed("stored analysis adopted", || {
                 Analysis::from_stored(&self.graph, edge_rule.clone(), stored)
             });
@@ -471,7 +479,10 @@ impl Loaded {
             }
             None => heapgraph_analyzer::analyze(&self.graph, &options),
         };
-        self.graph.unpark_columns();
+        if self.graph.unpark_columns() {
+            // The parked blocks, freed, are the allocator's small blocks: handed back.
+            release_freed_memory();
+        }
         spinner.finish_and_clear();
         Ok(analysis)
     }

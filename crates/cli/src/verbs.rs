@@ -491,6 +491,9 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
     };
     let analysis = loaded.analyze_before_chains(false, distances)?;
     let stored = analysis.into_stored(&loaded.graph);
+    // The writer reads every string: decoded at once, the parked blocks go.
+    loaded.graph.unpark_text();
+    crate::load::release_freed_memory();
     let spinner = spinner("writing");
     write_replacing(&args.output, |out| {
         hgd::write_heap_graph(&loaded.graph, Some(&stored), out)

@@ -670,11 +670,23 @@ impl HeapGraph {
         });
     }
 
+    /// Parks the strings' text for good ([`StringTable::park_text`]), as
+    /// [`HeapGraph::park_columns`] does with its names.
+    pub fn park_text(&mut self) {
+        crate::timed("strings' text parked", || self.strings.park_text());
+    }
+
+    /// Makes parked text whole again, for a reader of every string: decoded at once (on every
+    /// core), the parked blocks go, where reading each string would keep them beside.
+    pub fn unpark_text(&mut self) {
+        crate::timed("strings' text unparked", || self.strings.unpark_text());
+    }
+
     /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were (the text
-    /// stays parked).
-    pub fn unpark_columns(&mut self) {
+    /// stays parked); whether there were any.
+    pub fn unpark_columns(&mut self) -> bool {
         let Some(parked) = self.parked.take() else {
-            return;
+            return false;
         };
         crate::timed("columns unparked", || {
             let parts = &mut self.parts;
@@ -684,6 +696,7 @@ impl HeapGraph {
                 parts.edge_name = names.edge_names.unpark();
             }
         });
+        true
     }
 
     /// The retainers of every node: the CSR transpose, built once on first use (in parallel).

@@ -159,13 +159,31 @@ impl ParkedText {
         &text[start - self.starts[b]..end - self.starts[b]]
     }
 
+    /// The text, each block decoded straight into its place (a block decoded apart first would
+    /// leave its memory to the allocator beside the whole).
     fn into_whole(self) -> String {
-        let texts: Vec<&str> = self.blocks.par_iter().map(TextBlock::text).collect();
-        let mut whole = String::with_capacity(self.len);
-        for text in texts {
-            whole.push_str(text);
+        let mut whole = vec![0u8; self.len];
+        let mut places = Vec::with_capacity(self.blocks.len());
+        let mut rest = &mut whole[..];
+        for block in &self.blocks {
+            let (place, after) = rest.split_at_mut(block.len);
+            places.push(place);
+            rest = after;
         }
-        whole
+        self.blocks
+            .par_iter()
+            .zip(places)
+            .for_each(|(block, place)| match block.text.get() {
+                Some(text) => place.copy_from_slice(text.as_bytes()),
+                None => {
+                    let written = zstd::bulk::decompress_to_buffer(&block.compressed, place);
+                    assert!(
+                        written.is_ok_and(|written| written == place.len()),
+                        "a parked block of text decodes as it was made"
+                    );
+                }
+            });
+        String::from_utf8(whole).expect("parked text is whole strings")
     }
 }
 
@@ -280,6 +298,11 @@ impl StringTable {
         if let Text::Whole(text) = &self.data {
             self.data = Text::Parked(ParkedText::new(text, &self.ends));
         }
+    }
+
+    /// Makes parked text whole again (on every core).
+    pub fn unpark_text(&mut self) {
+        self.data.whole();
     }
 
     /// The text, made whole where it was parked.
