@@ -442,6 +442,9 @@ impl Analysis {
                 "the stored retained counts do not have {n_nodes} entries"
             ));
         }
+        // The counts made compact first (on every core), so that their four bytes a node are
+        // gone before the other columns are read: reopening's peak.
+        let retained_count = (!retained_count.is_empty()).then(|| NodeCounts::from(retained_count));
         // The parents and type totals are checked on one core while the tree's columns are on
         // the other: each check is a pass over every node.
         let (side_checks, tree) = rayon::join(
@@ -627,7 +630,7 @@ fn checked_tree(
     graph: &HeapGraph,
     mut idom: Vec<u32>,
     retained_size: U64Column,
-    retained_count: Vec<u32>,
+    retained_count: Option<NodeCounts>,
     children: Option<ChildLists>,
 ) -> Result<(DominatorTree, Option<DominatorChildren>), String> {
     let n_nodes = graph.node_count();
@@ -646,28 +649,24 @@ fn checked_tree(
         retained_count: NodeCounts::default(),
         reachable,
     };
-    if !retained_count.is_empty()
+    if let Some(counts) = &retained_count
         && let Some(lists) = children
     {
         // Both stored: the counts are checked over the children's lists as these are checked
         // against the dominators, in one pass, with no scratch column.
-        let counts = NodeCounts::from(retained_count);
         let children = timed(
             "dominator tree's children and retained counts checked",
-            || DominatorChildren::from_stored(graph, &tree, lists, Some(&counts)),
+            || DominatorChildren::from_stored(graph, &tree, lists, Some(counts)),
         )?;
-        tree.retained_count = counts;
+        tree.retained_count = retained_count.unwrap_or_default();
         return Ok((tree, Some(children)));
     }
     // The counts and the stored children are each checked against the dominators, side by
     // side.
     let (counts, children) = rayon::join(
-        || {
-            if retained_count.is_empty() {
-                rebuilt_retained_counts(graph, &tree).map(NodeCounts::from)
-            } else {
-                checked_retained_counts(graph, &tree, retained_count)
-            }
+        || match retained_count {
+            None => rebuilt_retained_counts(graph, &tree).map(NodeCounts::from),
+            Some(counts) => checked_retained_counts(graph, &tree, counts),
         },
         || {
             children
@@ -687,18 +686,21 @@ fn checked_tree(
 /// every count positive, a cycle of `idom` would need each count on it to exceed the next,
 /// all the way round, so the equations hold only for a tree.
 ///
-/// The counts are made compact (a byte a node) before the sums are taken, and the sums are
-/// `u32`s that saturate: a saturated sum is `u32::MAX`, which no count can exceed by one, so it
-/// fails the check as it should. Reopening a large file thus holds 5 bytes a node here, not 16.
+/// The counts come compact (a byte a node), and the sums are `u32`s that saturate: a saturated
+/// sum is `u32::MAX`, which no count can exceed by one, so it fails the check as it should.
+/// Reopening a large file thus holds 5 bytes a node here, not 16.
 fn checked_retained_counts(
     graph: &HeapGraph,
     tree: &DominatorTree,
-    stored: Vec<u32>,
+    counts: NodeCounts,
 ) -> Result<NodeCounts, String> {
     let root = graph.root().index();
     let n_reachable = tree.reachable.count_set() as u64;
-    let root_count = stored.get(root).copied().map_or(0, u64::from);
-    let counts = NodeCounts::from(stored);
+    let root_count = if root < counts.len() {
+        u64::from(counts[root])
+    } else {
+        0
+    };
     let mut children_sum = vec![0u32; graph.node_count()];
     for node in 0..counts.len() {
         if node != root && tree.reachable[node] {
