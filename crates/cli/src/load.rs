@@ -417,6 +417,16 @@ impl Loaded {
         self.analyze_then(include_weak, Some(view_distances))
     }
 
+    /// Whether the columns that no search of the analysis reads are compressed while it runs
+    /// (`HeapGraph::park_columns`): where memory is the bound, unless they are already out of
+    /// memory, in scratch files (a server's) or spilled, where the kernel can drop their pages
+    /// and could not drop parked ones, which are anonymous memory.
+    fn parks(&self) -> bool {
+        heapgraph_analyzer::memory_bound(&self.graph)
+            && !heapgraph_model::file_pages::indexes_in_files()
+            && crate::allocator::spilled().is_none()
+    }
+
     fn analyze_then(
         &mut self,
         include_weak: bool,
@@ -430,9 +440,7 @@ impl Loaded {
             // Where memory is the bound, the text as an analysis would leave it: parked, read a
             // block at a time (a summary reads a few labels), before the stored analysis's
             // columns come in beside it.
-            if heapgraph_analyzer::memory_bound(&self.graph)
-                && !heapgraph_model::file_pages::indexes_in_files()
-            {
+            if self.parks() {
                 self.graph.park_text();
             }
             let adopted = heapgraph_model::timed("stored analysis adopted", || {
@@ -451,12 +459,10 @@ impl Loaded {
             }
         }
         let spinner = spinner("computing dominators and retained sizes");
+        if self.parks() {
+            self.graph.park_columns(!edge_rule.devtools_distances);
+        }
         if heapgraph_analyzer::memory_bound(&self.graph) {
-            // The columns that no search of the analysis reads are compressed meanwhile (a
-            // server keeps its columns in scratch files instead).
-            if !heapgraph_model::file_pages::indexes_in_files() {
-                self.graph.park_columns(!edge_rule.devtools_distances);
-            }
             heapgraph_model::timed("freed memory handed back", release_freed_memory);
         }
         let options = Options { edge_rule };
