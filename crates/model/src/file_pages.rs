@@ -6,7 +6,7 @@
 //! Only the binary's global allocator can hand out a block that a vector later frees, so the
 //! binary makes these blocks ([`BlockMapper`]); without one, every column stays in memory.
 
-use crate::image::{ImageSource, Imaged, Plain, as_bytes, as_bytes_mut, zeroed};
+use crate::image::{ImageSource, Imaged, Plain, as_bytes, as_bytes_mut, scalar_named, zeroed};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -278,11 +278,7 @@ impl ImageSource for ScratchImage {
     }
 
     fn scalar(&self, name: &str) -> Result<u64, String> {
-        self.scalars
-            .iter()
-            .find(|scalar| scalar.0 == name)
-            .map(|scalar| scalar.1)
-            .ok_or_else(|| format!("no number {name:?}"))
+        scalar_named(&self.scalars, name)
     }
 
     fn take<T: Plain>(&mut self, name: &str) -> Result<Vec<T>, String> {

@@ -197,6 +197,15 @@ impl Imaged for Vec<u8> {
     }
 }
 
+/// The number called `name` among a column's `scalars`, for an [`ImageSource`].
+pub(crate) fn scalar_named<S: AsRef<str>>(scalars: &[(S, u64)], name: &str) -> Result<u64, String> {
+    scalars
+        .iter()
+        .find(|scalar| scalar.0.as_ref() == name)
+        .map(|scalar| scalar.1)
+        .ok_or_else(|| format!("no number {name:?}"))
+}
+
 /// The error for a representation not among `known`.
 pub fn expect_repr(source: &impl ImageSource, known: &[&str]) -> Result<(), String> {
     if known.contains(&source.repr()) {
@@ -304,11 +313,7 @@ pub(crate) mod testing {
         }
 
         fn scalar(&self, name: &str) -> Result<u64, String> {
-            self.scalars
-                .iter()
-                .find(|scalar| scalar.0 == name)
-                .map(|scalar| scalar.1)
-                .ok_or_else(|| format!("no number {name:?}"))
+            scalar_named(&self.scalars, name)
         }
 
         fn take<T: Plain>(&mut self, name: &str) -> Result<Vec<T>, String> {

@@ -9,7 +9,7 @@
 //! performance.md: on the 2.5 GB benchmark dump, edge names 30 times, object ids 3 times,
 //! labels 1.4 times).
 
-use crate::image::{ImageSource, Imaged, Plain, as_bytes_mut, zeroed};
+use crate::image::{ImageSource, Imaged, Plain, as_bytes_mut, scalar_named, zeroed};
 use rayon::prelude::*;
 
 /// The bytes of a vector compressed as one block: large enough for zstd's ratio, small enough
@@ -117,11 +117,7 @@ impl<C> ImageSource for Parked<C> {
     }
 
     fn scalar(&self, name: &str) -> Result<u64, String> {
-        self.scalars
-            .iter()
-            .find(|scalar| scalar.0 == name)
-            .map(|scalar| scalar.1)
-            .ok_or_else(|| format!("no number {name:?}"))
+        scalar_named(&self.scalars, name)
     }
 
     fn take<T: Plain>(&mut self, name: &str) -> Result<Vec<T>, String> {
