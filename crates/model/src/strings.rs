@@ -75,8 +75,8 @@ struct TextBlock {
     text: OnceLock<Box<str>>,
 }
 
-/// The text bytes of a parked block: a string read costs decoding at most this much (some 30
-/// µs), and a reader of a few strings holds a block per string it reads.
+/// The text bytes of a parked block: a string read costs decoding at most this much, and a
+/// reader of a few strings holds a block per string it reads.
 const TEXT_BLOCK: usize = 64 << 10;
 
 impl Text {
