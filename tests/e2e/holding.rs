@@ -325,10 +325,19 @@ fn a_converted_dump_finds_the_suspects_its_source_does() {
         "v8/app-after.heapsnapshot.gz",
         "v8/julia-shaped.heapsnapshot.gz",
     ];
+    // The converted files store the types below the accumulation points, which their
+    // suspects then read instead of walking the tree.
+    let mut stored_points = 0;
     for name in cases {
         let source = fixture(name);
         let converted = dir.join(format!("{}.hgd", name.replace('/', "-")));
-        crate::support::heapgraph_ok(&["convert", path_str(&source), "-o", path_str(&converted)]);
+        let said = crate::support::heapgraph_ok(&[
+            "convert",
+            path_str(&source),
+            "-o",
+            path_str(&converted),
+        ]);
+        stored_points += usize::from(said.contains("accumulation point"));
         let suspects = |file: &std::path::Path| {
             let mut report = json(&["suspects", path_str(file), "--format", "json"]);
             report.as_object_mut().map(|report| report.remove("dump"));
@@ -351,6 +360,10 @@ fn a_converted_dump_finds_the_suspects_its_source_does() {
         );
         assert_eq!(suspects(&converted), searched, "{name}");
     }
+    assert!(
+        stored_points >= 3,
+        "{stored_points} files store accumulation points"
+    );
 }
 
 /// The dominator facts of `expected.json` (make_fixtures.py's own dominator tree), grouped.

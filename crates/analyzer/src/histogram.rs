@@ -85,6 +85,21 @@ where
     type_totals_and_tallies(graph, tree, &children, counted, &[]).0
 }
 
+/// [`type_totals_and_tallies`] of every node, from `counts` where they were counted.
+pub(crate) fn type_totals_and_tallies_of_every_node(
+    graph: &HeapGraph,
+    tree: &DominatorTree,
+    children: &DominatorChildren,
+    counts: Option<&TypeCounts>,
+    points: &[u32],
+) -> (TypeTotals, Vec<Vec<PerType<TypeTally>>>) {
+    let counted = match counts {
+        Some(counts) => counts.dense_types(graph),
+        None => type_counts(graph, &every),
+    };
+    type_totals_and_tallies(graph, tree, children, counted, points)
+}
+
 /// The type totals from `counted` ([`type_counts`]), and in the same walk the tallies of the
 /// types below each of `points` ([`add_retained`]).
 pub(crate) fn type_totals_and_tallies(

@@ -64,7 +64,8 @@ pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
 use heapgraph_model::file_pages::page_out;
 use heapgraph_model::{
-    ChildLists, HeapGraph, NodeId, StoredAnalysis, TypePaths, TypeTotals, U64Column, timed,
+    AccumulatedTypes, ChildLists, HeapGraph, NodeId, StoredAnalysis, TypePaths, TypeTotals,
+    U64Column, timed,
 };
 use histogram::{DominatorChildren, TypeCounts};
 use std::sync::OnceLock;
@@ -104,6 +105,9 @@ pub struct Analysis {
     /// The merged paths of the types with the most instances, once stored or asked for
     /// ([`Analysis::type_paths`]).
     type_paths: OnceLock<Vec<TypePaths>>,
+    /// The types below some nodes (the default suspects' accumulation points), by node, where
+    /// stored with the dump ([`Analysis::stored_accumulated`]).
+    accumulated: Vec<AccumulatedTypes>,
     /// Whether the object views show distances.
     view_distances: ViewDistances,
 }
@@ -192,6 +196,7 @@ fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> A
         chain_parent: OnceLock::new(),
         children: children.map_or_else(OnceLock::new, OnceLock::from),
         type_paths: OnceLock::new(),
+        accumulated: Vec::new(),
         view_distances: ViewDistances::Shown,
     }
 }
@@ -431,6 +436,7 @@ impl Analysis {
             chain_parent,
             dominator_children,
             type_paths,
+            accumulated,
         } = stored;
         if idom.len() != n_nodes || retained_size.len() != n_nodes || distance.len() != n_nodes {
             return Err(format!(
@@ -467,6 +473,7 @@ impl Analysis {
         );
         let (chain_parent, type_totals) = side_checks?;
         let (tree, children) = tree?;
+        suspects::checked_accumulated(graph, &tree, &accumulated)?;
         let children = children.map_or_else(OnceLock::new, OnceLock::from);
         Ok(Analysis {
             edge_rule,
@@ -483,8 +490,17 @@ impl Analysis {
             } else {
                 OnceLock::from(type_paths)
             },
+            accumulated,
             view_distances: ViewDistances::Shown,
         })
+    }
+
+    /// The types below `point` as stored with the dump, if they were.
+    pub(crate) fn stored_accumulated(&self, point: NodeId) -> Option<&AccumulatedTypes> {
+        let at = (self.accumulated)
+            .binary_search_by_key(&point.to_raw(), |types| types.point)
+            .ok()?;
+        Some(&self.accumulated[at])
     }
 
     /// The analysis with its views showing no distances ([`ViewDistances::LeftOut`]), and
@@ -504,6 +520,7 @@ impl Analysis {
     pub fn into_stored(self, graph: &HeapGraph) -> StoredAnalysis {
         self.chain_parents(graph);
         self.type_paths(graph, merged_paths::Merges::OneAtATime);
+        let accumulated = suspects::accumulated_to_store(graph, &self);
         let Analysis {
             edge_rule,
             dominators,
@@ -515,6 +532,7 @@ impl Analysis {
             chain_parent,
             children,
             type_paths,
+            accumulated: _,
             view_distances: _,
         } = self;
         let chain_parent = chain_parent.into_inner().unwrap_or_default();
@@ -550,6 +568,7 @@ impl Analysis {
             chain_parent,
             dominator_children,
             type_paths: type_paths.into_inner().unwrap_or_default(),
+            accumulated,
         }
     }
 }
@@ -863,6 +882,83 @@ mod tests {
         let mut outside = stored.clone();
         outside.chain_parent[1] = graph.node_count() as u32;
         assert!(adopt(&graph, outside).is_err());
+    }
+
+    /// The types below the default suspects' accumulation points are stored with the analysis,
+    /// and the suspects of the adopted analysis are the computed ones; they read the stored
+    /// rows rather than walk (a count changed in the file shows through). Rows that name a
+    /// node the root does not reach, come twice or hold more types than a suspect shows are
+    /// refused.
+    #[test]
+    fn stored_accumulated_types_are_the_suspects_and_lies_are_refused() {
+        let graph = graph(
+            "root -> cache: 8; cache -> map: 16; map -> s1: 100; map -> s2: 100; map -> s3: 100; root -> other: 4; x: 9",
+        );
+        let threshold = suspects::DEFAULT_SUSPECT_THRESHOLD;
+        let computed = suspects(&graph, &analysis_of(&graph), threshold);
+        let stored = analysis_of(&graph).into_stored(&graph);
+        let map = graph
+            .nodes()
+            .find(|&node| graph.name(node) == "map")
+            .expect("a node of the notation");
+        assert_eq!(
+            stored
+                .accumulated
+                .iter()
+                .map(|types| types.point)
+                .collect::<Vec<_>>(),
+            [map.to_raw()],
+        );
+        assert_eq!(stored.accumulated[0].count, [1, 1, 1]);
+        let adopted = adopt(&graph, stored.clone()).expect("a consistent analysis");
+        assert_eq!(suspects(&graph, &adopted, threshold), computed);
+
+        let mut changed = stored.clone();
+        changed.accumulated[0].count[0] = 7;
+        let adopted = adopt(&graph, changed).expect("counts are not checked against the tree");
+        let shown = suspects(&graph, &adopted, threshold);
+        assert_eq!(shown.suspects[0].accumulated[0].count, 7);
+        assert_eq!(computed.suspects[0].accumulated[0].count, 1);
+
+        let x = graph
+            .nodes()
+            .find(|&node| graph.name(node) == "x")
+            .expect("a node of the notation");
+        type Lie = (&'static str, Box<dyn Fn(&mut Vec<AccumulatedTypes>)>);
+        let lies: [Lie; 5] = [
+            (
+                "an unreachable point",
+                Box::new(move |types| types[0].point = x.to_raw()),
+            ),
+            (
+                "an unreachable representative",
+                Box::new(move |types| types[0].representative = x.to_raw()),
+            ),
+            (
+                "a point past the nodes",
+                Box::new(|types| types[0].point = u32::MAX - 1),
+            ),
+            (
+                "a point twice",
+                Box::new(|types| types.push(types[0].clone())),
+            ),
+            (
+                "more types than a suspect shows",
+                Box::new(|types| {
+                    let first = &mut types[0];
+                    for _ in 0..10 {
+                        first.types.push(first.types[0]);
+                        first.count.push(1);
+                        first.retained.push(1);
+                    }
+                }),
+            ),
+        ];
+        for (lie, tell) in lies {
+            let mut lying = stored.clone();
+            tell(&mut lying.accumulated);
+            assert!(adopt(&graph, lying).is_err(), "{lie}");
+        }
     }
 
     /// The dominator tree's children stored beside it are adopted without a pass that builds

@@ -143,7 +143,11 @@ pub fn summary_and_suspects(
         .map(|point| {
             let at = (points.binary_search(&point.to_raw()))
                 .expect("each object's accumulation point is one of the points");
-            suspects::accumulated_rows(graph, tree, std::mem::take(&mut below[at]))
+            let walked = std::mem::take(&mut below[at]);
+            suspects::accumulated_view(
+                graph,
+                &suspects::accumulated_rows(graph, tree, point, walked),
+            )
         })
         .collect();
     let filtered;

@@ -23,7 +23,9 @@ use crate::view::{
     SuspectsView,
 };
 use hashbrown::HashTable;
-use heapgraph_model::{EdgeName, HeapGraph, NodeId, Runtime};
+use heapgraph_model::{
+    AccumulatedTypes, EdgeName, HeapGraph, NodeId, Runtime, StoredAnalysis, StringId,
+};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
@@ -72,8 +74,15 @@ fn suspects_untimed(
     let total = analysis.heap_size(graph);
     let big = big_objects(graph, analysis, total, threshold, min_drop);
     let children = analysis.dominator_children(graph);
+    // Stored with a converted dump, where its points are the default threshold's.
     let accumulated = (big.points_in_order())
-        .map(|point| accumulated_types(graph, &analysis.dominators, children, point))
+        .map(|point| match analysis.stored_accumulated(point) {
+            Some(stored) => accumulated_view(graph, stored),
+            None => accumulated_view(
+                graph,
+                &accumulated_types(graph, &analysis.dominators, children, point),
+            ),
+        })
         .collect();
     let groups = top_level_groups(graph, analysis);
     suspects_from(graph, analysis, threshold, big, accumulated, groups)
@@ -363,7 +372,7 @@ fn accumulated_types(
     tree: &crate::DominatorTree,
     children: &DominatorChildren,
     point: NodeId,
-) -> Accumulated {
+) -> AccumulatedTypes {
     let threads = rayon::current_num_threads() as u32;
     let parts = walk_parts(tree, children, point, threads, SPLIT_WALKS_FROM);
     tally_parts(graph, tree, children, point, parts)
@@ -376,28 +385,30 @@ fn tally_parts(
     children: &DominatorChildren,
     point: NodeId,
     parts: Vec<WalkPart>,
-) -> Accumulated {
-    let point = [point.to_raw()];
+) -> AccumulatedTypes {
+    let points = [point.to_raw()];
     let walk = Walk {
         totals: None,
-        points: &point,
-        above: &point,
+        points: &points,
+        above: &points,
     };
     let walked: Vec<PerType<TypeTally>> = parts
         .into_par_iter()
         .filter_map(|part| walk.part(graph, tree, children, &part).below.pop())
         .collect();
-    accumulated_rows(graph, tree, walked)
+    accumulated_rows(graph, tree, point, walked)
 }
 
-/// The rows of [`accumulated_types`] from the tallies of each part of the walk below an
-/// accumulation point, in the walk's order.
+/// The rows of [`accumulated_types`] below `point` from the tallies of each part of the walk
+/// below it, in the walk's order.
 pub(crate) fn accumulated_rows(
     graph: &HeapGraph,
     tree: &crate::DominatorTree,
+    point: NodeId,
     walked: Vec<PerType<TypeTally>>,
-) -> Accumulated {
+) -> AccumulatedTypes {
     let types = &graph.parts().node_type;
+    let strings = graph.strings();
     // In the walk's order, so that the largest instance is the first of the largest, as one
     // walk would find it.
     let mut merged: FxHashMap<u32, TypeTally> = FxHashMap::default();
@@ -416,32 +427,122 @@ pub(crate) fn accumulated_rows(
             }
         }
     }
-    let mut rows: Vec<(AccumulatedType, Option<u32>)> = merged
+    let mut rows: Vec<(StringId, TypeTally)> = merged
         .into_iter()
         .map(|(type_id, tally)| {
-            let row = AccumulatedType {
-                type_name: graph
-                    .strings()
-                    .id_from_raw(type_id)
-                    .map_or_else(String::new, |id| graph.strings().get(id).to_owned()),
-                count: tally.count,
-                retained_size: tally.retained,
-            };
-            (row, tally.largest)
+            let type_name = strings.id_from_raw(type_id).unwrap_or(StringId::EMPTY);
+            (type_name, tally)
         })
         .collect();
-    rows.sort_by(|(a, _), (b, _)| {
-        (Reverse(a.retained_size), &a.type_name).cmp(&(Reverse(b.retained_size), &b.type_name))
+    rows.sort_by(|(a, a_tally), (b, b_tally)| {
+        (Reverse(a_tally.retained), strings.get(*a))
+            .cmp(&(Reverse(b_tally.retained), strings.get(*b)))
     });
     rows.truncate(ACCUMULATED_TYPES);
     let representative = rows
         .first()
-        .and_then(|&(_, largest)| largest)
-        .and_then(|largest| graph.node(largest as usize));
-    (
-        rows.into_iter().map(|(row, _)| row).collect(),
+        .and_then(|&(_, tally)| tally.largest)
+        .unwrap_or(StoredAnalysis::NONE);
+    AccumulatedTypes {
+        point: point.to_raw(),
         representative,
-    )
+        types: rows.iter().map(|&(type_name, _)| type_name).collect(),
+        count: rows.iter().map(|(_, tally)| tally.count).collect(),
+        retained: rows.iter().map(|(_, tally)| tally.retained).collect(),
+    }
+}
+
+/// What a suspect shows of the types below its accumulation point.
+pub(crate) fn accumulated_view(graph: &HeapGraph, types: &AccumulatedTypes) -> Accumulated {
+    let rows = (types.types.iter().zip(&types.count).zip(&types.retained))
+        .map(|((&type_name, &count), &retained_size)| AccumulatedType {
+            type_name: graph.strings().get(type_name).to_owned(),
+            count,
+            retained_size,
+        })
+        .collect();
+    let representative = (types.representative != StoredAnalysis::NONE)
+        .then(|| graph.node(types.representative as usize))
+        .flatten();
+    (rows, representative)
+}
+
+/// The types below the accumulation points of the suspects at the default threshold and
+/// drop, by point, for storing with the analysis ([`Analysis::into_stored`]): the walk below
+/// each point, or, where the type totals are not known yet, their walk of the whole tree,
+/// which tallies below the points as it goes and sets them.
+pub(crate) fn accumulated_to_store(
+    graph: &HeapGraph,
+    analysis: &Analysis,
+) -> Vec<AccumulatedTypes> {
+    let total = analysis.heap_size(graph);
+    let big = big_objects(
+        graph,
+        analysis,
+        total,
+        DEFAULT_SUSPECT_THRESHOLD,
+        DEFAULT_MIN_DROP,
+    );
+    let mut points = big.points();
+    points.dedup();
+    let points: Vec<NodeId> = points
+        .into_iter()
+        .filter_map(|point| graph.node(point as usize))
+        .collect();
+    let tree = &analysis.dominators;
+    let children = analysis.dominator_children(graph);
+    if analysis.type_totals.get().is_some() {
+        return (points.into_iter())
+            .map(|point| accumulated_types(graph, tree, children, point))
+            .collect();
+    }
+    let raw: Vec<u32> = points.iter().map(|point| point.to_raw()).collect();
+    let (totals, below) = crate::histogram::type_totals_and_tallies_of_every_node(
+        graph,
+        tree,
+        children,
+        analysis.type_counts.get(),
+        &raw,
+    );
+    // Set here, or by a walk on another thread with the same result.
+    let _ = analysis.type_totals.set(totals);
+    (points.into_iter().zip(below))
+        .map(|(point, walked)| accumulated_rows(graph, tree, point, walked))
+        .collect()
+}
+
+/// Checks stored types below accumulation points against `tree`: by point, each point and
+/// representative a reachable node, at most the rows a suspect shows.
+pub(crate) fn checked_accumulated(
+    graph: &HeapGraph,
+    tree: &crate::DominatorTree,
+    accumulated: &[AccumulatedTypes],
+) -> Result<(), String> {
+    let reachable =
+        |node: u32| (node as usize) < graph.node_count() && tree.reachable[node as usize];
+    let mut before: Option<u32> = None;
+    for types in accumulated {
+        if before.is_some_and(|before| before >= types.point) {
+            return Err("the stored accumulation points are not in increasing order".to_owned());
+        }
+        before = Some(types.point);
+        if !reachable(types.point)
+            || (types.representative != StoredAnalysis::NONE && !reachable(types.representative))
+        {
+            return Err(format!(
+                "the stored types below node {} name a node that is not reachable",
+                types.point
+            ));
+        }
+        let rows = types.types.len();
+        if rows > ACCUMULATED_TYPES || types.count.len() != rows || types.retained.len() != rows {
+            return Err(format!(
+                "the stored types below node {} do not fit together",
+                types.point
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An accumulation point: an object that retains much while its largest child retains much less.
@@ -968,7 +1069,7 @@ mod tests {
                 let point = graph.node(point as usize).unwrap();
                 let alone = walk_parts(tree, children, point, 1, u32::MAX);
                 assert_eq!(
-                    accumulated_rows(&graph, tree, walked),
+                    accumulated_rows(&graph, tree, point, walked),
                     tally_parts(&graph, tree, children, point, alone),
                     "round {round}, below {point:?}"
                 );

@@ -506,10 +506,16 @@ pub(crate) fn convert(args: &ConvertArgs) -> anyhow::Result<String> {
         .count();
     let objects = graph.node_count() - synthetic;
     let kept = stored.type_paths.len();
+    let below = match stored.accumulated.len() {
+        0 => String::new(),
+        1 => " and the types below the suspects' accumulation point".to_owned(),
+        points => format!(" and the types below the suspects' {points} accumulation points"),
+    };
     Ok(format!(
         "wrote {} ({objects} objects, {synthetic} synthetic root node{} that `summary` leaves \
          out, {} references, with the dominator tree and its children, retained sizes, distances, type \
-         totals, chain parents and the merged paths to the instances of the {kept} type{} with the most)\n",
+         totals, chain parents and the merged paths to the instances of the {kept} type{} with the \
+         most{below})\n",
         args.output.display(),
         if synthetic == 1 { "" } else { "s" },
         graph.edge_count(),

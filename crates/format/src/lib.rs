@@ -54,18 +54,20 @@ pub use column::{LeInt, column_len, decode_column, encode_column};
 pub use error::{ColumnError, Error};
 pub use reader::{Reader, SliceReader, Truncation};
 pub use records::{
-    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
-    IMAGE_ALIGN, ImageChunk, ImageDataChunk, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH, LITTLE_ENDIAN,
-    MAGIC, NO_NAME, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk, StringsChunk,
-    StringsIter, TypePathsChunk, TypeTotalsChunk, UnknownChunk, VERSION, VERSION_IMAGES,
+    AccumulatedChunk, AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk,
+    Header, IMAGE_ALIGN, ImageChunk, ImageDataChunk, KIND_ALLOC_SNAPSHOT, KIND_HEAP_GRAPH,
+    LITTLE_ENDIAN, MAGIC, NO_NAME, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
+    StringsChunk, StringsIter, TypePathsChunk, TypeTotalsChunk, UnknownChunk, VERSION,
+    VERSION_IMAGES,
 };
 pub use timeline::{
     EventChunk, EventKind, GpuInfo, KIND_TIMELINE, NOT_MEASURED, Resource, SampleColumns,
     SamplesChunk, ThresholdInfo, ThresholdLevel, TimelineInfoChunk,
 };
 pub use writer::{
-    AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns, FrameColumns, NodeColumns,
-    SiteColumns, StackColumns, TypePathsColumns, TypeTotalsColumns, Writer,
+    AccumulatedColumns, AnalysisColumns, ArrayLengthColumns, EdgeColumns, FillColumns,
+    FrameColumns, NodeColumns, SiteColumns, StackColumns, TypePathsColumns, TypeTotalsColumns,
+    Writer,
 };
 
 /// The most bytes one record may hold. A reader refuses a record that would be larger before

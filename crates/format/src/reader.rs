@@ -4,8 +4,8 @@
 use crate::error::{Error, describe_prefix};
 use crate::frame::{FrameError, Framed, Framer, SliceFramer};
 use crate::records::{
-    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
-    LITTLE_ENDIAN, MAGIC, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
+    AccumulatedChunk, AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk,
+    Header, LITTLE_ENDIAN, MAGIC, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
     StringsChunk, TypePathsChunk, TypeTotalsChunk, UnknownChunk, VERSION, VERSION_IMAGES,
 };
 use crate::records::{ImageChunk, ImageDataChunk};
@@ -410,6 +410,9 @@ fn decode_chunk<'a>(buf: &'a [u8], type_name: &str) -> Result<Chunk<'a>, String>
         }
         "type_totals" => {
             Chunk::TypeTotals(rmp_serde::from_slice::<TypeTotalsChunk<'_>>(buf).map_err(bad)?)
+        }
+        "accumulated" => {
+            Chunk::Accumulated(rmp_serde::from_slice::<AccumulatedChunk<'_>>(buf).map_err(bad)?)
         }
         "type_paths" => {
             Chunk::TypePaths(rmp_serde::from_slice::<TypePathsChunk<'_>>(buf).map_err(bad)?)

@@ -90,7 +90,8 @@ impl Header {
 /// A record after the header. A reader concatenates chunks of the same type in stream order.
 ///
 /// Serialized as a MessagePack map whose `type` key names the variant (`strings`, `node_kinds`,
-/// `nodes`, `edges`, `root`, `analysis`, `type_totals`, `type_paths`, `array_lengths`, `fill`;
+/// `nodes`, `edges`, `root`, `analysis`, `type_totals`, `type_paths`, `accumulated`,
+/// `array_lengths`, `fill`;
 /// for allocation
 /// snapshots `frames`,
 /// `stacks`, `sites`; for timelines `timeline_info`, `samples`, `event`), followed by the
@@ -116,6 +117,8 @@ pub enum Chunk<'a> {
     TypeTotals(TypeTotalsChunk<'a>),
     /// The stored merged paths to one type's instances, per listed node.
     TypePaths(TypePathsChunk<'a>),
+    /// The stored types below one of the suspects' accumulation points.
+    Accumulated(AccumulatedChunk<'a>),
     /// Lengths of object arrays (HPROF's), per array.
     ArrayLengths(ArrayLengthsChunk<'a>),
     /// Elements and capacity of collections (the Python dumper's), per collection.
@@ -153,6 +156,7 @@ impl Chunk<'_> {
             Chunk::Analysis(_) => "analysis",
             Chunk::TypeTotals(_) => "type_totals",
             Chunk::TypePaths(_) => "type_paths",
+            Chunk::Accumulated(_) => "accumulated",
             Chunk::ArrayLengths(_) => "array_lengths",
             Chunk::Fill(_) => "fill",
             Chunk::TimelineInfo(_) => "timeline_info",
@@ -180,6 +184,7 @@ impl Chunk<'_> {
             Chunk::Analysis(chunk) => chunk.rows().map(drop),
             Chunk::TypeTotals(chunk) => chunk.rows().map(drop),
             Chunk::TypePaths(chunk) => chunk.rows().map(drop),
+            Chunk::Accumulated(chunk) => chunk.rows().map(drop),
             Chunk::ArrayLengths(chunk) => chunk.rows().map(drop),
             Chunk::Fill(chunk) => chunk.rows().map(drop),
             Chunk::Samples(chunk) => chunk.rows().map(drop),
@@ -600,6 +605,41 @@ impl TypePathsChunk<'_> {
             column::<u64>("hidden_children", self.hidden_children),
             column::<u64>("hidden_targets", self.hidden_targets),
             column::<u64>("hidden_retained_size", self.hidden_retained_size),
+        ])
+    }
+}
+
+/// The stored types below one of the suspects' accumulation points (what `suspects` lists
+/// under it), so that a converted file answers the suspects without walking the point's part
+/// of the dominator tree: one row per type, the largest retained size first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AccumulatedChunk<'a> {
+    /// The accumulation point, a node index.
+    pub point: u32,
+    /// The topmost instance of the first type with the largest retained size, a node index;
+    /// `u32::MAX` for none.
+    pub representative: u32,
+    /// The type's name, a string index: `u32` per type.
+    #[serde(borrow, with = "serde_bytes")]
+    pub type_name: &'a [u8],
+    /// Objects of the type below the point: `u64` per type.
+    #[serde(borrow, with = "serde_bytes")]
+    pub count: &'a [u8],
+    /// What they retain, each byte counted once: `u64` per type.
+    #[serde(borrow, with = "serde_bytes")]
+    pub retained_size: &'a [u8],
+}
+
+impl AccumulatedChunk<'_> {
+    /// The number of types, after checking every column holds that many.
+    ///
+    /// # Errors
+    /// A lower-case message naming the column that disagrees.
+    pub fn rows(&self) -> Result<usize, String> {
+        common_len(&[
+            column::<u32>("type_name", self.type_name),
+            column::<u64>("count", self.count),
+            column::<u64>("retained_size", self.retained_size),
         ])
     }
 }

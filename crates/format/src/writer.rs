@@ -4,9 +4,9 @@
 use crate::column::{LeInt, encode_column};
 use crate::error::Error;
 use crate::records::{
-    AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk, Header,
-    IMAGE_ALIGN, ImageDataChunk, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk, StacksChunk,
-    StringsChunk, TypePathsChunk, TypeTotalsChunk,
+    AccumulatedChunk, AnalysisChunk, ArrayLengthsChunk, Chunk, EdgesChunk, FillChunk, FramesChunk,
+    Header, IMAGE_ALIGN, ImageDataChunk, NodeKindsChunk, NodesChunk, RootChunk, SitesChunk,
+    StacksChunk, StringsChunk, TypePathsChunk, TypeTotalsChunk,
 };
 use crate::timeline::{SampleColumns, SamplesChunk, encode_into};
 use crate::{DEFAULT_CHUNK_ROWS, MAX_RECORD_BYTES};
@@ -76,6 +76,22 @@ pub struct TypeTotalsColumns<'a> {
     /// Their shallow sizes, summed.
     pub shallow_size: &'a [u64],
     /// Their retained sizes, each byte counted once.
+    pub retained_size: &'a [u64],
+}
+
+/// The types below one accumulation point, the largest retained size first
+/// ([`AccumulatedChunk`] says what each column holds).
+#[derive(Clone, Copy, Debug)]
+pub struct AccumulatedColumns<'a> {
+    /// The accumulation point, a node index.
+    pub point: u32,
+    /// The topmost instance of the first type, a node index; `u32::MAX` for none.
+    pub representative: u32,
+    /// The type's name, a string index.
+    pub type_name: &'a [u32],
+    /// Objects of the type below the point.
+    pub count: &'a [u64],
+    /// What they retain, each byte counted once.
     pub retained_size: &'a [u64],
 }
 
@@ -634,6 +650,34 @@ impl<W: Write> Writer<W> {
         }))
     }
 
+    /// Writes the types below one accumulation point as one `accumulated` chunk (a few rows).
+    ///
+    /// # Errors
+    /// [`Error::InvalidColumns`] when the columns differ in length, [`Error::Io`].
+    pub fn write_accumulated(&mut self, types: &AccumulatedColumns<'_>) -> Result<(), Error> {
+        self.check_lengths(
+            types.type_name.len(),
+            &[
+                ("count", types.count.len()),
+                ("retained_size", types.retained_size.len()),
+            ],
+        )?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let [type_name, count, retained_size, ..] = &mut scratch;
+        encode_fresh(types.type_name, type_name);
+        encode_fresh(types.count, count);
+        encode_fresh(types.retained_size, retained_size);
+        let result = self.write_chunk(&Chunk::Accumulated(AccumulatedChunk {
+            point: types.point,
+            representative: types.representative,
+            type_name,
+            count,
+            retained_size,
+        }));
+        self.scratch = scratch;
+        result
+    }
+
     /// Writes array lengths as `array_lengths` chunks of at most [`Writer::chunk_rows`] rows.
     ///
     /// # Errors
@@ -964,6 +1008,7 @@ fn payload_bytes(chunk: &Chunk<'_>) -> u64 {
             c.chain_parent,
         ],
         Chunk::TypeTotals(c) => &[c.type_name, c.count, c.shallow_size, c.retained_size],
+        Chunk::Accumulated(c) => &[c.type_name, c.count, c.retained_size],
         Chunk::TypePaths(c) => &[
             c.node,
             c.edge,

@@ -64,7 +64,9 @@ pub use parked::Parked;
 pub use passes::{PassTime, ProcessMemory, keep_timings, take_timings, timed};
 pub use prefetch::prefetch;
 pub use reverse::ReverseEdges;
-pub use stored::{ChildLists, StoredAnalysis, TypePathNode, TypePaths, TypeTotals};
+pub use stored::{
+    AccumulatedTypes, ChildLists, StoredAnalysis, TypePathNode, TypePaths, TypeTotals,
+};
 pub use stretches::first_in_stretches;
 pub use strings::{StringId, StringTable};
 pub use timeline::{

@@ -33,6 +33,9 @@ pub struct StoredAnalysis {
     pub dominator_children: Option<ChildLists>,
     /// The merged paths to the instances of the types with the most instances, where stored.
     pub type_paths: Vec<TypePaths>,
+    /// The types below the suspects' accumulation points at the default threshold, by point
+    /// in increasing order, where stored.
+    pub accumulated: Vec<AccumulatedTypes>,
 }
 
 impl StoredAnalysis {
@@ -267,4 +270,22 @@ mod tests {
             assert!(ChildLists::from_image(&mut copied).is_err(), "{lie}");
         }
     }
+}
+
+/// The types of the objects below one node of the dominator tree (a suspect's accumulation
+/// point), as the suspects list them: the largest retained size first, at most the few a
+/// suspect shows; row `i` of each vector describes type `types[i]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccumulatedTypes {
+    /// The node below which the types are tallied (a node index).
+    pub point: u32,
+    /// The topmost instance of the first type with the largest retained size, where a chain
+    /// to the point's entries ends; [`StoredAnalysis::NONE`] for none.
+    pub representative: u32,
+    /// The type's name, in the graph's string table.
+    pub types: Vec<StringId>,
+    /// Objects of the type below the point.
+    pub count: Vec<u64>,
+    /// What they retain, each byte counted once.
+    pub retained: Vec<u64>,
 }

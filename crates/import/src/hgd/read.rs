@@ -19,9 +19,9 @@ use heapgraph_format::{
     SliceReader, Truncation, column_len, decode_column,
 };
 use heapgraph_model::{
-    ArrayLengths, ChildLists, CollectionFill, EdgeKind, EdgeNames, EdgeOffsets, Fill, GraphMeta,
-    HeapGraph, HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64, Runtime,
-    StoredAnalysis, StringId, StringTable, TypePathNode, TypePaths, TypeTotals, U64Column,
+    AccumulatedTypes, ArrayLengths, ChildLists, CollectionFill, EdgeKind, EdgeNames, EdgeOffsets,
+    Fill, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, NodeNames, NodeTypes, PackedU64,
+    Runtime, StoredAnalysis, StringId, StringTable, TypePathNode, TypePaths, TypeTotals, U64Column,
 };
 use image::{ImagedGraph, Images};
 use std::collections::BTreeMap;
@@ -379,6 +379,9 @@ struct Columns {
     /// The stored merged paths to the instances of some types, each with its type's name still
     /// in the file's string numbering.
     type_paths: Vec<(u32, TypePaths)>,
+    /// The stored types below the suspects' accumulation points, their names still in the
+    /// file's string numbering.
+    accumulated: Vec<(AccumulatedTypes, Vec<u32>)>,
     /// Object arrays' lengths (node, length), and the bytes of one slot.
     array_lengths: Vec<(u32, u32)>,
     slot_bytes: u32,
@@ -424,6 +427,7 @@ impl Default for Columns {
             dominator_children: None,
             type_totals: RawTypeTotals::default(),
             type_paths: Vec::new(),
+            accumulated: Vec::new(),
             array_lengths: Vec::new(),
             slot_bytes: 0,
             fill: Vec::new(),
@@ -445,6 +449,9 @@ struct Pending {
     /// The stored merged paths, their types' names in the table; `None` if one is not a
     /// string.
     type_paths: Option<Vec<TypePaths>>,
+    /// The stored types below the accumulation points, their names in the table; `None` if
+    /// one is not a string.
+    accumulated: Option<Vec<AccumulatedTypes>>,
 }
 
 /// What a cut-short file lost, for the note.
@@ -565,6 +572,22 @@ impl Columns {
                 let paths =
                     type_paths(&chunk).map_err(|err| format!("a type_paths chunk: {err}"))?;
                 self.type_paths.push((chunk.type_name, paths));
+            }
+            Chunk::Accumulated(chunk) => {
+                let mut type_name: Vec<u32> = Vec::new();
+                let mut types = AccumulatedTypes {
+                    point: chunk.point,
+                    representative: chunk.representative,
+                    ..AccumulatedTypes::default()
+                };
+                decode_column(chunk.type_name, &mut type_name).map_err(column)?;
+                decode_column(chunk.count, &mut types.count).map_err(column)?;
+                decode_column(chunk.retained_size, &mut types.retained).map_err(column)?;
+                if type_name.len() != types.count.len() || types.count.len() != types.retained.len()
+                {
+                    return Err("an accumulated chunk's columns differ in length".to_owned());
+                }
+                self.accumulated.push((types, type_name));
             }
             Chunk::ArrayLengths(chunk) => {
                 let (mut node, mut length) = (Vec::new(), Vec::new());
@@ -776,6 +799,7 @@ impl Columns {
         strings.make_findable_all(&mut node_type);
         let type_total_names = self.type_total_names(&mut strings, file_ids.as_deref());
         let type_paths = self.type_paths_named(&mut strings, file_ids.as_deref());
+        let accumulated = self.accumulated_named(&strings, file_ids.as_deref());
         drop(std::mem::take(&mut self.node_type));
         drop(std::mem::take(&mut self.node_name));
 
@@ -856,6 +880,7 @@ impl Columns {
             graph_whole,
             type_names: type_total_names,
             type_paths,
+            accumulated,
         };
 
         // Into the graph's compact columns, two at a time (one per core), each wide column
@@ -948,6 +973,7 @@ impl Columns {
         }
         let type_names = self.type_total_names(&mut strings, None);
         let type_paths = self.type_paths_named(&mut strings, None);
+        let accumulated = self.accumulated_named(&strings, None);
         let n_nodes = imaged.object_id.len();
         let root = match (self.root, truncation) {
             (Some(root), _) => root,
@@ -989,6 +1015,7 @@ impl Columns {
             graph_whole: true,
             type_names,
             type_paths,
+            accumulated,
         };
         Ok((graph, pending))
     }
@@ -1028,6 +1055,34 @@ impl Columns {
                 };
                 let type_name = strings.make_findable(strings.id_from_raw(raw)?);
                 Some(TypePaths { type_name, ..paths })
+            })
+            .collect()
+    }
+
+    /// The stored types below the accumulation points with their names in the table
+    /// (`file_ids` as [`Columns::type_total_names`]); `None` if one is not a string.
+    fn accumulated_named(
+        &mut self,
+        strings: &StringTable,
+        file_ids: Option<&[u32]>,
+    ) -> Option<Vec<AccumulatedTypes>> {
+        std::mem::take(&mut self.accumulated)
+            .into_iter()
+            .map(|(types, raw_names)| {
+                let names = raw_names
+                    .into_iter()
+                    .map(|raw| {
+                        let raw = match file_ids {
+                            Some(ids) => *ids.get(raw as usize)?,
+                            None => raw,
+                        };
+                        strings.id_from_raw(raw)
+                    })
+                    .collect::<Option<Vec<StringId>>>()?;
+                Some(AccumulatedTypes {
+                    types: names,
+                    ..types
+                })
             })
             .collect()
     }
@@ -1155,6 +1210,7 @@ impl Columns {
             graph_whole,
             type_names,
             type_paths,
+            accumulated,
         } = pending;
         let n_rows = self.dominator.len();
         if n_rows == 0 && n_nodes > 0 {
@@ -1233,6 +1289,25 @@ impl Columns {
                 );
                 Vec::new()
             }),
+            accumulated: match accumulated {
+                Some(accumulated)
+                    if accumulated.iter().all(|types| {
+                        (types.point as usize) < n_nodes
+                            && (types.representative == StoredAnalysis::NONE
+                                || (types.representative as usize) < n_nodes)
+                    }) =>
+                {
+                    accumulated
+                }
+                _ => {
+                    notes.push(
+                        "the stored types below the suspects' accumulation points name a node or \
+                         a type outside the graph; they are ignored"
+                            .to_owned(),
+                    );
+                    Vec::new()
+                }
+            },
         })
     }
 }

@@ -6,8 +6,8 @@ use super::*;
 use crate::{Contents, ImportError};
 use heapgraph_format::{EdgeColumns, Header, KIND_HEAP_GRAPH, NodeColumns, Writer};
 use heapgraph_model::{
-    ChildLists, EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo, Runtime,
-    StoredAnalysis, StringId, StringTable, TypePathNode, TypePaths, TypeTotals,
+    AccumulatedTypes, ChildLists, EdgeKind, GraphMeta, HeapGraph, HeapGraphParts, NodeKindInfo,
+    Runtime, StoredAnalysis, StringId, StringTable, TypePathNode, TypePaths, TypeTotals,
 };
 use proptest::prelude::*;
 
@@ -172,6 +172,14 @@ fn sample_analysis() -> StoredAnalysis {
                 ],
             },
         ],
+        // Below node 1: nodes 3 (`Object`), 4 (`größe`) and 5 (`🦀`), the largest first.
+        accumulated: vec![AccumulatedTypes {
+            point: 1,
+            representative: 5,
+            types: vec![type_name[3], type_name[2], type_name[0]],
+            count: vec![1, 1, 1],
+            retained: vec![1 << 32, 64, 48],
+        }],
     }
 }
 
@@ -299,6 +307,43 @@ fn hgd_files_are_recognised_by_content() {
     assert_eq!(graph.node_count(), 6);
 }
 
+/// Stored types below an accumulation point that name a node or a type outside the graph are
+/// left out with a note, in plain chunks and in images alike; the rest of the analysis stays.
+#[test]
+fn hgd_accumulated_types_outside_the_graph_are_ignored_with_a_note() {
+    let graph = sample_graph();
+    let lies: [fn(&mut StoredAnalysis); 3] = [
+        |stored| stored.accumulated[0].point = 6,
+        |stored| stored.accumulated[0].representative = 99,
+        |stored| {
+            // A string past the sample's few, from a larger table.
+            let mut larger = StringTable::new();
+            let past = (0..1000).map(|at| larger.intern(&at.to_string())).last();
+            stored.accumulated[0].types[1] = past.expect("a string");
+        },
+    ];
+    for (at, lie) in lies.into_iter().enumerate() {
+        let mut stored = sample_analysis();
+        lie(&mut stored);
+        for file in [
+            write(&graph, Some(&stored), 2),
+            write_images(&graph, Some(&stored), 8),
+        ] {
+            let (back, analysis) = read(&file).expect("read back");
+            let analysis = analysis.expect("the rest of the analysis");
+            assert!(analysis.accumulated.is_empty(), "lie {at}");
+            assert_eq!(analysis.type_paths, stored.type_paths, "lie {at}");
+            assert!(
+                back.meta().notes.iter().any(|note| note.contains(
+                    "accumulation points name a node or a type outside the graph; they are ignored"
+                )),
+                "lie {at}: {:?}",
+                back.meta().notes
+            );
+        }
+    }
+}
+
 #[test]
 fn hgd_analysis_of_the_wrong_length_is_refused() {
     let mut stored = sample_analysis();
@@ -339,13 +384,16 @@ fn hgd_cut_at_every_offset_reads_what_arrived_or_says_truncated() {
                     assert_eq!(parts.first_edge, full.first_edge);
                 }
                 if let Some(mut analysis) = analysis {
-                    // The type totals and then the type paths come last: a cut before them
-                    // leaves them out, each tree whole or not at all.
+                    // The type totals, the type paths and then the types below accumulation
+                    // points come last: a cut before them leaves them out, each tree or
+                    // point's types whole or not at all.
                     if analysis.type_totals.is_none() {
                         analysis.type_totals.clone_from(&stored.type_totals);
                     }
                     assert!(stored.type_paths.starts_with(&analysis.type_paths));
                     analysis.type_paths.clone_from(&stored.type_paths);
+                    assert!(stored.accumulated.starts_with(&analysis.accumulated));
+                    analysis.accumulated.clone_from(&stored.accumulated);
                     assert_eq!(analysis, stored);
                     assert_eq!((n, back.edge_count()), (6, 8));
                 }
@@ -688,9 +736,12 @@ fn hgd_images_cut_at_every_offset_read_whole_or_say_truncated() {
                             analysis.retained_count.clone_from(&stored.retained_count);
                         }
                     }
-                    // The type paths come last, each tree whole or not at all.
+                    // The type paths and then the types below accumulation points come
+                    // last, each tree or point's types whole or not at all.
                     assert!(stored.type_paths.starts_with(&analysis.type_paths));
                     analysis.type_paths.clone_from(&stored.type_paths);
+                    assert!(stored.accumulated.starts_with(&analysis.accumulated));
+                    analysis.accumulated.clone_from(&stored.accumulated);
                     assert_eq!(analysis, stored, "cut at {cut}");
                 }
             }

@@ -5,9 +5,9 @@
 use super::read::image_names as names;
 use super::{TOTAL_EDGES, TOTAL_NODES, TOTAL_STRINGS, write_error};
 use heapgraph_format::{
-    self as format, AnalysisColumns, ArrayLengthColumns, Chunk, EdgeColumns, FillColumns, Header,
-    ImageChunk, KIND_HEAP_GRAPH, NodeColumns, TypePathsColumns, TypeTotalsColumns, VERSION_IMAGES,
-    Writer,
+    self as format, AccumulatedColumns, AnalysisColumns, ArrayLengthColumns, Chunk, EdgeColumns,
+    FillColumns, Header, ImageChunk, KIND_HEAP_GRAPH, NodeColumns, TypePathsColumns,
+    TypeTotalsColumns, VERSION_IMAGES, Writer,
 };
 use heapgraph_model::image::{ColumnImage, Imaged};
 use heapgraph_model::{HeapGraph, StoredAnalysis, TypePathNode, TypePaths};
@@ -193,6 +193,19 @@ pub(super) fn write_as<W: Write>(
         }
         for paths in &analysis.type_paths {
             write_type_paths(&mut writer, paths)?;
+        }
+        for types in &analysis.accumulated {
+            // Strings are written in id order, so an id is its string's index in the file.
+            let type_name: Vec<u32> = types.types.iter().map(|id| id.to_raw()).collect();
+            writer
+                .write_accumulated(&AccumulatedColumns {
+                    point: types.point,
+                    representative: types.representative,
+                    type_name: &type_name,
+                    count: &types.count,
+                    retained_size: &types.retained,
+                })
+                .map_err(write_error)?;
         }
     }
     writer.finish().map_err(write_error)?.flush()
