@@ -161,7 +161,8 @@ impl Part {
 }
 
 /// Imports `bytes` as described in [`super::import_slice`]; `release` is told of each byte
-/// range pass 2 has finished with.
+/// range pass 2 has finished with, and of the strings' value arrays after each batch of
+/// strings named, which reads across `string_batch_span` bytes at most ([`BATCH_SPAN`]).
 ///
 /// Where the layout is only assumed (the ids are not addresses, or they did not tell), the
 /// system properties of the graph built under the assumption check it, and a graph is built
@@ -171,9 +172,10 @@ pub(super) fn build(
     bytes: &[u8],
     options: &Options,
     release: &(dyn Fn(Range<usize>) + Sync),
+    string_batch_span: usize,
 ) -> Result<HeapGraph, ImportError> {
     let (mut graph, mut decision, header, ids_are_addresses) =
-        build_with(bytes, options, release, None)?;
+        build_with(bytes, options, release, string_batch_span, None)?;
     if decision.is_provisional() {
         let properties = jvm::system_properties(&graph);
         if let Some(implied) = jvm::implied_by(&properties) {
@@ -187,7 +189,14 @@ pub(super) fn build(
                 better.fields_source = implied.fields_source;
             }
             if (better.layout, better.fields) != (decision.layout, decision.fields) {
-                graph = build_with(bytes, options, release, Some(better.clone()))?.0;
+                graph = build_with(
+                    bytes,
+                    options,
+                    release,
+                    string_batch_span,
+                    Some(better.clone()),
+                )?
+                .0;
             }
             decision = better;
         }
@@ -205,6 +214,7 @@ fn build_with(
     bytes: &[u8],
     options: &Options,
     release: &(dyn Fn(Range<usize>) + Sync),
+    string_batch_span: usize,
     decided: Option<jvm::Decision>,
 ) -> Result<(HeapGraph, jvm::Decision, scan::Header, bool), ImportError> {
     let header = scan::header(bytes)?;
@@ -441,6 +451,7 @@ fn build_with(
         assemble(
             bytes,
             release,
+            string_batch_span,
             parts,
             &plan,
             object_ids,
@@ -1025,6 +1036,7 @@ fn join_column<C: Joined>(parts: Vec<C>, total: usize) -> C {
 fn assemble(
     bytes: &[u8],
     release: &(dyn Fn(Range<usize>) + Sync),
+    string_batch_span: usize,
     parts: Vec<Part>,
     plan: &RootPlan,
     object_ids: PackedU64,
@@ -1182,6 +1194,7 @@ fn assemble(
             &mut names,
             bytes,
             release,
+            string_batch_span,
             string_refs,
             &text_arrays,
             strings,
@@ -1213,8 +1226,14 @@ fn assemble(
     (graph, array_lengths)
 }
 
-/// Strings named per batch: decoded in parallel, then added to the table in order.
+/// Strings named per batch at most: decoded in parallel, then added to the table in order.
 const STRINGS_PER_BATCH: usize = 1 << 16;
+
+/// Bytes of the dump a batch of strings reads across at most (from its first value array to
+/// its last): the pages read are handed back after each batch, and a dump whose strings are
+/// few and far apart (a compiler's, a few thousand strings in half a gigabyte) would otherwise
+/// have all its pages resident at once in one batch.
+pub(super) const BATCH_SPAN: usize = 32 << 20;
 
 /// Strings a task decodes into one buffer.
 const STRINGS_PER_TASK: usize = 1 << 10;
@@ -1231,18 +1250,38 @@ struct Decoded {
 /// Names each `java.lang.String` by its value (up to [`STRING_NAME_CHARS`] characters).
 ///
 /// The strings go in the order of their value arrays, which is file order, so the dump's pages
-/// are read once, front to back, and handed back (`release`) behind the reading.
+/// are read once, front to back, and handed back (`release`) behind the reading, after each
+/// batch of strings whose arrays lie within `batch_span` bytes of the batch's first.
 fn name_strings(
     names: &mut Vec<(u32, StringId)>,
     bytes: &[u8],
     release: &(dyn Fn(Range<usize>) + Sync),
+    batch_span: usize,
     mut string_refs: Vec<StringRef>,
     text_arrays: &[(u32, usize, u32, u8)],
     strings: &mut StringTable,
 ) {
     string_refs.par_sort_unstable_by_key(|string| string.array);
+    // Where each string's value array lies in the dump (arrays are sorted by node, and node
+    // order is file order), `None` for a string whose value is no array of text.
+    let data_of = |string: &StringRef| {
+        let at = text_arrays.partition_point(|array| array.0 < string.array);
+        text_arrays
+            .get(at)
+            .filter(|array| array.0 == string.array)
+            .map(|array| array.1)
+    };
     let mut released_to = 0;
-    for batch in string_refs.chunks(STRINGS_PER_BATCH) {
+    let mut rest = &string_refs[..];
+    while !rest.is_empty() {
+        let most = &rest[..rest.len().min(STRINGS_PER_BATCH)];
+        let first = most.iter().find_map(data_of).unwrap_or(0);
+        // The first string is always taken, so that each batch moves on.
+        let n = 1 + most[1..].partition_point(|string| {
+            data_of(string).is_none_or(|data| data.saturating_sub(first) <= batch_span)
+        });
+        let (batch, after) = rest.split_at(n);
+        rest = after;
         // Arrays come in node order within each part, and parts in order: sorted by node, as
         // the strings now are by array, so each task finds its first array and walks on.
         let decoded: Vec<Decoded> = batch
@@ -1382,5 +1421,50 @@ fn cut_note(cut: &scan::Cut, file_len: usize) -> String {
             "the dump ends at byte {file_len}, inside {what} at byte {}; everything after it is missing",
             cut.record_offset
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::sync::Mutex;
+
+    /// Strings named in batches that each read a short stretch of the dump (64 KiB here; 32 MiB
+    /// in use, the whole of this one) name every object as one batch does, and each batch
+    /// hands the pages it read back: on javac's dump in the fixtures (12 MB, a JVM's own).
+    #[test]
+    fn strings_named_in_short_batches_are_named_as_in_one() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/java/javac.hprof.gz");
+        let gzipped = std::fs::read(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+        let mut bytes = Vec::new();
+        flate2::read::MultiGzDecoder::new(&gzipped[..])
+            .read_to_end(&mut bytes)
+            .expect("gzip");
+        let import = |span: usize| {
+            let released = Mutex::new(0usize);
+            let graph = build(
+                &bytes,
+                &Options::default(),
+                &|_| *released.lock().expect("not poisoned") += 1,
+                span,
+            )
+            .expect("javac's dump");
+            (graph, released.into_inner().expect("not poisoned"))
+        };
+        let (whole, released_whole) = import(BATCH_SPAN);
+        let (short, released_short) = import(64 << 10);
+        assert!(
+            released_short > released_whole + 50,
+            "{released_short} ranges handed back in short batches, {released_whole} in one"
+        );
+        let mut strings = 0;
+        for node in whole.nodes() {
+            assert_eq!(short.name(node), whole.name(node), "{node:?}");
+            strings += usize::from(whole.type_name(node) == "java.lang.String");
+        }
+        assert!(strings > 10_000, "{strings} strings");
+        assert_eq!(short.strings().len(), whole.strings().len());
     }
 }
