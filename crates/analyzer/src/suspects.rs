@@ -74,7 +74,7 @@ fn suspects_untimed(
     let total = analysis.heap_size(graph);
     let big = big_objects(graph, analysis, total, threshold, min_drop);
     let children = analysis.dominator_children(graph);
-    // Stored with a converted dump, where its points are the default threshold's.
+    // A converted dump brings the rows below the default threshold's points: read, not walked.
     let accumulated = (big.points_in_order())
         .map(|point| match analysis.stored_accumulated(point) {
             Some(stored) => accumulated_view(graph, stored),

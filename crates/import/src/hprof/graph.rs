@@ -450,8 +450,10 @@ fn build_with(
     let (mut graph_parts, array_lengths) = timed("hprof: columns assembled", || {
         assemble(
             bytes,
-            release,
-            string_batch_span,
+            Handback {
+                release,
+                string_batch_span,
+            },
             parts,
             &plan,
             object_ids,
@@ -1035,8 +1037,7 @@ fn join_column<C: Joined>(parts: Vec<C>, total: usize) -> C {
 /// parts and the graph are not all held at once.
 fn assemble(
     bytes: &[u8],
-    release: &(dyn Fn(Range<usize>) + Sync),
-    string_batch_span: usize,
+    handback: Handback<'_>,
     parts: Vec<Part>,
     plan: &RootPlan,
     object_ids: PackedU64,
@@ -1193,8 +1194,7 @@ fn assemble(
         name_strings(
             &mut names,
             bytes,
-            release,
-            string_batch_span,
+            handback,
             string_refs,
             &text_arrays,
             strings,
@@ -1226,6 +1226,15 @@ fn assemble(
     (graph, array_lengths)
 }
 
+/// How the assembly hands the dump's pages back: whom it tells of each range it is done with,
+/// and the most bytes of the dump a batch of strings reads across ([`BATCH_SPAN`]) before it
+/// tells.
+#[derive(Clone, Copy)]
+struct Handback<'a> {
+    release: &'a (dyn Fn(Range<usize>) + Sync),
+    string_batch_span: usize,
+}
+
 /// Strings named per batch at most: decoded in parallel, then added to the table in order.
 const STRINGS_PER_BATCH: usize = 1 << 16;
 
@@ -1250,13 +1259,12 @@ struct Decoded {
 /// Names each `java.lang.String` by its value (up to [`STRING_NAME_CHARS`] characters).
 ///
 /// The strings go in the order of their value arrays, which is file order, so the dump's pages
-/// are read once, front to back, and handed back (`release`) behind the reading, after each
-/// batch of strings whose arrays lie within `batch_span` bytes of the batch's first.
+/// are read once, front to back, and handed back (`handback`) behind the reading, after each
+/// batch of strings whose arrays lie within its span of the batch's first.
 fn name_strings(
     names: &mut Vec<(u32, StringId)>,
     bytes: &[u8],
-    release: &(dyn Fn(Range<usize>) + Sync),
-    batch_span: usize,
+    handback: Handback<'_>,
     mut string_refs: Vec<StringRef>,
     text_arrays: &[(u32, usize, u32, u8)],
     strings: &mut StringTable,
@@ -1278,7 +1286,8 @@ fn name_strings(
         let first = most.iter().find_map(data_of).unwrap_or(0);
         // The first string is always taken, so that each batch moves on.
         let n = 1 + most[1..].partition_point(|string| {
-            data_of(string).is_none_or(|data| data.saturating_sub(first) <= batch_span)
+            data_of(string)
+                .is_none_or(|data| data.saturating_sub(first) <= handback.string_batch_span)
         });
         let (batch, after) = rest.split_at(n);
         rest = after;
@@ -1326,7 +1335,7 @@ fn name_strings(
             }
             read_to = read_to.max(task.read_to);
         }
-        release(released_to..read_to);
+        (handback.release)(released_to..read_to);
         released_to = read_to;
     }
 }
