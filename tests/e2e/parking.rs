@@ -1,5 +1,5 @@
 //! The columns a graph parks while its dominator pass runs (`HeapGraph::park_columns`, what
-//! `summary` and its kin do where memory is the bound): no search of the analysis reads them,
+//! `summary` and its kin do unless columns spill): no search of the analysis reads them,
 //! so the analysis, the suspects drawn from it, the columns given back and the strings' text
 //! (parked for good, read a block at a time) are those of a graph that never parked, on real
 //! dumps of each runtime.

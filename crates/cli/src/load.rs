@@ -418,13 +418,13 @@ impl Loaded {
     }
 
     /// Whether the columns that no search of the analysis reads are compressed while it runs
-    /// (`HeapGraph::park_columns`): where memory is the bound, unless they are already out of
-    /// memory, in scratch files (a server's) or spilled, where the kernel can drop their pages
-    /// and could not drop parked ones, which are anonymous memory.
+    /// (`HeapGraph::park_columns`): wherever the graph is in memory, unless they are already
+    /// out of it, in scratch files (a server's) or spilled, where the kernel can drop their
+    /// pages and could not drop parked ones, which are anonymous memory. Below the dominator
+    /// pass's memory bound as well: on the real Java dumps under it, parking took 11–17% off
+    /// the peak for no time that rounds apart could tell (docs/performance.md).
     fn parks(&self) -> bool {
-        heapgraph_analyzer::memory_bound(&self.graph)
-            && !heapgraph_model::file_pages::indexes_in_files()
-            && crate::allocator::spilled().is_none()
+        !heapgraph_model::file_pages::indexes_in_files() && crate::allocator::spilled().is_none()
     }
 
     fn analyze_then(
@@ -437,9 +437,8 @@ impl Loaded {
         if let Some(stored) = self.stored.take()
             && !include_weak
         {
-            // Where memory is the bound, the text as an analysis would leave it: parked, read a
-            // block at a time (a summary reads a few labels), before the stored analysis's
-            // columns come in beside it.
+            // The text as an analysis would leave it: parked, read a block at a time (a summary
+            // reads a few labels), before the stored analysis's columns come in beside it.
             if self.parks() {
                 self.graph.park_text();
             }
