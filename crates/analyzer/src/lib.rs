@@ -64,7 +64,7 @@ pub use weak::{HeldBy, HeldThrough, ReferenceKind, WeakReach, weak_reach};
 
 use heapgraph_model::file_pages::page_out;
 use heapgraph_model::{
-    AccumulatedTypes, ChildLists, HeapGraph, NodeId, StoredAnalysis, TypePaths, TypeTotals,
+    AccumulatedTypes, ChildLists, HeapGraph, NodeId, Parked, StoredAnalysis, TypePaths, TypeTotals,
     U64Column, timed,
 };
 use histogram::{DominatorChildren, TypeCounts};
@@ -156,15 +156,19 @@ pub fn analyze_before_chains(
             page_out(merged_paths::chain_parents(graph, rule))
         })
     };
+    // Where the graph's own columns wait compressed, so do the chain parents, which nothing
+    // reads before the pass ends: made before the pass's predecessor lists, they would be held
+    // whole beside them, its peak (a third of their size parked).
+    let park = graph.columns_parked();
     let ((chain_parents, distances, counts), analysis) = side_by_side(
         || {
             let (parents, distances) = match view_distances {
                 ViewDistances::Shown => {
-                    let parents = chain_parents();
+                    let parents = waiting(chain_parents(), park);
                     let distances = timed("distances", || page_out(bfs_distances(graph, rule)));
                     (parents, OnceLock::from(distances))
                 }
-                ViewDistances::LeftOut => (chain_parents(), OnceLock::new()),
+                ViewDistances::LeftOut => (waiting(chain_parents(), park), OnceLock::new()),
             };
             // The dominator pass's search is mostly the longer: the counts fit in before it ends.
             let counts = timed("type counts", || TypeCounts::of_every_node(graph));
@@ -172,12 +176,31 @@ pub fn analyze_before_chains(
         },
         || analyze_trading_memory(graph, options, false),
     );
+    let chain_parents = match chain_parents {
+        Waiting::Whole(parents) => parents,
+        Waiting::Parked(parents) => timed("chain parents unparked", || parents.unpark()),
+    };
     Analysis {
         chain_parent: OnceLock::from(chain_parents),
         distance: distances,
         type_counts: OnceLock::from(counts),
         view_distances,
         ..analysis
+    }
+}
+
+/// A column made beside the dominator pass for after it: whole, or parked until then.
+enum Waiting {
+    Whole(Vec<u32>),
+    Parked(Parked<Vec<u32>>),
+}
+
+/// The chain parents `column`, parked where `park` says.
+fn waiting(column: Vec<u32>, park: bool) -> Waiting {
+    if park {
+        Waiting::Parked(timed("chain parents parked", || Parked::park(column)))
+    } else {
+        Waiting::Whole(column)
     }
 }
 

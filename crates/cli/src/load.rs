@@ -484,8 +484,12 @@ impl Loaded {
             }
             None => heapgraph_analyzer::analyze(&self.graph, &options),
         };
-        if self.graph.unpark_columns() {
-            // The parked blocks, freed, are the allocator's small blocks: handed back.
+        if self.graph.columns_parked() {
+            // Parked blocks, freed, are the allocator's small blocks: those of the chain
+            // parents (given back as the analysis ended) handed back before the columns come
+            // back beside them, the columns' after.
+            release_freed_memory();
+            self.graph.unpark_columns();
             release_freed_memory();
         }
         spinner.finish_and_clear();

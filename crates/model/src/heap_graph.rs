@@ -682,6 +682,13 @@ impl HeapGraph {
         crate::timed("strings' text unparked", || self.strings.unpark_text());
     }
 
+    /// Whether columns [`HeapGraph::park_columns`] compressed are not given back yet: where
+    /// they are, memory is worth more than the little time parking takes, to the caller that
+    /// parked them.
+    pub fn columns_parked(&self) -> bool {
+        self.parked.is_some()
+    }
+
     /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were (the text
     /// stays parked); whether there were any.
     pub fn unpark_columns(&mut self) -> bool {
