@@ -158,7 +158,7 @@ pub fn analyze_before_chains(
     };
     // Where the graph's own columns wait compressed, so do the chain parents, which nothing
     // reads before the pass ends: made before the pass's predecessor lists, they would be held
-    // whole beside them, its peak (a third of their size parked).
+    // whole beside them, its peak (parked, two fifths of their size).
     let park = graph.columns_parked();
     let ((chain_parents, distances, counts), analysis) = side_by_side(
         || {
