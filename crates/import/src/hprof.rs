@@ -218,3 +218,17 @@ impl Layout {
 fn align8(n: u64) -> u64 {
     n.div_ceil(8) * 8
 }
+
+/// A dump a JVM wrote for the fixtures (`fixtures/java/NAME.hprof.gz`), uncompressed.
+#[cfg(test)]
+fn fixture_dump(name: &str) -> Vec<u8> {
+    use std::io::Read;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../fixtures/java/{name}.hprof.gz"));
+    let gzipped = std::fs::read(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(&gzipped[..])
+        .read_to_end(&mut bytes)
+        .expect("gzip");
+    bytes
+}

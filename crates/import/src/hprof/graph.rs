@@ -1436,7 +1436,6 @@ fn cut_note(cut: &scan::Cut, file_len: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
     use std::sync::Mutex;
 
     /// Strings named in batches that each read a short stretch of the dump (64 KiB here; 32 MiB
@@ -1444,13 +1443,7 @@ mod tests {
     /// hands the pages it read back: on javac's dump in the fixtures (12 MB, a JVM's own).
     #[test]
     fn strings_named_in_short_batches_are_named_as_in_one() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/java/javac.hprof.gz");
-        let gzipped = std::fs::read(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-        let mut bytes = Vec::new();
-        flate2::read::MultiGzDecoder::new(&gzipped[..])
-            .read_to_end(&mut bytes)
-            .expect("gzip");
+        let bytes = super::super::fixture_dump("javac");
         let import = |span: usize| {
             let released = Mutex::new(0usize);
             let graph = build(

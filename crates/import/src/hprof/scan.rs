@@ -790,25 +790,12 @@ pub(super) fn truncated(offset: usize, expected: &str) -> ImportError {
 mod tests {
     use super::*;
     use std::cell::RefCell;
-    use std::io::Read;
-
-    /// The default-layout dump that a JVM wrote for the fixtures, uncompressed.
-    fn real_dump() -> Vec<u8> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/java/default.hprof.gz");
-        let gzipped = std::fs::read(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-        let mut bytes = Vec::new();
-        flate2::read::MultiGzDecoder::new(&gzipped[..])
-            .read_to_end(&mut bytes)
-            .expect("gzip");
-        bytes
-    }
 
     /// The scan hands back the body of every heap dump record as it passes it, in file order,
     /// and nothing else: the records found by walking the lengths from the first record.
     #[test]
     fn each_heap_dump_body_is_released_once_its_header_is_read() {
-        let bytes = real_dump();
+        let bytes = super::super::fixture_dump("default");
         let header = header(&bytes).expect("the header");
         let mut bodies = Vec::new();
         let mut pos = header.body_start;
