@@ -543,13 +543,15 @@ impl Analysis {
     pub fn into_stored(self, graph: &HeapGraph) -> StoredAnalysis {
         self.chain_parents(graph);
         self.type_paths(graph, merged_paths::Merges::OneAtATime);
+        // Walks the tree below the default suspects' accumulation points, or all of it with the
+        // type totals where these are not known yet: either way they are known after it.
         let accumulated = suspects::accumulated_to_store(graph, &self);
         let Analysis {
             edge_rule,
             dominators,
             distance,
             type_totals,
-            type_counts,
+            type_counts: _,
             weak: _,
             chains: _,
             chain_parent,
@@ -559,13 +561,12 @@ impl Analysis {
             view_distances: _,
         } = self;
         let chain_parent = chain_parent.into_inner().unwrap_or_default();
-        let mut children = children.into_inner();
-        let type_totals = type_totals.into_inner().unwrap_or_else(|| {
-            let built =
-                children.get_or_insert_with(|| DominatorChildren::build(graph, &dominators));
-            histogram::type_totals(graph, &dominators, || &*built, type_counts.get())
-        });
-        let dominator_children = children.and_then(DominatorChildren::into_stored);
+        let type_totals = type_totals
+            .into_inner()
+            .expect("the accumulation points' walk leaves the type totals known");
+        let dominator_children = children
+            .into_inner()
+            .and_then(DominatorChildren::into_stored);
         let distance = distance
             .into_inner()
             .unwrap_or_else(|| bfs_distances(graph, &edge_rule));

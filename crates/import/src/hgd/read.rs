@@ -583,10 +583,6 @@ impl Columns {
                 decode_column(chunk.type_name, &mut type_name).map_err(column)?;
                 decode_column(chunk.count, &mut types.count).map_err(column)?;
                 decode_column(chunk.retained_size, &mut types.retained).map_err(column)?;
-                if type_name.len() != types.count.len() || types.count.len() != types.retained.len()
-                {
-                    return Err("an accumulated chunk's columns differ in length".to_owned());
-                }
                 self.accumulated.push((types, type_name));
             }
             Chunk::ArrayLengths(chunk) => {
