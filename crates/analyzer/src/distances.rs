@@ -116,8 +116,10 @@ fn bfs(
 }
 
 /// How far ahead of a breadth-first search's head the offsets of a queued node's references
-/// are hinted, and how far its first references: a node's references lie anywhere in the
-/// columns, and by the time the search reaches it the hints have brought them in.
+/// are hinted, and how far its first references and their kinds: a node's references lie
+/// anywhere in the columns, and by the time the search reaches it the hints have brought them
+/// in (without the kinds', the chain parents' search stalled on the kind of each reference
+/// into a node not yet reached: 29% of its samples on `app-rhino-acorn`).
 const OFFSETS_AHEAD: usize = 16;
 const REFERENCES_AHEAD: usize = 8;
 
@@ -130,6 +132,7 @@ pub(crate) fn prefetch_queued(parts: &HeapGraphParts, queue: &[u32], head: usize
     if let Some(&ahead) = queue.get(head + REFERENCES_AHEAD) {
         let first = parts.first_edge.get(ahead as usize) as usize;
         prefetch(&parts.edge_to, first);
+        parts.edge_kind.prefetch(first);
     }
 }
 

@@ -66,6 +66,12 @@ impl EdgeKinds {
         self[edge]
     }
 
+    /// Hints that the kind of edge `edge` will be read soon ([`crate::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, edge: usize) {
+        crate::prefetch(&self.nibbles, edge / 2);
+    }
+
     /// Replaces the kind of edge `edge`.
     ///
     /// Panics if `edge` is out of range.
