@@ -112,23 +112,26 @@ impl DominatorTree {
 /// forest (the lean order, where step 3 numbered nodes) takes four `u32` per vertex, its
 /// buckets two more.
 pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
-    dominators_trading_memory(graph, rule, memory_bound(graph), false).0
+    dominators_trading_memory(graph, rule, memory_bound(graph), false, &|| {}).0
 }
 
 /// [`dominators`], trading time for memory: the lean order when `lean`, else the fast one;
 /// with `children`, the fast order's last step (the retained sizes, by number), which leaves
-/// a core idle, has the dominator tree's children built there.
+/// a core idle, has the dominator tree's children built there. `before_lists` runs before the
+/// predecessor lists are built, the pass's peak: where other work runs beside the pass, the
+/// pass may wait there for it to shrink.
 pub(crate) fn dominators_trading_memory(
     graph: &HeapGraph,
     rule: &EdgeRule,
     lean: bool,
     children: bool,
+    before_lists: &dyn Fn(),
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let order = if lean { Order::Lean } else { Order::Fast };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_and_children::<u32>(graph, rule, true, order, children)
+        dominators_and_children::<u32>(graph, rule, true, order, children, before_lists)
     } else {
-        dominators_and_children::<u64>(graph, rule, true, order, children)
+        dominators_and_children::<u64>(graph, rule, true, order, children, before_lists)
     }
 }
 
@@ -220,7 +223,7 @@ fn dominators_with<O: Offset>(
     allow_semi_nca: bool,
     order: Order,
 ) -> DominatorTree {
-    dominators_and_children::<O>(graph, rule, allow_semi_nca, order, false).0
+    dominators_and_children::<O>(graph, rule, allow_semi_nca, order, false, &|| {}).0
 }
 
 /// [`dominators_with`], with the dominator tree's children where `children` asks for them and
@@ -231,6 +234,7 @@ fn dominators_and_children<O: Offset>(
     allow_semi_nca: bool,
     order: Order,
     children: bool,
+    before_lists: &dyn Fn(),
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
@@ -326,6 +330,7 @@ fn dominators_and_children<O: Offset>(
     } else {
         Fill::BySources
     };
+    before_lists();
     let preds = timed("dominators: predecessor lists", || {
         Preds::<O>::build(&pred_edges, &number, len, counted, lists, fill)
     });

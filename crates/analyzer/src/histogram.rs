@@ -1155,7 +1155,7 @@ mod tests {
         // The fast order builds them beside its retained sizes.
         let rule = EdgeRule::for_runtime(Runtime::Java);
         let (fast, beside) =
-            crate::dominators::dominators_trading_memory(&graph, &rule, false, true);
+            crate::dominators::dominators_trading_memory(&graph, &rule, false, true, &|| {});
         let beside = beside.expect("the fast order builds the children");
         assert_eq!(fast.idom, tree.idom);
         assert_eq!(beside.bytes, one.bytes);

@@ -132,7 +132,7 @@ pub const NO_DISTANCE: u32 = u32::MAX;
 /// Complexity: as [`dominators`], O((V + E) log V) worst case and near-linear in practice;
 /// O(V + E) auxiliary space.
 pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
-    analyze_trading_memory(graph, options, memory_bound(graph))
+    analyze_trading_memory(graph, options, memory_bound(graph), &|| {})
 }
 
 /// [`analyze`] for a caller that goes on to the chains of many objects (the suspects and
@@ -158,23 +158,36 @@ pub fn analyze_before_chains(
     };
     // Where the graph's own columns wait compressed, so do the chain parents, which nothing
     // reads before the pass ends: made before the pass's predecessor lists, they would be held
-    // whole beside them, its peak (parked, two fifths of their size).
+    // whole beside them, its peak (parked, two fifths of their size). The lists wait for them
+    // to be parked: where the search for them is the longer (on `app-rhino-acorn`, about 0.8 s
+    // to the pass's 0.6), the search's queue and the parents whole met the lists as they were
+    // filled, a tenth of the run's peak (docs/performance.md).
     let park = graph.columns_parked();
+    let (parked_sender, parked_receiver) = std::sync::mpsc::channel::<()>();
     let ((chain_parents, distances, counts), analysis) = side_by_side(
         || {
-            let (parents, distances) = match view_distances {
+            let parents = waiting(chain_parents(), park);
+            // Dropped, unwinding included, the sender lets the lists begin.
+            drop(parked_sender);
+            let distances = match view_distances {
                 ViewDistances::Shown => {
-                    let parents = waiting(chain_parents(), park);
-                    let distances = timed("distances", || page_out(bfs_distances(graph, rule)));
-                    (parents, OnceLock::from(distances))
+                    OnceLock::from(timed("distances", || page_out(bfs_distances(graph, rule))))
                 }
-                ViewDistances::LeftOut => (waiting(chain_parents(), park), OnceLock::new()),
+                ViewDistances::LeftOut => OnceLock::new(),
             };
             // The dominator pass's search is mostly the longer: the counts fit in before it ends.
             let counts = timed("type counts", || TypeCounts::of_every_node(graph));
             (parents, distances, counts)
         },
-        || analyze_trading_memory(graph, options, false),
+        || {
+            let before_lists = || {
+                if park {
+                    // Nothing is sent: this returns once the sender is dropped.
+                    let _ = timed("waiting for the chain parents", || parked_receiver.recv());
+                }
+            };
+            analyze_trading_memory(graph, options, false, &before_lists)
+        },
     );
     let chain_parents = match chain_parents {
         Waiting::Whole(parents) => parents,
@@ -204,9 +217,16 @@ fn waiting(column: Vec<u32>, park: bool) -> Waiting {
     }
 }
 
-fn analyze_trading_memory(graph: &HeapGraph, options: &Options, lean: bool) -> Analysis {
+/// The dominator pass, its lean order where `lean`; `before_lists` runs before its predecessor
+/// lists are built ([`dominators::dominators_trading_memory`]).
+fn analyze_trading_memory(
+    graph: &HeapGraph,
+    options: &Options,
+    lean: bool,
+    before_lists: &dyn Fn(),
+) -> Analysis {
     let (dominators, children) = timed("dominator tree and retained sizes", || {
-        dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true)
+        dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true, before_lists)
     });
     Analysis {
         edge_rule: options.edge_rule.clone(),
