@@ -458,10 +458,11 @@ impl Loaded {
             }
         }
         let spinner = spinner("computing dominators and retained sizes");
-        if self.parks() {
+        let parks = self.parks();
+        if parks {
             self.graph.park_columns(!edge_rule.devtools_distances);
         }
-        if heapgraph_analyzer::memory_bound(&self.graph) {
+        if parks || heapgraph_analyzer::memory_bound(&self.graph) {
             heapgraph_model::timed("freed memory handed back", release_freed_memory);
         }
         let options = Options { edge_rule };
@@ -498,13 +499,14 @@ impl Loaded {
 }
 
 /// Hands the allocator's free memory back to the kernel: many mid-sized buffers freed (an
-/// import's per-segment indexes and per-batch strings, a query's scratch) stay in glibc's
-/// heaps between live allocations, where they count in the resident set (about 150 MiB after
-/// importing a 2.5 GB HPROF dump). Before the analysis, the peak of a run, only for graphs
-/// where memory is the bound ([`heapgraph_analyzer::memory_bound`]): the pages handed back are
-/// faulted in again by the analysis, 0.13 s on the large V8 snapshot. `serve` calls it after
-/// each step of its warm-up, each kept `paths` answer and the strings' ranking. A no-op on
-/// other allocators.
+/// import's per-segment indexes and per-batch strings, a query's scratch, the columns just
+/// parked) stay in glibc's heaps between live allocations, where they count in the resident
+/// set (about 150 MiB after importing a 2.5 GB HPROF dump). Before the analysis, the peak of a
+/// run, where columns were parked or memory is the bound
+/// ([`heapgraph_analyzer::memory_bound`]): on the real Java dumps under the bound it took 5–16%
+/// off the peak, for no time that rounds apart could tell (docs/performance.md). `serve`
+/// calls it after each step of its warm-up, each kept `paths` answer and the strings'
+/// ranking. A no-op on other allocators.
 pub(crate) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers and only returns free pages of the allocator's
