@@ -503,7 +503,7 @@ impl Loaded {
 /// parked) stay in glibc's heaps between live allocations, where they count in the resident
 /// set (about 150 MiB after importing a 2.5 GB HPROF dump). Before the analysis, the peak of a
 /// run, where columns were parked or memory is the bound
-/// ([`heapgraph_analyzer::memory_bound`]): on the real Java dumps under the bound it took 5–16%
+/// ([`heapgraph_analyzer::memory_bound`]): on the real Java dumps under the bound it took 5–12%
 /// off the peak, for no time that rounds apart could tell (docs/performance.md). `serve`
 /// calls it after each step of its warm-up, each kept `paths` answer and the strings'
 /// ranking. A no-op on other allocators.
