@@ -514,6 +514,33 @@ fn timings_list_the_passes_that_ran_and_leave_the_answer_unchanged() {
     );
 }
 
+/// Where the graph's columns are parked (`summary` in memory), the dominator pass's predecessor
+/// lists, its peak, begin only once the chain parents searched for beside the pass are parked:
+/// on the real Java dumps their search can outlast the pass's own, and ended beside the lists
+/// (docs/performance.md, "Real applications' dumps", thirtieth session). The pass records its
+/// wait even where the search ended first and it waited no time.
+#[test]
+fn the_predecessor_lists_wait_for_the_chain_parents_to_be_parked() {
+    for dump in ["java/javac.hprof.gz", "v8/app-after.heapsnapshot.gz"] {
+        let dump = fixture(dump);
+        let args = ["--timings", "summary", path_str(&dump), "--format", "json"];
+        let output = crate::support::heapgraph(&args);
+        let stderr = String::from_utf8(output.stderr).expect("utf-8");
+        assert!(output.status.success(), "{dump:?}: {stderr}");
+        let span =
+            |name: &str| pass_span(&stderr, name).unwrap_or_else(|| panic!("{name} in {stderr}"));
+        let parked = span("chain parents parked");
+        let waited = span("waiting for the chain parents");
+        let lists = span("dominators: predecessor lists");
+        // Each printed to the millisecond.
+        let at_most = |a: f64, b: f64| a <= b + 0.002;
+        assert!(
+            at_most(parked.1, waited.1) && at_most(waited.1, lists.0),
+            "{dump:?}: {stderr}"
+        );
+    }
+}
+
 /// `summary --kind` with a kind the dump has no object of names the kinds it has, and fails
 /// before any analysis is printed.
 #[test]
