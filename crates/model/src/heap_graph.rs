@@ -690,10 +690,10 @@ impl HeapGraph {
     }
 
     /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were (the text
-    /// stays parked); whether there were any.
-    pub fn unpark_columns(&mut self) -> bool {
+    /// stays parked); nothing where none are parked ([`HeapGraph::columns_parked`]).
+    pub fn unpark_columns(&mut self) {
         let Some(parked) = self.parked.take() else {
-            return false;
+            return;
         };
         crate::timed("columns unparked", || {
             let parts = &mut self.parts;
@@ -703,7 +703,6 @@ impl HeapGraph {
                 parts.edge_name = names.edge_names.unpark();
             }
         });
-        true
     }
 
     /// The retainers of every node: the CSR transpose, built once on first use (in parallel).
