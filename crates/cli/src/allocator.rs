@@ -130,29 +130,32 @@ pub(crate) fn spilled() -> Option<(usize, usize, &'static Path)> {
     })
 }
 
-// SAFETY: every block is either the system allocator's, passed through with the caller's
-// arguments, or a whole shared mapping made here and listed in `SPILLED` until it is unmapped;
-// `dealloc` and `realloc` tell the two apart by that list, never by the size alone.
+// SAFETY: every block is the system allocator's, passed through with the caller's arguments,
+// a mapping of its own ([`own_mapping`]: told apart by its layout, which the caller passes back
+// unchanged), or a whole shared mapping made here and listed in `SPILLED` until it is
+// unmapped; `dealloc` and `realloc` look a block up in that list before they go by its layout.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if let Some(block) = spill(layout) {
             return block;
         }
+        if own_mapping(layout.size(), layout.align()) {
+            return map_own(layout.size());
+        }
         // SAFETY: as `GlobalAlloc::alloc`, whose contract the caller keeps.
-        let block = unsafe { System.alloc(layout) };
-        advise(block, layout.size());
-        block
+        unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // A new file's pages read as zeros.
+        // A new file's pages, and new anonymous ones, read as zeros.
         if let Some(block) = spill(layout) {
             return block;
         }
+        if own_mapping(layout.size(), layout.align()) {
+            return map_own(layout.size());
+        }
         // SAFETY: as `GlobalAlloc::alloc_zeroed`, whose contract the caller keeps.
-        let block = unsafe { System.alloc_zeroed(layout) };
-        advise(block, layout.size());
-        block
+        unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
@@ -162,9 +165,9 @@ unsafe impl GlobalAlloc for Allocator {
             unmap(block, fd, mapped);
             return;
         }
-        // SAFETY: as `GlobalAlloc::dealloc`: `block` is the system allocator's, since it is
-        // not listed as spilled.
-        unsafe { System.dealloc(block, layout) }
+        // SAFETY: as `GlobalAlloc::dealloc`: `block` is not listed, so it is a mapping of its
+        // own where its layout says so, the system allocator's otherwise.
+        unsafe { free_unlisted(block, layout) }
     }
 
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -185,13 +188,12 @@ unsafe impl GlobalAlloc for Allocator {
                     count_spilled(mapped, new_mapped);
                     return moved;
                 }
-                // Too small to stay spilled, or the file could not grow: moved to the system's.
+                // Too small to stay spilled, or the file could not grow: moved out of the list.
                 // SAFETY: `new_layout` is the caller's, valid as said above.
-                let moved = unsafe { System.alloc(new_layout) };
+                let moved = unsafe { alloc_unlisted(new_layout) };
                 if moved.is_null() {
                     return moved;
                 }
-                advise(moved, new_size);
                 // SAFETY: both blocks are live and distinct, each at least this long.
                 unsafe { std::ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size)) };
                 *slot = FREE;
@@ -206,22 +208,124 @@ unsafe impl GlobalAlloc for Allocator {
         if new_size >= spill_from()
             && let Some(moved) = spill(new_layout)
         {
-            // SAFETY: `block` is the system's and live, `moved` a new mapping; each is at
-            // least `layout.size()` long (the block grows).
+            // SAFETY: `block` is live and not listed, `moved` a new mapping; each is at least
+            // `layout.size()` long (the block grows).
             unsafe {
                 std::ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size));
-                System.dealloc(block, layout);
+                free_unlisted(block, layout);
             }
             return moved;
         }
-        // SAFETY: as `GlobalAlloc::realloc`: `block` is the system allocator's, since it is
-        // not listed as spilled.
-        let moved = unsafe { System.realloc(block, layout, new_size) };
-        if new_size > layout.size() {
-            advise(moved, new_size);
+        match (
+            own_mapping(layout.size(), layout.align()),
+            own_mapping(new_size, layout.align()),
+        ) {
+            // SAFETY: `block` is a live mapping of its own of `layout.size()` bytes.
+            (true, true) => unsafe { remap_own(block, layout.size(), new_size) },
+            // SAFETY: as `GlobalAlloc::realloc`: `block` is the system allocator's, since it
+            // is neither listed nor a mapping of its own.
+            (false, false) => unsafe { System.realloc(block, layout, new_size) },
+            _ => {
+                // SAFETY: `new_layout` is the caller's, valid as said above.
+                let moved = unsafe { alloc_unlisted(new_layout) };
+                if !moved.is_null() {
+                    // SAFETY: both blocks are live and distinct, each at least this long;
+                    // `block` is not listed, and freed as its layout says.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size));
+                        free_unlisted(block, layout);
+                    }
+                }
+                moved
+            }
         }
-        moved
     }
+}
+
+/// Blocks from this size on are mappings of their own, given back to the system whole when
+/// freed. glibc maps blocks this large too ([`fix_mmap_threshold`]), but only where no free
+/// chunk of its heaps fits: a block made from a free chunk, freed, stays in the heap, resident,
+/// until a trim. An import frees such blocks by the hundred (each run's copy of a column once
+/// joined), and on the 2.5 GB benchmark dump the parse ended with 190 MiB of them resident
+/// (docs/performance.md).
+const OWN_MAPPING_FROM: usize = 1 << 20;
+
+/// Whether a block of `size` bytes aligned to `align` is a mapping of its own.
+#[inline]
+fn own_mapping(size: usize, align: usize) -> bool {
+    size >= OWN_MAPPING_FROM && align <= PAGE
+}
+
+/// A new mapping of its own for `size` bytes (at least [`OWN_MAPPING_FROM`]), zeroed; null
+/// where the system has no memory to map.
+fn map_own(size: usize) -> *mut u8 {
+    // SAFETY: a new private anonymous mapping; the kernel picks the address.
+    let block = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size.next_multiple_of(PAGE),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if block == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    advise(block.cast(), size);
+    block.cast()
+}
+
+/// Moves the mapping of its own at `block` from `size` to `new_size` bytes (both at least
+/// [`OWN_MAPPING_FROM`]); null, the block left as it was, where it cannot.
+///
+/// # Safety
+/// `block` is a live mapping of its own of `size` bytes, whose address only the caller holds.
+unsafe fn remap_own(block: *mut u8, size: usize, new_size: usize) -> *mut u8 {
+    // SAFETY: as the caller promises; the mapping may move, and the caller replaces the
+    // address it holds with the one returned.
+    let moved = unsafe {
+        libc::mremap(
+            block.cast(),
+            size.next_multiple_of(PAGE),
+            new_size.next_multiple_of(PAGE),
+            libc::MREMAP_MAYMOVE,
+        )
+    };
+    if moved == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    if new_size > size {
+        advise(moved.cast(), new_size);
+    }
+    moved.cast()
+}
+
+/// A block for `layout` that is not listed: a mapping of its own, or the system allocator's.
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`].
+unsafe fn alloc_unlisted(layout: Layout) -> *mut u8 {
+    if own_mapping(layout.size(), layout.align()) {
+        return map_own(layout.size());
+    }
+    // SAFETY: as the caller promises.
+    unsafe { System.alloc(layout) }
+}
+
+/// Frees a block that is not listed, as its layout says it was made.
+///
+/// # Safety
+/// As [`GlobalAlloc::dealloc`], for a block [`alloc_unlisted`] (or the same rule) made.
+unsafe fn free_unlisted(block: *mut u8, layout: Layout) {
+    if own_mapping(layout.size(), layout.align()) {
+        // SAFETY: a live mapping of its own of this many bytes, given back by its owner.
+        unsafe { libc::munmap(block.cast(), layout.size().next_multiple_of(PAGE)) };
+        return;
+    }
+    // SAFETY: as the caller promises: the system allocator's block.
+    unsafe { System.dealloc(block, layout) }
 }
 
 /// The smallest block that spills: `usize::MAX` until spilling starts, then at least a page.
@@ -577,15 +681,11 @@ pub(crate) fn choose_page_size() {
     HUGE_PAGES.store(!host_reclaims_free_pages(), Ordering::Relaxed);
 }
 
-/// Blocks from this size on are mappings of their own ([`fix_mmap_threshold`]).
-const OWN_MAPPING_FROM: usize = 1 << 20;
-
-/// Fixes the size from which glibc gives a block a mapping of its own, given back to the
-/// system when the block is freed, and zeroed pages faulted in as they are touched. By default
-/// glibc raises that size to each such block freed (up to 32 MiB), so that blocks up to the
-/// size of a column the dominator pass had freed came from the heap next, where a zeroed block
-/// is written whole when it is made and a freed one may stay resident: the pass's peak on a
-/// V8 snapshot rose 23 MiB once its parents were freed earlier (docs/performance.md).
+/// Fixes the size from which glibc gives a block a mapping of its own, for the blocks that
+/// still reach it from C code (zstd's buffers): by default glibc raises that size to each such
+/// block freed (up to 32 MiB), so that later blocks up to that size came from the heap, where a
+/// zeroed block is written whole when it is made and a freed one may stay resident (the
+/// dominator pass's peak on a V8 snapshot rose 23 MiB so, docs/performance.md).
 pub(crate) fn fix_mmap_threshold() {
     #[cfg(target_env = "gnu")]
     // SAFETY: `mallopt` only sets a parameter of glibc's allocator, which may be set at any
@@ -692,6 +792,32 @@ mod tests {
         let freed = zeros.as_ptr().cast::<u8>();
         drop(zeros);
         assert!(!listed(freed), "unlisted when freed");
+    }
+
+    /// A block of 1 MiB or more is a mapping of its own, whose pages go back to the system
+    /// when it is freed, even where glibc would have cut it from a free chunk of its heap
+    /// (here, the space a hundred thousand small blocks left), which would stay resident.
+    #[test]
+    fn a_large_block_freed_leaves_no_page_resident() {
+        let small: Vec<Vec<u8>> = (0..100_000).map(|_| vec![1u8; 1000]).collect();
+        let pinned = vec![2u8; 1000];
+        drop(small);
+        let layout = Layout::from_size_align(32 << 20, 8).expect("a valid layout");
+        // SAFETY: a block of a non-zero size, written within its length, then freed with the
+        // layout it was made for; `alloc_unlisted` skips spilling, which another test turns on.
+        let block = unsafe {
+            let block = alloc_unlisted(layout);
+            assert!(!block.is_null());
+            std::ptr::write_bytes(block, 3, layout.size());
+            block
+        };
+        // SAFETY: the block made above, `layout.size()` bytes long and live.
+        let bytes = unsafe { std::slice::from_raw_parts(block, layout.size()) };
+        assert_eq!(resident_pages(bytes), layout.size() / PAGE);
+        // SAFETY: the block made above, no longer read.
+        unsafe { free_unlisted(block, layout) };
+        assert_eq!(resident_pages_in(block as usize, layout.size()), 0);
+        assert_eq!(pinned[999], 2);
     }
 
     /// A file's pages mapped as a block read as the file's stretches back to back, take a
@@ -929,12 +1055,18 @@ mod tests {
         std::fs::remove_file(&path).expect("removed");
     }
 
-    /// How many of the pages `values` lie on are mapped in this process now
-    /// (`/proc/self/pagemap`: a word per page, bit 63 for present).
+    /// How many of the pages `values` lie on are mapped in this process now.
     fn resident_pages<T>(values: &[T]) -> usize {
+        resident_pages_in(values.as_ptr() as usize, std::mem::size_of_val(values))
+    }
+
+    /// How many of the pages the `bytes` from address `start` lie on are mapped in this
+    /// process now (`/proc/self/pagemap`: a word per page, bit 63 for present; none for an
+    /// address not mapped).
+    fn resident_pages_in(start: usize, bytes: usize) -> usize {
         use std::io::{Read, Seek, SeekFrom};
-        let start = values.as_ptr() as usize / PAGE;
-        let end = (values.as_ptr() as usize + std::mem::size_of_val(values)).div_ceil(PAGE);
+        let end = (start + bytes).div_ceil(PAGE);
+        let start = start / PAGE;
         let mut map = std::fs::File::open("/proc/self/pagemap").expect("Linux's page map");
         map.seek(SeekFrom::Start(start as u64 * 8)).expect("seek");
         let mut words = vec![0u8; (end - start) * 8];

@@ -498,10 +498,11 @@ impl Loaded {
     }
 }
 
-/// Hands the allocator's free memory back to the kernel: many mid-sized buffers freed (an
-/// import's per-segment indexes and per-batch strings, a query's scratch, the columns just
-/// parked) stay in glibc's heaps between live allocations, where they count in the resident
-/// set (about 150 MiB after importing a 2.5 GB HPROF dump). Before the analysis, the peak of a
+/// Hands the allocator's free memory back to the kernel: many small buffers freed (an
+/// import's per-segment indexes and per-batch strings, a query's scratch, the parked columns'
+/// blocks) stay in glibc's heaps between live allocations, where they count in the resident
+/// set (230 MiB after the first pass over a 2.5 GB HPROF dump, which says so through
+/// `heapgraph_model::memory_freed`, whose hook this is). Before the analysis, the peak of a
 /// run, where columns were parked or memory is the bound
 /// ([`heapgraph_analyzer::memory_bound`]): on the real Java dumps under the bound it took 5–12%
 /// off the peak, for no time that rounds apart could tell (docs/performance.md). `serve`

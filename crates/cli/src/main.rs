@@ -66,6 +66,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         allocator::choose_page_size();
         allocator::fix_mmap_threshold();
     }
+    heapgraph_model::on_memory_freed(load::release_freed_memory);
     if cli.timings {
         heapgraph_model::keep_timings();
     }

@@ -36,6 +36,7 @@ mod alloc;
 mod array_lengths;
 mod columns;
 pub mod file_pages;
+mod freed;
 mod heap_graph;
 pub mod image;
 mod parked;
@@ -56,6 +57,7 @@ pub use array_lengths::{ArrayLengths, CollectionFill, Fill};
 pub use columns::{
     EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
 };
+pub use freed::{memory_freed, on_memory_freed};
 pub use heap_graph::{
     EdgeKind, EdgeName, FileDump, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId,
     NodeKindInfo, Runtime,

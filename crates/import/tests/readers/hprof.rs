@@ -31,6 +31,22 @@ fn record_starts(bytes: &[u8]) -> Vec<usize> {
     starts
 }
 
+/// The import says when the first pass's per-segment indexes are gone, so that the binary may
+/// hand their memory back before the second pass, the parse's peak
+/// (`heapgraph_model::on_memory_freed`). The hook is the process's: other tests' imports may
+/// call it too, never fewer times.
+#[test]
+fn the_import_says_when_its_first_pass_scratch_is_freed() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static FREED: AtomicUsize = AtomicUsize::new(0);
+    heapgraph_model::on_memory_freed(|| {
+        FREED.fetch_add(1, Ordering::Relaxed);
+    });
+    let before = FREED.load(Ordering::Relaxed);
+    import(real_dump()).expect("the whole dump");
+    assert!(FREED.load(Ordering::Relaxed) > before);
+}
+
 #[test]
 fn a_cut_dump_is_read_as_far_as_it_goes() {
     let bytes = real_dump();
