@@ -261,12 +261,11 @@ pub(crate) fn chain_from_parents(
     analysis: &Analysis,
     target: NodeId,
 ) -> Option<Chain> {
-    let parents = analysis.chain_parents(graph);
     let root = graph.root().to_raw();
     let mut up = vec![target.to_raw()];
     let mut at = target.to_raw();
     while at != root {
-        at = *parents.get(at as usize)?;
+        at = analysis.chain_parent(graph, at)?;
         // Parents that go round a cycle never reach the root: the walk's length tells.
         if at == NO_NODE || up.len() > graph.node_count() {
             return None;

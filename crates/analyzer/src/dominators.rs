@@ -117,21 +117,22 @@ pub fn dominators(graph: &HeapGraph, rule: &EdgeRule) -> DominatorTree {
 
 /// [`dominators`], trading time for memory: the lean order when `lean`, else the fast one;
 /// with `children`, the fast order's last step (the retained sizes, by number), which leaves
-/// a core idle, has the dominator tree's children built there. `before_lists` runs before the
-/// predecessor lists are built, the pass's peak: where other work runs beside the pass, the
-/// pass may wait there for it to shrink.
+/// a core idle, has the dominator tree's children built there. `after_search` runs once the
+/// search has numbered the nodes, before the numbers are gathered and the predecessor lists
+/// built (the pass's peak): where other work runs beside the pass, the pass may wait there for
+/// it to shrink.
 pub(crate) fn dominators_trading_memory(
     graph: &HeapGraph,
     rule: &EdgeRule,
     lean: bool,
     children: bool,
-    before_lists: &dyn Fn(),
+    after_search: &dyn Fn(),
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let order = if lean { Order::Lean } else { Order::Fast };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_and_children::<u32>(graph, rule, true, order, children, before_lists)
+        dominators_and_children::<u32>(graph, rule, true, order, children, after_search)
     } else {
-        dominators_and_children::<u64>(graph, rule, true, order, children, before_lists)
+        dominators_and_children::<u64>(graph, rule, true, order, children, after_search)
     }
 }
 
@@ -234,7 +235,7 @@ fn dominators_and_children<O: Offset>(
     allow_semi_nca: bool,
     order: Order,
     children: bool,
-    before_lists: &dyn Fn(),
+    after_search: &dyn Fn(),
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
@@ -317,6 +318,7 @@ fn dominators_and_children<O: Offset>(
     // about a byte each, made while the numbers are gathered), or, in the lean order, found
     // again after them: the pass's largest moment is the lists' fill, beside the node numbers.
     let keep_steps = method == IdomMethod::SemiNca && order == Order::Fast;
+    after_search();
     let ((number, counted), kept_parent) = rayon::join(
         || visits.into_parts::<O>(len, &pred_edges),
         || keep_steps.then(|| ParentSteps::new(&parent)),
@@ -330,7 +332,6 @@ fn dominators_and_children<O: Offset>(
     } else {
         Fill::BySources
     };
-    before_lists();
     let preds = timed("dominators: predecessor lists", || {
         Preds::<O>::build(&pred_edges, &number, len, counted, lists, fill)
     });

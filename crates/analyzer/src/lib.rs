@@ -68,7 +68,7 @@ use heapgraph_model::{
     U64Column, timed,
 };
 use histogram::{DominatorChildren, TypeCounts};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// What an analysis needs to be told: the caller knows which edges retain, so there is no
 /// `Default`.
@@ -99,6 +99,10 @@ pub struct Analysis {
     /// Each node's parent on the explaining chain from the root, once stored or asked for
     /// ([`Analysis::chain_parents`]).
     chain_parent: OnceLock<Vec<u32>>,
+    /// The chain parents as the pass left them parked, where it did: read a block at a time
+    /// by the chains of a few objects ([`Analysis::chain_parent`]), given back whole (into
+    /// `chain_parent`) to the first reader of them all.
+    parked_chain_parents: Mutex<Option<Parked<Vec<u32>>>>,
     /// The dominator tree's children of every node, once asked for
     /// ([`Analysis::dominator_children`]).
     children: OnceLock<DominatorChildren>,
@@ -158,16 +162,18 @@ pub fn analyze_before_chains(
     };
     // Where the graph's own columns wait compressed, so do the chain parents, which nothing
     // reads before the pass ends: made before the pass's predecessor lists, they would be held
-    // whole beside them, its peak (parked, two fifths of their size). The lists wait for them
-    // to be parked: where the search for them is the longer (on `app-rhino-acorn`, about 0.8 s
-    // to the pass's 0.6), the search's queue and the parents whole met the lists as they were
-    // filled, a tenth of the run's peak (docs/performance.md).
+    // whole beside them, its peak (parked, two fifths of their size). The pass waits for them
+    // to be parked once its search is done: where the search for them is the longer (on
+    // `app-rhino-acorn`, about 0.8 s to the pass's 0.6), the search's queue and the parents
+    // whole met the lists as they were filled, a tenth of the run's peak; where it ends first
+    // (the 2.5 GB dump), the parents whole met the gathering of the pass's numbers, 80 MiB
+    // over the run's peak in three runs of four (docs/performance.md).
     let park = graph.columns_parked();
     let (parked_sender, parked_receiver) = std::sync::mpsc::channel::<()>();
     let ((chain_parents, distances, counts), analysis) = side_by_side(
         || {
             let parents = waiting(chain_parents(), park);
-            // Dropped, unwinding included, the sender lets the lists begin.
+            // Dropped, unwinding included, the sender lets the pass go on.
             drop(parked_sender);
             let distances = match view_distances {
                 ViewDistances::Shown => {
@@ -180,21 +186,24 @@ pub fn analyze_before_chains(
             (parents, distances, counts)
         },
         || {
-            let before_lists = || {
+            let after_search = || {
                 if park {
                     // Nothing is sent: this returns once the sender is dropped.
                     let _ = timed("waiting for the chain parents", || parked_receiver.recv());
                 }
             };
-            analyze_trading_memory(graph, options, false, &before_lists)
+            analyze_trading_memory(graph, options, false, &after_search)
         },
     );
-    let chain_parents = match chain_parents {
-        Waiting::Whole(parents) => parents,
-        Waiting::Parked(parents) => timed("chain parents unparked", || parents.unpark()),
+    // Parked, they stay so: a summary's chains read a few of them, a block at a time, where
+    // given back whole they were the second largest thing held after the pass.
+    let (chain_parent, parked_chain_parents) = match chain_parents {
+        Waiting::Whole(parents) => (OnceLock::from(parents), None),
+        Waiting::Parked(parents) => (OnceLock::new(), Some(parents)),
     };
     Analysis {
-        chain_parent: OnceLock::from(chain_parents),
+        chain_parent,
+        parked_chain_parents: Mutex::new(parked_chain_parents),
         distance: distances,
         type_counts: OnceLock::from(counts),
         view_distances,
@@ -211,22 +220,24 @@ enum Waiting {
 /// The chain parents `column`, parked where `park` says.
 fn waiting(column: Vec<u32>, park: bool) -> Waiting {
     if park {
-        Waiting::Parked(timed("chain parents parked", || Parked::park(column)))
+        Waiting::Parked(timed("chain parents parked", || {
+            Parked::park_for_reads(column)
+        }))
     } else {
         Waiting::Whole(column)
     }
 }
 
-/// The dominator pass, its lean order where `lean`; `before_lists` runs before its predecessor
-/// lists are built ([`dominators::dominators_trading_memory`]).
+/// The dominator pass, its lean order where `lean`; `after_search` runs once its search is done
+/// ([`dominators::dominators_trading_memory`]).
 fn analyze_trading_memory(
     graph: &HeapGraph,
     options: &Options,
     lean: bool,
-    before_lists: &dyn Fn(),
+    after_search: &dyn Fn(),
 ) -> Analysis {
     let (dominators, children) = timed("dominator tree and retained sizes", || {
-        dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true, before_lists)
+        dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true, after_search)
     });
     Analysis {
         edge_rule: options.edge_rule.clone(),
@@ -237,6 +248,7 @@ fn analyze_trading_memory(
         weak: OnceLock::new(),
         chains: OnceLock::new(),
         chain_parent: OnceLock::new(),
+        parked_chain_parents: Mutex::new(None),
         children: children.map_or_else(OnceLock::new, OnceLock::from),
         type_paths: OnceLock::new(),
         accumulated: Vec::new(),
@@ -294,13 +306,17 @@ impl Analysis {
     ///
     /// Complexity: O(V + E), two breadth-first searches.
     pub fn prepare_chains(&self, graph: &HeapGraph) {
-        match self.view_distances {
-            ViewDistances::Shown => {
-                side_by_side(|| self.distances(graph), || self.chain_parents(graph));
-            }
-            ViewDistances::LeftOut => {
+        // Parked parents are read where they are ([`Analysis::chain_parent`]).
+        let parents = || {
+            if self.chain_parent.get().is_none() && self.parked_chain_parents_lock().is_none() {
                 self.chain_parents(graph);
             }
+        };
+        match self.view_distances {
+            ViewDistances::Shown => {
+                side_by_side(|| self.distances(graph), parents);
+            }
+            ViewDistances::LeftOut => parents(),
         }
     }
 
@@ -384,6 +400,9 @@ impl Analysis {
     /// node kept) unless stored with the dump; from then on [`merged_paths::merged_paths`] walks
     /// up from its targets instead of searching.
     pub fn chain_parents(&self, graph: &HeapGraph) -> &[u32] {
+        if let Some(parents) = self.known_chain_parents() {
+            return parents;
+        }
         self.chain_parent.get_or_init(|| {
             timed("chain parents", || {
                 page_out(merged_paths::chain_parents(graph, &self.edge_rule))
@@ -391,9 +410,33 @@ impl Analysis {
         })
     }
 
-    /// [`Analysis::chain_parents`], where stored or already computed.
+    /// [`Analysis::chain_parents`], where stored, already computed, or parked.
     pub(crate) fn known_chain_parents(&self) -> Option<&[u32]> {
-        self.chain_parent.get().map(Vec::as_slice)
+        if let Some(parents) = self.chain_parent.get() {
+            return Some(parents);
+        }
+        let parked = self.parked_chain_parents_lock().take()?;
+        Some(
+            self.chain_parent
+                .get_or_init(|| timed("chain parents unparked", || parked.unpark())),
+        )
+    }
+
+    /// The parent of `node` ([`Analysis::chain_parents`]), decoded with its block where they
+    /// are parked; `None` for a node outside the graph.
+    pub(crate) fn chain_parent(&self, graph: &HeapGraph, node: u32) -> Option<u32> {
+        if self.chain_parent.get().is_none()
+            && let Some(parked) = self.parked_chain_parents_lock().as_ref()
+        {
+            return parked.value("values", node as usize);
+        }
+        self.chain_parents(graph).get(node as usize).copied()
+    }
+
+    fn parked_chain_parents_lock(&self) -> std::sync::MutexGuard<'_, Option<Parked<Vec<u32>>>> {
+        self.parked_chain_parents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The merged paths from the root to the instances of each type with at least one
@@ -527,6 +570,7 @@ impl Analysis {
             weak: OnceLock::new(),
             chains: OnceLock::new(),
             chain_parent,
+            parked_chain_parents: Mutex::new(None),
             children,
             type_paths: if type_paths.is_empty() {
                 OnceLock::new()
@@ -575,6 +619,7 @@ impl Analysis {
             weak: _,
             chains: _,
             chain_parent,
+            parked_chain_parents: _,
             children,
             type_paths,
             accumulated: _,
@@ -826,6 +871,44 @@ mod tests {
 
     fn adopt(graph: &HeapGraph, stored: StoredAnalysis) -> Result<Analysis, String> {
         Analysis::from_stored(graph, EdgeRule::for_runtime(graph.meta().runtime), stored)
+    }
+
+    /// Parked by the pass, the chain parents stay so: each read decodes its block, the
+    /// suspects' chains are those of parents held whole, and the first reader of them all gets
+    /// them whole.
+    #[test]
+    fn parked_chain_parents_are_read_where_they_lie_and_given_back_whole() {
+        let mut graph = graph(
+            "root -> cache: 8; cache -> map: 16; map -> s1: 100; map -> s2: 100; map -> s3: 100; root -> other: 4; other -> s1: 1",
+        );
+        let options = Options {
+            edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
+        };
+        let whole = analyze_before_chains(&graph, &options, ViewDistances::LeftOut);
+        let expected = suspects(&graph, &whole, 0.2);
+        assert!(!expected.suspects.is_empty());
+        let parents = whole.chain_parents(&graph).to_vec();
+        graph.park_columns(true);
+        let parked = analyze_before_chains(&graph, &options, ViewDistances::LeftOut);
+        graph.unpark_columns();
+        assert!(
+            parked.chain_parent.get().is_none(),
+            "left parked by the pass"
+        );
+        for (node, &parent) in parents.iter().enumerate() {
+            assert_eq!(parked.chain_parent(&graph, node as u32), Some(parent));
+        }
+        assert_eq!(parked.chain_parent(&graph, parents.len() as u32), None);
+        assert_eq!(suspects(&graph, &parked, 0.2), expected);
+        assert!(
+            parked.chain_parent.get().is_none(),
+            "the suspects' chains read them parked"
+        );
+        assert_eq!(parked.chain_parents(&graph), parents.as_slice());
+        assert!(
+            parked.parked_chain_parents_lock().is_none(),
+            "given back whole"
+        );
     }
 
     /// An analysis whose views leave distances out finds the same suspects, chains and all,
