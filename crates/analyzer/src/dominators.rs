@@ -364,7 +364,7 @@ fn dominators_and_children<O: Offset>(
                 },
             );
             timed("dominators: retained sizes", || {
-                finish_by_vertex(parts, &dom, &vertex, n_reachable, children)
+                finish_by_vertex(parts, dom, &vertex, n_reachable, children)
             })
         }
         IdomMethod::SemiNca => {
@@ -405,7 +405,7 @@ fn dominators_and_children<O: Offset>(
             drop(parent);
             timed(
                 "dominators: immediate dominators and retained sizes",
-                || finish_by_vertex(parts, &dom, &vertex, n_reachable, false),
+                || finish_by_vertex(parts, dom, &vertex, n_reachable, false),
             )
         }
     }
@@ -1082,43 +1082,48 @@ fn dominators_from_semi(semi: Vec<u32>, parent: ParentSteps) -> Vec<u32> {
 
 /// Step 5's results in node order from the dominators `dom` by DFS number, through `vertex`
 /// (number to node), with retained sizes summed in reverse DFS order (Lengauer–Tarjan's path:
-/// there a dominator is below its vertex's number but not always its DFS ancestor). With
-/// `children`, the dominator tree's children are built beside the retained sizes, on the core
-/// that the results in node order leave idle.
+/// there a dominator is below its vertex's number but not always its DFS ancestor). The
+/// dominators by node come first, on one core, so that `dom` is gone before the retained sizes
+/// and counts are made (they read each node's dominator by node instead): held beside them,
+/// it was the pass's last plateau. With `children`, the dominator tree's children are built
+/// beside the retained sizes, on the other core.
 fn finish_by_vertex(
     parts: &HeapGraphParts,
-    dom: &[u32],
+    dom: Vec<u32>,
     vertex: &[u32],
     n_reachable: u32,
     children: bool,
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let n_nodes = parts.node_shallow_size.len();
-    let dominators = || {
-        let mut idom = vec![NO_NODE; n_nodes];
-        let mut reachable = NodeFlags::new(n_nodes);
-        for w in 1..vertex.len() {
-            let node = vertex[w] as usize;
-            idom[node] = vertex[dom[w] as usize];
-            reachable.set(node, w <= n_reachable as usize);
-        }
-        let links = TreeLinks::new(parts.root as usize, &idom, &reachable);
-        let children = children.then(|| DominatorChildren::build_beside(links));
-        (idom, reachable, children)
+    let mut idom = vec![NO_NODE; n_nodes];
+    let mut reachable = NodeFlags::new(n_nodes);
+    for w in 1..vertex.len() {
+        let node = vertex[w] as usize;
+        idom[node] = vertex[dom[w] as usize];
+        reachable.set(node, w <= n_reachable as usize);
+    }
+    drop(dom);
+    let root = parts.root as usize;
+    let children = || {
+        children.then(|| DominatorChildren::build_beside(TreeLinks::new(root, &idom, &reachable)))
     };
     let sizes = || {
         let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
         let mut retained_count = NodeCounts::ones(n_nodes);
         for w in (2..vertex.len()).rev() {
-            // The node ahead is known, its place in the columns a cache miss away.
+            // The node ahead is known, its dominator and their places in the columns a cache
+            // miss away.
             if let Some(&ahead) = vertex.get(w.wrapping_sub(PREFETCH_DISTANCE)) {
+                prefetch(&idom, ahead as usize);
                 retained_size.prefetch(ahead as usize);
                 retained_count.prefetch(ahead as usize);
             }
-            let dominator = dom[w] as usize;
-            if dominator == ROOT as usize && w > n_reachable as usize {
+            let node = vertex[w] as usize;
+            let into = idom[node] as usize;
+            // Step 2's and 3's nodes hang from the root, whose size counts reachable ones only.
+            if into == root && w > n_reachable as usize {
                 continue;
             }
-            let (node, into) = (vertex[w] as usize, vertex[dominator] as usize);
             retained_size.set(into, retained_size.get(into) + retained_size.get(node));
             let count = retained_count[node];
             retained_count.add(into, count);
@@ -1126,8 +1131,7 @@ fn finish_by_vertex(
         (retained_size, retained_count)
     };
     // The two write separate columns.
-    let ((idom, reachable, children), (retained_size, retained_count)) =
-        rayon::join(dominators, sizes);
+    let (children, (retained_size, retained_count)) = rayon::join(children, sizes);
     let tree = DominatorTree {
         idom,
         retained_size,
