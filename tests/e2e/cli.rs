@@ -517,8 +517,9 @@ fn timings_list_the_passes_that_ran_and_leave_the_answer_unchanged() {
 /// Where the graph's columns are parked (`summary` in memory), the dominator pass's predecessor
 /// lists, its peak, begin only once the chain parents searched for beside the pass are parked:
 /// on the real Java dumps their search can outlast the pass's own, and ended beside the lists
-/// (docs/performance.md, "Real applications' dumps", thirtieth session). The pass records its
-/// wait even where the search ended first and it waited no time.
+/// (docs/performance.md, "Real applications' dumps", thirtieth session); the pass waits right
+/// after its search, before it gathers its numbers. It records its wait even where the search
+/// ended first and it waited no time.
 #[test]
 fn the_predecessor_lists_wait_for_the_chain_parents_to_be_parked() {
     for dump in ["java/javac.hprof.gz", "v8/app-after.heapsnapshot.gz"] {

@@ -139,11 +139,8 @@ unsafe impl GlobalAlloc for Allocator {
         if let Some(block) = spill(layout) {
             return block;
         }
-        if own_mapping(layout.size(), layout.align()) {
-            return map_own(layout.size());
-        }
         // SAFETY: as `GlobalAlloc::alloc`, whose contract the caller keeps.
-        unsafe { System.alloc(layout) }
+        unsafe { alloc_unlisted(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -246,8 +243,9 @@ unsafe impl GlobalAlloc for Allocator {
 /// freed. glibc maps blocks this large too ([`fix_mmap_threshold`]), but only where no free
 /// chunk of its heaps fits: a block made from a free chunk, freed, stays in the heap, resident,
 /// until a trim. An import frees such blocks by the hundred (each run's copy of a column once
-/// joined), and on the 2.5 GB benchmark dump the parse ended with 190 MiB of them resident
-/// (docs/performance.md).
+/// joined): with these mappings, and the first pass's small blocks handed back
+/// (`heapgraph_model::memory_freed`), the parse of the 2.5 GB benchmark dump peaks 220 MiB
+/// lower (docs/performance.md).
 const OWN_MAPPING_FROM: usize = 1 << 20;
 
 /// Whether a block of `size` bytes aligned to `align` is a mapping of its own.
