@@ -31,7 +31,7 @@ use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
 use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column, prefetch, timed};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The marker for "no node" in per-node arrays of node indices.
 pub const NO_NODE: u32 = u32::MAX;
@@ -104,7 +104,8 @@ impl DominatorTree {
 /// every heap graph we have measured; near-linear in practice. Auxiliary space, at its peak
 /// (the predecessor lists' fill, then the semidominator loop): the predecessor lists (E' `u32`
 /// for the E' retaining edges, less those into the root's own targets, and V + 2 offsets,
-/// `u32` when E < 2³²) beside two `u32` arrays of V entries (the node numbers and DFS
+/// `u32` when E < 2³²; in the fast order, a list of more than V / 32 entries a bit per node
+/// instead) beside two `u32` arrays of V entries (the node numbers and DFS
 /// parents, then the forest), and in the fast order one more (the node of each number) and
 /// the parents' steps (a byte or so per vertex); then one `u32` array of V entries beside the
 /// results, a bit per node and a DFS stack of at most V entries (the fast order: the node of
@@ -130,9 +131,25 @@ pub(crate) fn dominators_trading_memory(
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let order = if lean { Order::Lean } else { Order::Fast };
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_and_children::<u32>(graph, rule, true, order, children, after_search)
+        dominators_and_children::<u32>(
+            graph,
+            rule,
+            true,
+            order,
+            children,
+            after_search,
+            DENSE_AT_LEAST,
+        )
     } else {
-        dominators_and_children::<u64>(graph, rule, true, order, children, after_search)
+        dominators_and_children::<u64>(
+            graph,
+            rule,
+            true,
+            order,
+            children,
+            after_search,
+            DENSE_AT_LEAST,
+        )
     }
 }
 
@@ -216,15 +233,27 @@ impl Offset for u64 {
 }
 
 /// [`dominators`] with predecessor offsets of type `O`, which must hold the edge count;
-/// `allow_semi_nca: false` forces Lengauer–Tarjan's step 5 (tests compare the two).
+/// `allow_semi_nca: false` forces Lengauer–Tarjan's step 5, and `dense_from` sets the
+/// fewest entries of a list kept as bits ([`DENSE_AT_LEAST`] but in tests, which compare
+/// each way).
 #[cfg(test)]
 fn dominators_with<O: Offset>(
     graph: &HeapGraph,
     rule: &EdgeRule,
     allow_semi_nca: bool,
     order: Order,
+    dense_from: usize,
 ) -> DominatorTree {
-    dominators_and_children::<O>(graph, rule, allow_semi_nca, order, false, &|| {}).0
+    dominators_and_children::<O>(
+        graph,
+        rule,
+        allow_semi_nca,
+        order,
+        false,
+        &|| {},
+        dense_from,
+    )
+    .0
 }
 
 /// [`dominators_with`], with the dominator tree's children where `children` asks for them and
@@ -236,6 +265,7 @@ fn dominators_and_children<O: Offset>(
     order: Order,
     children: bool,
     after_search: &dyn Fn(),
+    dense_from: usize,
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
@@ -327,10 +357,14 @@ fn dominators_and_children<O: Offset>(
         drop(parent);
         parent = Vec::new();
     }
-    let fill = if order == Order::Lean {
-        Fill::ByTargets
-    } else {
-        Fill::BySources
+    let fill = match (order, method) {
+        (Order::Lean, _) => Fill::ByTargets,
+        // Only semi-NCA in the fast order reads dense lists: their bits are by node, and it
+        // alone has the nodes' numbers then.
+        (Order::Fast, IdomMethod::SemiNca) => Fill::BySources { dense_from },
+        (Order::Fast, IdomMethod::LengauerTarjan) => Fill::BySources {
+            dense_from: usize::MAX,
+        },
     };
     let preds = timed("dominators: predecessor lists", || {
         Preds::<O>::build(&pred_edges, &number, len, counted, lists, fill)
@@ -344,7 +378,7 @@ fn dominators_and_children<O: Offset>(
             let semi = timed("dominators: semidominators", || {
                 let mut parent = Vec::with_capacity(len);
                 parent.extend(kept_parent.iter());
-                semi_nca(preds, parent)
+                semi_nca(preds, parent, &number)
             });
             // The nodes by number, which only the last step reads, are found beside the
             // dominators (both one core's), once the lists are gone: found before the
@@ -377,7 +411,10 @@ fn dominators_and_children<O: Offset>(
                     parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
                 },
             );
-            let semi = timed("dominators: semidominators", || semi_nca(preds, parent));
+            // No dense lists in this order: no numbers needed.
+            let semi = timed("dominators: semidominators", || {
+                semi_nca(preds, parent, &[])
+            });
             let finish = timed(
                 "dominators: immediate dominators and retained sizes",
                 || {
@@ -505,7 +542,10 @@ fn lengauer_tarjan<O: Offset>(preds_of: &Preds<O>, parent: &[u32]) -> Vec<u32> {
 /// - the semidominators go into the list offsets: the loop reads `first[w]` and `first[w + 1]`
 ///   at `w` and never again reads `first[w + 1]`, so `w`'s semidominator goes there, and the
 ///   offsets, shifted down by one, become the result.
-fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
+///
+/// `number` gives the DFS number of each node, which the dense lists' bits are by (empty
+/// where there are none).
+fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>, number: &[u32]) -> Vec<u32> {
     let len = parent.len();
     let mut ancestor = parent;
     // The least semidominator on the vertex's compressed path, set when the vertex is linked.
@@ -514,9 +554,16 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
         mut first,
         mut from,
         packed,
+        mut dense,
     } = preds_of;
-    let mut compression_stack: Vec<u32> = Vec::new();
+    let mut forest = CompactForest {
+        ancestor: &mut ancestor,
+        best: &mut best,
+        stack: Vec::new(),
+    };
     let mut unpacked: Vec<u32> = Vec::new();
+    // The dense lists not read yet are `dense.vertices[..dense_left]`.
+    let mut dense_left = dense.vertices.len();
     for w in (2..len).rev() {
         // The lists are read from the end: hand the part already read back as `best`'s pages
         // fill (shrinking a large allocation unmaps its tail, without a copy).
@@ -524,41 +571,32 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
             from.truncate(first[w + 1].get());
             from.shrink_to_fit();
         }
-        let words = &from[first[w].get()..first[w + 1].get()];
-        let preds = if packed.as_ref().is_some_and(|packed| packed.contains(w)) {
-            unpack(words, &mut unpacked);
-            &unpacked[..]
+        let w_semi = if dense_left > 0 && dense.vertices[dense_left - 1] as usize == w {
+            dense_left -= 1;
+            // Taken out, so that its memory goes back once read.
+            let bits = std::mem::take(&mut dense.bits[dense_left]);
+            forest.least_semi_of_nodes(w, SetBits::new(&bits), number)
         } else {
-            words
-        };
-        // An empty list stands for the DFS parent alone (`Lists::WithoutSinglePredecessors`);
-        // `w` is not linked yet, so its forest link is still that parent.
-        let mut w_semi = if preds.is_empty() {
-            ancestor[w]
-        } else {
-            w as u32
-        };
-        for (i, &v) in preds.iter().enumerate() {
-            if let Some(&ahead) = preds.get(i + PREFETCH_DISTANCE) {
-                prefetch(&ancestor, ahead as usize);
-                prefetch(&best, ahead as usize);
-            }
-            // As in `lengauer_tarjan`, a vertex below `w` is its own answer.
-            let v_semi = if (v as usize) < w {
-                v
+            let words = &from[first[w].get()..first[w + 1].get()];
+            let preds = if packed.as_ref().is_some_and(|packed| packed.contains(w)) {
+                unpack(words, &mut unpacked);
+                &unpacked[..]
             } else {
-                evaluate_compact(v, w, &mut ancestor, &mut best, &mut compression_stack)
+                words
             };
-            w_semi = w_semi.min(v_semi);
-            // Nothing is below the root: the rest of the list cannot lower it (a third of
-            // the entries of a TypeScript compiler's heap come after it is found).
-            if w_semi == ROOT {
-                break;
+            // An empty list stands for the DFS parent alone
+            // (`Lists::WithoutSinglePredecessors`); `w` is not linked yet, so its forest
+            // link is still that parent.
+            if preds.is_empty() {
+                forest.ancestor[w]
+            } else {
+                forest.least_semi(w, preds)
             }
-        }
+        };
         first[w + 1] = O::new(w_semi as usize);
-        best[w] = w_semi;
+        forest.best[w] = w_semi;
     }
+    drop(forest);
     drop(ancestor);
     drop(best);
     drop(from);
@@ -570,6 +608,74 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>) -> Vec<u32> {
         semi[ROOT as usize] = ROOT;
     }
     semi
+}
+
+/// Semi-NCA's link-eval forest at one step of [`semi_nca`].
+struct CompactForest<'a> {
+    ancestor: &'a mut [u32],
+    best: &'a mut [u32],
+    /// [`evaluate_compact`]'s, kept between calls.
+    stack: Vec<u32>,
+}
+
+impl CompactForest<'_> {
+    /// The semidominator of `w` (not linked yet) from its predecessors `preds` (not empty).
+    #[inline]
+    fn least_semi(&mut self, w: usize, preds: &[u32]) -> u32 {
+        let mut w_semi = w as u32;
+        for (i, &v) in preds.iter().enumerate() {
+            if let Some(&ahead) = preds.get(i + PREFETCH_DISTANCE) {
+                self.prefetch(ahead);
+            }
+            w_semi = w_semi.min(self.semi_through(v, w));
+            // Nothing is below the root: the rest of the list cannot lower it (a third of
+            // the entries of a TypeScript compiler's heap come after it is found).
+            if w_semi == ROOT {
+                break;
+            }
+        }
+        w_semi
+    }
+
+    /// [`CompactForest::least_semi`] from the predecessors of a dense list, nodes whose
+    /// numbers `number` gives.
+    fn least_semi_of_nodes(&mut self, w: usize, nodes: SetBits, number: &[u32]) -> u32 {
+        // The numbers are read in order, but apart: they are asked for farther ahead than the
+        // forest entries they lead to.
+        let mut ahead = nodes.clone().skip(PREFETCH_DISTANCE);
+        let mut farther = nodes.clone().skip(4 * PREFETCH_DISTANCE);
+        let mut w_semi = w as u32;
+        for node in nodes {
+            if let Some(farther) = farther.next() {
+                prefetch(number, farther as usize);
+            }
+            if let Some(ahead) = ahead.next() {
+                self.prefetch(number[ahead as usize]);
+            }
+            w_semi = w_semi.min(self.semi_through(number[node as usize], w));
+            if w_semi == ROOT {
+                break;
+            }
+        }
+        w_semi
+    }
+
+    /// The least semidominator that predecessor `v` brings `w`.
+    #[inline]
+    fn semi_through(&mut self, v: u32, w: usize) -> u32 {
+        // As in `lengauer_tarjan`, a vertex below `w` is its own answer.
+        if (v as usize) < w {
+            v
+        } else {
+            evaluate_compact(v, w, self.ancestor, self.best, &mut self.stack)
+        }
+    }
+
+    #[inline]
+    fn prefetch(&self, v: u32) {
+        prefetch(self.ancestor, v as usize);
+        prefetch(self.best, v as usize);
+    }
 }
 
 /// How many predecessor words [`semi_nca`] reads past before it gives their memory back:
@@ -1142,12 +1248,157 @@ fn finish_by_vertex(
 }
 
 /// The retaining predecessors of each vertex, as DFS numbers, grouped by DFS number: those
-/// of `w` are `from[first[w]..first[w + 1]]`, as they are, or packed where `packed` says so
-/// (see [`Preds::pack_long_lists`]).
+/// of `w` are a bit each in `dense` where it holds them, else `from[first[w]..first[w + 1]]`,
+/// as they are, or packed where `packed` says so (see [`Preds::pack_long_lists`]).
 struct Preds<O> {
     first: Vec<O>,
     from: Vec<u32>,
     packed: Option<FixedBitSet>,
+    dense: DenseLists,
+}
+
+/// The fewest entries of a predecessor list kept as bits ([`DenseLists`]): below, the bits
+/// would save little, and tests' small graphs keep their lists as words unless they ask.
+const DENSE_AT_LEAST: usize = 1 << 12;
+
+/// The most lists kept as bits: the fill looks a vertex up among them for every edge into a
+/// list it keeps apart.
+const MAX_DENSE_LISTS: usize = 32;
+
+/// The predecessor lists kept as a bit per node: those of more than one node in 32, where the
+/// bits take less memory than a `u32` per entry. On Java dumps these are the class objects of
+/// the most numerous types, which each instance refers to: on the 2.5 GB benchmark dump, 12
+/// lists hold 28.5M of the 49.8M entries, 109 MiB as words, 53 as bits; on a Rhino heap 16
+/// lists hold 26.2M of 47.5M, 100 MiB as words, 38 as bits. The bits are by node rather than by DFS
+/// number: the fill reads the sources in node order, so that each list's bits are written in
+/// order (by number, each write missed the cache: the fill took 0.8 s longer on that dump),
+/// and semi-NCA reads their numbers in order too.
+struct DenseLists {
+    /// Their vertices, ascending.
+    vertices: Vec<u32>,
+    /// Their bits, in the same order, a word for each 64 nodes: bit `i` of a vertex's is set
+    /// where node `i` is one of its predecessors.
+    bits: Vec<Vec<AtomicU64>>,
+    /// A bit for each vertex number modulo [`FILTER_BITS`] that one of `vertices` has: most
+    /// lists kept apart (those left out) are told from the dense ones by one bit of it.
+    filter: [u64; FILTER_BITS / 64],
+}
+
+/// The size of [`DenseLists::filter`]: 512 bytes.
+const FILTER_BITS: usize = 4096;
+
+impl DenseLists {
+    fn none() -> Self {
+        DenseLists {
+            vertices: Vec::new(),
+            bits: Vec::new(),
+            filter: [0; FILTER_BITS / 64],
+        }
+    }
+
+    /// Chooses, among the lists whose sizes `first` holds (at `w + 1`), the largest
+    /// [`MAX_DENSE_LISTS`] of at least `dense_from` entries and more than `n_nodes / 32`;
+    /// their sizes become 0, their vertices join `apart`.
+    fn choose<O: Offset>(
+        first: &mut [O],
+        n_nodes: usize,
+        dense_from: usize,
+        apart: &mut FixedBitSet,
+    ) -> Self {
+        let len = first.len() - 1;
+        let mut chosen: Vec<(usize, u32)> = (1..len)
+            .filter_map(|w| {
+                let size = first[w + 1].get();
+                (size >= dense_from && size * 32 > n_nodes).then_some((size, w as u32))
+            })
+            .collect();
+        chosen.sort_unstable_by(|a, b| b.cmp(a));
+        chosen.truncate(MAX_DENSE_LISTS);
+        let mut vertices: Vec<u32> = chosen.into_iter().map(|(_, w)| w).collect();
+        vertices.sort_unstable();
+        for &w in &vertices {
+            first[w as usize + 1] = O::ZERO;
+            apart.insert(w as usize);
+        }
+        let bits = vertices
+            .iter()
+            .map(|_| {
+                (0..n_nodes.div_ceil(64))
+                    .map(|_| AtomicU64::new(0))
+                    .collect()
+            })
+            .collect();
+        let mut filter = [0u64; FILTER_BITS / 64];
+        for &w in &vertices {
+            let bit = w as usize % FILTER_BITS;
+            filter[bit / 64] |= 1 << (bit % 64);
+        }
+        DenseLists {
+            vertices,
+            bits,
+            filter,
+        }
+    }
+
+    /// Where `w`'s list is among them, if it is: a scan of at most [`MAX_DENSE_LISTS`] words
+    /// in one cache line or two, which the fill makes only for the lists it keeps apart.
+    #[inline]
+    fn slot(&self, w: usize) -> Option<usize> {
+        let bit = w % FILTER_BITS;
+        if self.filter[bit / 64] & (1 << (bit % 64)) == 0 {
+            return None;
+        }
+        self.vertices
+            .iter()
+            .position(|&vertex| vertex as usize == w)
+    }
+
+    /// Adds predecessor `node` to the list in `slot`. Not an atomic update: the caller is the
+    /// only thread that writes the word of `node` (each fills for the sources of a range of
+    /// whole words), and a locked one cost a tenth of a second on the 2.5 GB dump.
+    #[inline]
+    fn insert(&self, slot: usize, node: u32) {
+        let word = &self.bits[slot][node as usize / 64];
+        word.store(
+            word.load(Ordering::Relaxed) | 1 << (node % 64),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// The set bits of a dense list, ascending: its predecessors' nodes.
+#[derive(Clone)]
+struct SetBits<'a> {
+    words: &'a [AtomicU64],
+    /// The word being read, and what is left of it.
+    index: usize,
+    word: u64,
+}
+
+impl<'a> SetBits<'a> {
+    fn new(words: &'a [AtomicU64]) -> Self {
+        let word = words.first().map_or(0, |word| word.load(Ordering::Relaxed));
+        SetBits {
+            words,
+            index: 0,
+            word,
+        }
+    }
+}
+
+impl Iterator for SetBits<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        while self.word == 0 {
+            self.index += 1;
+            self.word = self.words.get(self.index)?.load(Ordering::Relaxed);
+        }
+        let bit = self.word.trailing_zeros();
+        self.word &= self.word - 1;
+        Some((self.index * 64) as u32 + bit)
+    }
 }
 
 /// Which predecessor lists [`Preds::build`] keeps.
@@ -1179,12 +1430,14 @@ impl<O: Offset> Preds<O> {
         // starts.
         let mut first = counted.unwrap_or_else(|| {
             let mut first = vec![O::ZERO; len + 1];
-            edges.for_each(number, |to, _| {
+            edges.for_each(number, |to, _, _| {
                 first[to + 1] = O::new(first[to + 1].get() + 1);
             });
             first
         });
-        let mut left_out = FixedBitSet::with_capacity(len);
+        // The lists whose entries are not written into `from`: those left out, and the dense
+        // ones.
+        let mut apart = FixedBitSet::with_capacity(len);
         if let Lists::WithoutSinglePredecessors { searched } = lists {
             // The root's targets keep their lists even with one entry.
             let mut root_target_number = FixedBitSet::with_capacity(len);
@@ -1193,36 +1446,47 @@ impl<O: Offset> Preds<O> {
             }
             for w in 2..len.min(searched + 1) {
                 if first[w + 1].get() == 1 && !root_target_number.contains(w) {
-                    left_out.insert(w);
+                    apart.insert(w);
                     first[w + 1] = O::ZERO;
                 }
             }
         }
-        let sizes = (fill == Fill::BySources).then(|| ListSizes::new(&first[1..]));
+        let dense = match fill {
+            Fill::BySources { dense_from } => {
+                DenseLists::choose(&mut first, number.len(), dense_from, &mut apart)
+            }
+            Fill::ByTargets => DenseLists::none(),
+        };
+        let sizes = matches!(fill, Fill::BySources { .. }).then(|| ListSizes::new(&first[1..]));
         for k in 1..first.len() {
             first[k] = O::new(first[k].get() + first[k - 1].get());
         }
         let from = match sizes {
-            Some(sizes) => Self::fill_by_sources(edges, number, &mut first, &sizes, &left_out),
-            None => Self::fill_by_targets(edges, number, &mut first, &left_out),
+            Some(sizes) => {
+                Self::fill_by_sources(edges, number, &mut first, &sizes, (&apart, &dense))
+            }
+            None => Self::fill_by_targets(edges, number, &mut first, &apart),
         };
         Preds {
             first,
             from,
             packed: None,
+            dense,
         }
     }
 
     /// Fills the lists that start at `first` (`len + 1` offsets, where they are left as they
     /// are, `sizes` long), on two threads, each reading the edges of half the sources: the
     /// first fills each list from its start, the second from its end, and they meet where the
-    /// first's entries end. Every edge is read, and its target's number looked up, once.
+    /// first's entries end. Every edge is read, and its target's number looked up, once. The
+    /// lists `apart` are not written there: the dense ones are filled in `dense`, the others
+    /// left out.
     fn fill_by_sources(
         edges: &PredEdges,
         number: &[u32],
         first: &mut [O],
         sizes: &ListSizes,
-        left_out: &FixedBitSet,
+        (apart, dense): (&FixedBitSet, &DenseLists),
     ) -> Vec<u32> {
         let len = first.len() - 1;
         let mut ends: Vec<O> = first[1..].to_vec();
@@ -1232,12 +1496,16 @@ impl<O: Offset> Preds<O> {
             .into_iter()
             .map(AtomicU32::new)
             .collect();
-        let split = edges.half_the_edges();
+        // A multiple of 64, so that each thread writes the dense lists' words of its own.
+        let split = edges.half_the_edges() / 64 * 64;
         rayon::join(
             || {
                 let starts = &mut first[..len];
-                edges.for_each_in(0..split, number, |to, source| {
-                    if left_out.contains(to) {
+                edges.for_each_in(0..split, number, |to, source, node| {
+                    if apart.contains(to) {
+                        if let Some(slot) = dense.slot(to) {
+                            dense.insert(slot, node);
+                        }
                         return;
                     }
                     let slot = &mut starts[to];
@@ -1246,8 +1514,11 @@ impl<O: Offset> Preds<O> {
                 });
             },
             || {
-                edges.for_each_in(split..number.len(), number, |to, source| {
-                    if left_out.contains(to) {
+                edges.for_each_in(split..number.len(), number, |to, source, node| {
+                    if apart.contains(to) {
+                        if let Some(slot) = dense.slot(to) {
+                            dense.insert(slot, node);
+                        }
                         return;
                     }
                     let slot = &mut ends[to];
@@ -1268,7 +1539,7 @@ impl<O: Offset> Preds<O> {
     /// Fills the lists that start at `first` (`len + 1` offsets, where they are left as they
     /// are), on two threads, each keeping the lists of half the entries and reading every
     /// edge: the memory of the lists alone, at twice the reading of
-    /// [`Preds::fill_by_sources`].
+    /// [`Preds::fill_by_sources`]; the lists `left_out` are not filled.
     fn fill_by_targets(
         edges: &PredEdges,
         number: &[u32],
@@ -1284,7 +1555,7 @@ impl<O: Offset> Preds<O> {
         let (low_first, high_first) = first[..len].split_at_mut(mid);
         let (low_from, high_from) = from.split_at_mut(high_base);
         let fill = |targets: std::ops::Range<usize>, cursors: &mut [O], slots: &mut [u32], base| {
-            edges.for_each(number, |to, source| {
+            edges.for_each(number, |to, source, _| {
                 if !targets.contains(&to) || left_out.contains(to) {
                     return;
                 }
@@ -1346,8 +1617,8 @@ impl<O: Offset> Preds<O> {
         self.packed = Some(packed);
     }
 
-    /// The predecessors of DFS number `w` (at least 1), as DFS numbers.
-    #[inline]
+    /// The predecessors of DFS number `w` (at least 1), as DFS numbers, where no list is
+    /// packed; a dense list reads empty.
     fn of(&self, w: usize) -> &[u32] {
         &self.from[self.first[w].get()..self.first[w + 1].get()]
     }
@@ -1405,9 +1676,9 @@ impl<'a> PredEdges<'a> {
         }
     }
 
-    /// Calls `visit(target number, source number)` for each, in edge order (`number`: the DFS
-    /// number of each node, 0 for none).
-    fn for_each(&self, number: &[u32], visit: impl FnMut(usize, u32)) {
+    /// Calls `visit(target number, source number, source node)` for each, in edge order
+    /// (`number`: the DFS number of each node, 0 for none).
+    fn for_each(&self, number: &[u32], visit: impl FnMut(usize, u32, u32)) {
         self.for_each_in(0..number.len(), number, visit);
     }
 
@@ -1424,7 +1695,7 @@ impl<'a> PredEdges<'a> {
         &self,
         sources: std::ops::Range<usize>,
         number: &[u32],
-        mut visit: impl FnMut(usize, u32),
+        mut visit: impl FnMut(usize, u32, u32),
     ) {
         let parts = self.parts;
         let edge_to = &parts.edge_to;
@@ -1455,7 +1726,7 @@ impl<'a> PredEdges<'a> {
                 }
                 let target = number[to as usize];
                 if target != 0 {
-                    visit(target as usize, source);
+                    visit(target as usize, source, from as u32);
                 }
             }
         }
@@ -1465,8 +1736,9 @@ impl<'a> PredEdges<'a> {
 /// How [`Preds::build`] fills the lists.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fill {
-    /// Each thread reads the edges of half the sources ([`Preds::fill_by_sources`]).
-    BySources,
+    /// Each thread reads the edges of half the sources ([`Preds::fill_by_sources`]); lists
+    /// of `dense_from` entries or more may be kept as bits ([`DenseLists`]).
+    BySources { dense_from: usize },
     /// Each thread reads every edge, for half the lists ([`Preds::fill_by_targets`]).
     ByTargets,
 }
@@ -1658,18 +1930,59 @@ mod tests {
         let len = n_nodes as usize + 1;
         let lists = |fill| {
             let preds = Preds::<u32>::build(&pred_edges, &number, len, None, Lists::All, fill);
-            (0..len)
+            let lists = (0..len)
                 .map(|w| {
-                    let mut list = preds.of(w).to_vec();
+                    let mut list: Vec<u32> = match preds.dense.slot(w) {
+                        Some(slot) => SetBits::new(&preds.dense.bits[slot])
+                            .map(|node| number[node as usize])
+                            .collect(),
+                        None => preds.of(w).to_vec(),
+                    };
+                    // As sets: a dense list holds a predecessor of several edges once.
                     list.sort_unstable();
+                    list.dedup();
                     list
                 })
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            (lists, preds.dense.vertices.len())
         };
-        let by_sources = lists(Fill::BySources);
-        assert_eq!(by_sources, lists(Fill::ByTargets));
+        let words = Fill::BySources {
+            dense_from: usize::MAX,
+        };
+        let (by_sources, n_dense) = lists(words);
+        assert_eq!(n_dense, 0);
+        assert!(lists(Fill::ByTargets) == (by_sources.clone(), 0));
         assert!(by_sources[2].len() >= 700, "node 1's list is long");
         assert!(by_sources[3].len() >= 300, "node 2's list is long");
+        // Nodes 1 and 2 alone have more than one predecessor in 32 of all nodes.
+        let (dense, n_dense) = lists(Fill::BySources { dense_from: 2 });
+        assert_eq!(n_dense, 2);
+        assert!(
+            dense == by_sources,
+            "the dense lists read back as the words did"
+        );
+    }
+
+    /// A dense list's bits read back as its predecessors' nodes, ascending, across words and
+    /// to the last bit.
+    #[test]
+    fn set_bits_read_back_ascending() {
+        let predecessors = [0u32, 1, 63, 64, 130, 191];
+        let words: Vec<AtomicU64> = (0..3).map(|_| AtomicU64::new(0)).collect();
+        let mut filter = [0; FILTER_BITS / 64];
+        filter[0] = 1 << 5;
+        let dense = DenseLists {
+            vertices: vec![5],
+            bits: vec![words],
+            filter,
+        };
+        for &v in predecessors.iter().rev() {
+            dense.insert(dense.slot(5).expect("listed"), v);
+        }
+        assert_eq!(dense.slot(4), None);
+        let read: Vec<u32> = SetBits::new(&dense.bits[0]).collect();
+        assert_eq!(read, predecessors);
+        assert_eq!(SetBits::new(&[]).next(), None);
     }
 
     /// memlab's step 3 on a graph whose unreached nodes refer into the searched part: a node
@@ -1695,7 +2008,7 @@ mod tests {
         ];
         let graph = graph_from_edges(&[1, 10, 20, 40, 80, 160, 320, 640], &edges);
         let rule = EdgeRule::for_runtime(Runtime::V8);
-        let semi_nca = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
+        let semi_nca = dominators_with::<u32>(&graph, &rule, true, Order::Fast, usize::MAX);
         assert_eq!(semi_nca.idom, [0, 0, 1, 0, 0, 0, 0, 2]);
         let reachable: Vec<bool> = (0..8).map(|node| semi_nca.reachable[node]).collect();
         assert_eq!(
@@ -1706,8 +2019,8 @@ mod tests {
         assert_eq!(semi_nca.retained_size.get(2), 20 + 640);
         assert_eq!(semi_nca.retained_size.get(0), 1 + 10 + 20 + 40 + 640);
         for other in [
-            dominators_with::<u32>(&graph, &rule, false, Order::Fast),
-            dominators_with::<u32>(&graph, &rule, true, Order::Lean),
+            dominators_with::<u32>(&graph, &rule, false, Order::Fast, usize::MAX),
+            dominators_with::<u32>(&graph, &rule, true, Order::Lean, usize::MAX),
         ] {
             assert_eq!(semi_nca.idom, other.idom);
             assert_eq!(semi_nca.retained_size, other.retained_size);
@@ -1748,11 +2061,14 @@ mod tests {
             let graph = graph_from_edges(&sizes, &edges);
             for runtime in [Runtime::V8, Runtime::Java] {
                 let rule = EdgeRule::for_runtime(runtime);
-                let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast);
-                let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean);
-                let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean);
-                let wide_fast = dominators_with::<u64>(&graph, &rule, true, Order::Fast);
-                let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false, Order::Fast);
+                // Dense lists from 2 entries (only the fast order's semi-NCA keeps any): every
+                // list of 3 or more in graphs of up to 80 nodes, of 2 or more below 32.
+                let narrow = dominators_with::<u32>(&graph, &rule, true, Order::Fast, usize::MAX);
+                let dense = dominators_with::<u32>(&graph, &rule, true, Order::Fast, 2);
+                let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean, 2);
+                let wide = dominators_with::<u64>(&graph, &rule, true, Order::Lean, 2);
+                let wide_fast = dominators_with::<u64>(&graph, &rule, true, Order::Fast, 2);
+                let lengauer_tarjan = dominators_with::<u32>(&graph, &rule, false, Order::Fast, 2);
                 if runtime == Runtime::V8 {
                     // Step 2's test: no edge into the node that is neither weak nor a
                     // shortcut, from any node, itself included.
@@ -1771,7 +2087,7 @@ mod tests {
                         assert_eq!(marked.contains(node), referred);
                     }
                 }
-                for other in [&lean, &wide, &wide_fast, &lengauer_tarjan] {
+                for other in [&dense, &lean, &wide, &wide_fast, &lengauer_tarjan] {
                     assert_eq!(narrow.idom, other.idom);
                     assert_eq!(narrow.retained_size, other.retained_size);
                     assert_eq!(narrow.retained_count, other.retained_count);
