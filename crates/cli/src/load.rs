@@ -402,7 +402,7 @@ impl Loaded {
     /// The analysis under the runtime's default edge rule, or with weak edges retaining.
     /// A stored analysis is used when it was made under the same rule (the default).
     pub(crate) fn analyze(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
-        self.analyze_then(include_weak, None)
+        self.analyze_then(include_weak, None, IdsAfter::Whole)
     }
 
     /// [`Loaded::analyze`] for a verb that goes on to the suspects' chains, whose indexes hold
@@ -414,7 +414,15 @@ impl Loaded {
         include_weak: bool,
         view_distances: ViewDistances,
     ) -> anyhow::Result<Analysis> {
-        self.analyze_then(include_weak, Some(view_distances))
+        self.analyze_then(include_weak, Some(view_distances), IdsAfter::Whole)
+    }
+
+    /// [`Loaded::analyze_before_chains`] for `summary`, whose findings show no distances and
+    /// a few hundred object ids: where the ids were parked, they stay so, each read decoded
+    /// with its block (`HeapGraph::unpark_columns_but_ids`), where given back whole they were
+    /// among what the run held at its peak, after the pass.
+    pub(crate) fn analyze_for_summary(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
+        self.analyze_then(include_weak, Some(ViewDistances::LeftOut), IdsAfter::Parked)
     }
 
     /// Whether the columns that no search of the analysis reads are compressed while it runs
@@ -431,6 +439,7 @@ impl Loaded {
         &mut self,
         include_weak: bool,
         chains: Option<ViewDistances>,
+        ids: IdsAfter,
     ) -> anyhow::Result<Analysis> {
         let mut edge_rule = EdgeRule::for_runtime(self.graph.meta().runtime);
         edge_rule.include_weak = include_weak;
@@ -490,12 +499,24 @@ impl Loaded {
             // parents (given back as the analysis ended) handed back before the columns come
             // back beside them, the columns' after.
             release_freed_memory();
-            self.graph.unpark_columns();
+            match ids {
+                IdsAfter::Whole => self.graph.unpark_columns(),
+                IdsAfter::Parked => self.graph.unpark_columns_but_ids(),
+            }
             release_freed_memory();
         }
         spinner.finish_and_clear();
         Ok(analysis)
     }
+}
+
+/// What becomes of parked object ids once the analysis is done.
+#[derive(Clone, Copy)]
+enum IdsAfter {
+    /// Given back whole, for a reader of many.
+    Whole,
+    /// Left parked, for a reader of a few.
+    Parked,
 }
 
 /// Hands the allocator's free memory back to the kernel: many small buffers freed (an

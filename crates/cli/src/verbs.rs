@@ -28,11 +28,7 @@ pub(crate) fn summary(args: &SummaryArgs) -> anyhow::Result<String> {
         let analysis = loaded.analyze(args.common.include_weak)?;
         return crate::waste::grouped(args, &loaded, &analysis, by);
     }
-    let analysis = loaded.analyze_before_chains(
-        args.common.include_weak,
-        // The summary's findings show no distances.
-        heapgraph_analyzer::ViewDistances::LeftOut,
-    )?;
+    let analysis = loaded.analyze_for_summary(args.common.include_weak)?;
     let graph = &loaded.graph;
     if let Some(kind) = &args.kind
         && !graph

@@ -404,9 +404,83 @@ impl Imaged for PackedU64 {
     }
 }
 
+/// Reads a parked column's values one at a time ([`crate::Parked::park_for_reads`]): what a
+/// graph whose ids stay parked after the analysis answers `object_id` from, each read
+/// decoding a block or two (a summary asks for a few hundred ids).
+impl crate::Parked<PackedU64> {
+    /// Value `index`, as [`PackedU64::get`] gives it.
+    ///
+    /// # Panics
+    /// Where `index` is out of bounds, as [`PackedU64::get`] does.
+    pub fn get(&self, index: usize) -> u64 {
+        let value = if self.repr() == PLAIN {
+            self.value::<u64>("values", index)
+        } else {
+            self.packed_value(index)
+        };
+        value.unwrap_or_else(|| panic!("no value {index} in a parked column"))
+    }
+
+    fn packed_value(&self, index: usize) -> Option<u64> {
+        let step = self.value::<i16>("steps", index)?;
+        if step == BESIDE_STEP {
+            // The wide values' places are sorted: a search over the parked vector.
+            let (mut low, mut high) = (0usize, self.len_of::<u32>("wide_at"));
+            while low < high {
+                let mid = (low + high) / 2;
+                if (self.value::<u32>("wide_at", mid)? as usize) < index {
+                    low = mid + 1;
+                } else {
+                    high = mid;
+                }
+            }
+            return self.value::<u64>("wide", low);
+        }
+        let shift = self.scalar("shift").ok()?;
+        let base = self.value::<u64>("bases", index >> BLOCK_BITS)?;
+        Some(base.wrapping_add((i64::from(step) << shift) as u64))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each id of a parked column reads back as the column gives it: addresses with values
+    /// kept beside (far from their block's first) across several blocks, and ids scattered
+    /// over the address space (a plain column).
+    #[test]
+    fn a_parked_column_reads_back_an_id_at_a_time() {
+        let addresses: Vec<u64> = (0..300_000u64)
+            .map(|k| {
+                if k % 997 == 5 {
+                    0x7f00_0000_0000 + (k << 32)
+                } else {
+                    0x7f00_0000_0000 + 24 * k
+                }
+            })
+            .collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let scattered: Vec<u64> = (0..100_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state >> 8
+            })
+            .collect();
+        for (values, plain) in [(addresses, false), (scattered, true)] {
+            let column = PackedU64::from(values.clone());
+            assert_eq!(matches!(column.0, PackedRepr::Plain(_)), plain);
+            let parked = crate::Parked::park_for_reads(column);
+            for index in (0..values.len())
+                .step_by(7)
+                .chain([5, 997 + 5, values.len() - 1])
+            {
+                assert_eq!(parked.get(index), values[index], "{index}");
+            }
+        }
+    }
     #[test]
     fn packed_columns_keep_every_value() {
         let mut ids: Vec<u64> = (0..3000u64).map(|i| 0x6_0000_0000 + i * 24).collect();
