@@ -130,26 +130,11 @@ pub(crate) fn dominators_trading_memory(
     after_search: &dyn Fn(),
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let order = if lean { Order::Lean } else { Order::Fast };
+    let dense = DENSE_AT_LEAST;
     if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_and_children::<u32>(
-            graph,
-            rule,
-            true,
-            order,
-            children,
-            after_search,
-            DENSE_AT_LEAST,
-        )
+        dominators_and_children::<u32>(graph, rule, true, order, children, after_search, dense)
     } else {
-        dominators_and_children::<u64>(
-            graph,
-            rule,
-            true,
-            order,
-            children,
-            after_search,
-            DENSE_AT_LEAST,
-        )
+        dominators_and_children::<u64>(graph, rule, true, order, children, after_search, dense)
     }
 }
 
