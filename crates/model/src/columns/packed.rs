@@ -481,6 +481,7 @@ mod tests {
             }
         }
     }
+
     #[test]
     fn packed_columns_keep_every_value() {
         let mut ids: Vec<u64> = (0..3000u64).map(|i| 0x6_0000_0000 + i * 24).collect();
