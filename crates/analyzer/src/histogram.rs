@@ -961,7 +961,8 @@ enum Step {
 
 /// The most children of one node [`Walk::part`] puts on its stack at once: enough to overlap
 /// their lookups' cache misses, few enough that a node of ten million children (the table of
-/// a map that large, which dominates its entries) does not put 120 MB of steps there.
+/// a map that large, which dominates its entries) does not put 160 MB of steps there (16
+/// bytes a step).
 const CHILDREN_AT_ONCE: usize = 4096;
 
 impl Walk<'_> {
