@@ -448,11 +448,21 @@ impl Loaded {
         {
             // The text as an analysis would leave it: parked, read a block at a time (a summary
             // reads a few labels), before the stored analysis's columns come in beside it.
+            // A summary's, its ids and chain parents likewise, as its pass would leave them.
+            let parks_for_summary = self.parks() && matches!(ids, IdsAfter::Parked);
             if self.parks() {
                 self.graph.park_text();
             }
+            if parks_for_summary {
+                self.graph.park_ids();
+            }
             let adopted = heapgraph_model::timed("stored analysis adopted", || {
-                Analysis::from_stored(&self.graph, edge_rule.clone(), stored)
+                let rule = edge_rule.clone();
+                if parks_for_summary {
+                    Analysis::from_stored_parking_chain_parents(&self.graph, rule, stored)
+                } else {
+                    Analysis::from_stored(&self.graph, rule, stored)
+                }
             });
             match adopted {
                 // A stored analysis brings its distances; an output that shows none lets them
@@ -461,9 +471,13 @@ impl Loaded {
                     return Ok(analysis.leaving_out_distances());
                 }
                 Ok(analysis) => return Ok(analysis),
-                Err(reason) => self.graph.add_note(format!(
-                    "the stored analysis was ignored ({reason}); recomputed"
-                )),
+                Err(reason) => {
+                    // Parked again below with the other columns, for the pass.
+                    self.graph.unpark_columns();
+                    self.graph.add_note(format!(
+                        "the stored analysis was ignored ({reason}); recomputed"
+                    ));
+                }
             }
         }
         let spinner = spinner("computing dominators and retained sizes");

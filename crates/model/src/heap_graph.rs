@@ -682,6 +682,23 @@ impl HeapGraph {
         });
     }
 
+    /// Parks the object ids alone, in blocks read an id at a time, for good unless
+    /// [`HeapGraph::unpark_columns`] gives them back: for a graph whose analysis is stored,
+    /// which a summary reads a few hundred ids of (as [`HeapGraph::unpark_columns_but_ids`]
+    /// leaves them after a pass). Nothing where columns are parked already.
+    pub fn park_ids(&mut self) {
+        if self.parked.is_some() {
+            return;
+        }
+        crate::timed("object ids parked", || {
+            let ids = std::mem::take(&mut self.parts.node_object_id);
+            self.parked = Some(ParkedColumns {
+                object_ids: Parked::park_for_reads(ids),
+                names: None,
+            });
+        });
+    }
+
     /// Parks the strings' text for good ([`StringTable::park_text`]), as
     /// [`HeapGraph::park_columns`] does with its names.
     pub fn park_text(&mut self) {
@@ -859,8 +876,8 @@ mod tests {
             .map(|refused| refused.0)
     }
 
-    /// Ids left parked after the names come back read back one at a time, and are found;
-    /// given back, they are the column they were.
+    /// Ids left parked after the names come back, or parked alone, read back one at a time,
+    /// and are found; given back, they are the column they were.
     #[test]
     fn ids_left_parked_read_back_and_are_found() {
         let (strings, parts) = chain(70_000);
@@ -879,6 +896,13 @@ mod tests {
         assert_eq!(graph.find_object(0), None);
         graph.unpark_columns();
         assert!(!graph.columns_parked());
+        assert!(graph.parts().node_object_id == ids);
+        // Parked alone (a stored analysis's summary), likewise.
+        graph.park_ids();
+        assert!(graph.columns_parked());
+        assert_eq!(graph.edge_name(5), EdgeName::Named("next"));
+        assert_eq!(graph.object_id(NodeId(65_537)), ids.get(65_537));
+        graph.unpark_columns();
         assert!(graph.parts().node_object_id == ids);
     }
 
