@@ -495,7 +495,9 @@ impl HeapGraph {
         (0..self.node_count() as u32).map(NodeId)
     }
 
-    /// The first node whose runtime object id is `object_id` (a linear scan).
+    /// The first node whose runtime object id is `object_id` (a linear scan; where the ids are
+    /// parked, each read decodes its block, which is slow: the verbs that find objects get
+    /// the ids whole).
     pub fn find_object(&self, object_id: u64) -> Option<NodeId> {
         let position = match &self.parked {
             Some(parked) => {
