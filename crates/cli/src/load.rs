@@ -420,7 +420,8 @@ impl Loaded {
     /// [`Loaded::analyze_before_chains`] for `summary`, whose findings show no distances and
     /// a few hundred object ids: where the ids were parked, they stay so, each read decoded
     /// with its block (`HeapGraph::unpark_columns_but_ids`), where given back whole they were
-    /// among what the run held at its peak, after the pass.
+    /// among what the run held at its peak, after the pass; a stored analysis is adopted
+    /// with the ids and its chain parents parked likewise.
     pub(crate) fn analyze_for_summary(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
         self.analyze_then(include_weak, Some(ViewDistances::LeftOut), IdsAfter::Parked)
     }
