@@ -585,7 +585,7 @@ impl Analysis {
     /// [`Analysis::from_stored`], the chain parents parked first, read a block at a time by
     /// the chains of a few objects and given back whole to the first reader of them all, as
     /// the pass leaves them where the graph's columns were parked: for a summary of a stored
-    /// analysis (on the 2.5 GB benchmark dump's `.hgd`, 141 MiB whole). Parked before the
+    /// analysis (on the 2.5 GB benchmark dump's `.hgd`, 135 MiB whole). Parked before the
     /// other columns are adopted, so that parking's own memory is not added to theirs.
     ///
     /// # Errors
