@@ -383,7 +383,7 @@ fn dominators_and_children<O: Offset>(
                 },
             );
             timed("dominators: retained sizes", || {
-                finish_by_vertex(parts, dom, &vertex, n_reachable, children)
+                finish_by_vertex(graph, dom, &vertex, n_reachable, children)
             })
         }
         IdomMethod::SemiNca => {
@@ -427,7 +427,7 @@ fn dominators_and_children<O: Offset>(
             drop(parent);
             timed(
                 "dominators: immediate dominators and retained sizes",
-                || finish_by_vertex(parts, dom, &vertex, n_reachable, false),
+                || finish_by_vertex(graph, dom, &vertex, n_reachable, false),
             )
         }
     }
@@ -1019,7 +1019,7 @@ impl<'a> Finish<'a> {
             stack: Vec::new(),
             idom: vec![NO_NODE; n_nodes],
             reachable: NodeFlags::new(n_nodes),
-            retained_size: parts.node_shallow_size.iter().collect(),
+            retained_size: graph.shallow_sizes_copy(),
             retained_count: NodeCounts::ones(n_nodes),
         }
     }
@@ -1179,13 +1179,13 @@ fn dominators_from_semi(semi: Vec<u32>, parent: ParentSteps) -> Vec<u32> {
 /// it was the pass's last plateau. With `children`, the dominator tree's children are built
 /// beside the retained sizes, on the other core.
 fn finish_by_vertex(
-    parts: &HeapGraphParts,
+    graph: &HeapGraph,
     dom: Vec<u32>,
     vertex: &[u32],
     n_reachable: u32,
     children: bool,
 ) -> (DominatorTree, Option<DominatorChildren>) {
-    let n_nodes = parts.node_shallow_size.len();
+    let n_nodes = graph.node_count();
     let mut idom = vec![NO_NODE; n_nodes];
     let mut reachable = NodeFlags::new(n_nodes);
     for w in 1..vertex.len() {
@@ -1194,12 +1194,12 @@ fn finish_by_vertex(
         reachable.set(node, w <= n_reachable as usize);
     }
     drop(dom);
-    let root = parts.root as usize;
+    let root = graph.root().index();
     let children = || {
         children.then(|| DominatorChildren::build_beside(TreeLinks::new(root, &idom, &reachable)))
     };
     let sizes = || {
-        let mut retained_size: U64Column = parts.node_shallow_size.iter().collect();
+        let mut retained_size = graph.shallow_sizes_copy();
         let mut retained_count = NodeCounts::ones(n_nodes);
         for w in (2..vertex.len()).rev() {
             // The node ahead is known, its dominator and their places in the columns a cache

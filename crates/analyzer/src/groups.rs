@@ -246,7 +246,7 @@ fn named_target(graph: &HeapGraph, node: NodeId, names: &[StringId]) -> Option<N
                 && graph.edge_kind(edge) != EdgeKind::Hidden
                 && names
                     .iter()
-                    .any(|name| graph.parts().edge_name.get(edge) == name.to_raw())
+                    .any(|name| graph.raw_edge_name(edge) == name.to_raw())
         })
         .map(|edge| graph.edge_target(edge))
 }

@@ -182,7 +182,10 @@ pub fn analyze_before_chains(
                 ViewDistances::LeftOut => OnceLock::new(),
             };
             // The dominator pass's search is mostly the longer: the counts fit in before it ends.
-            let counts = timed("type counts", || TypeCounts::of_every_node(graph));
+            // Where the types and sizes wait parked, so do the counts, until the type totals
+            // (made whole, they would meet the pass's predecessor lists, its peak).
+            let counts = (!graph.types_and_sizes_parked())
+                .then(|| timed("type counts", || TypeCounts::of_every_node(graph)));
             (parents, distances, counts)
         },
         || {
@@ -205,7 +208,7 @@ pub fn analyze_before_chains(
         chain_parent,
         parked_chain_parents: Mutex::new(parked_chain_parents),
         distance: distances,
-        type_counts: OnceLock::from(counts),
+        type_counts: counts.map_or_else(OnceLock::new, OnceLock::from),
         view_distances,
         ..analysis
     }

@@ -464,7 +464,7 @@ fn field(graph: &HeapGraph, node: NodeId, name: Option<StringId>) -> Option<Node
         .edge_range(node)
         .find(|&edge| {
             graph.edge_kind(edge) == EdgeKind::Property
-                && graph.parts().edge_name.get(edge) == name.to_raw()
+                && graph.raw_edge_name(edge) == name.to_raw()
         })
         .map(|edge| graph.edge_target(edge))
 }

@@ -402,7 +402,7 @@ impl Loaded {
     /// The analysis under the runtime's default edge rule, or with weak edges retaining.
     /// A stored analysis is used when it was made under the same rule (the default).
     pub(crate) fn analyze(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
-        self.analyze_then(include_weak, None, IdsAfter::Whole)
+        self.analyze_then(include_weak, None, ReadAfter::GivenBack)
     }
 
     /// [`Loaded::analyze`] for a verb that goes on to the suspects' chains, whose indexes hold
@@ -414,16 +414,21 @@ impl Loaded {
         include_weak: bool,
         view_distances: ViewDistances,
     ) -> anyhow::Result<Analysis> {
-        self.analyze_then(include_weak, Some(view_distances), IdsAfter::Whole)
+        self.analyze_then(include_weak, Some(view_distances), ReadAfter::GivenBack)
     }
 
-    /// [`Loaded::analyze_before_chains`] for `summary`, whose findings show no distances and
-    /// a few hundred object ids: where the ids were parked, they stay so, each read decoded
-    /// with its block (`HeapGraph::unpark_columns_but_ids`), where given back whole they were
-    /// among what the run held at its peak, after the pass; a stored analysis is adopted
-    /// with the ids and its chain parents parked likewise.
+    /// [`Loaded::analyze_before_chains`] for `summary`, whose findings show no distances, a
+    /// few hundred object ids and a few thousand edge names: where these were parked, they
+    /// stay so, each read decoded with its block
+    /// (`HeapGraph::unpark_columns_but_ids_and_edge_names`), where given back whole they were
+    /// among what the run held at its peak, after the pass; a stored analysis is adopted with
+    /// the ids and its chain parents parked likewise.
     pub(crate) fn analyze_for_summary(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
-        self.analyze_then(include_weak, Some(ViewDistances::LeftOut), IdsAfter::Parked)
+        self.analyze_then(
+            include_weak,
+            Some(ViewDistances::LeftOut),
+            ReadAfter::LeftParked,
+        )
     }
 
     /// Whether the columns that no search of the analysis reads are compressed while it runs
@@ -440,7 +445,7 @@ impl Loaded {
         &mut self,
         include_weak: bool,
         chains: Option<ViewDistances>,
-        ids: IdsAfter,
+        parked_after: ReadAfter,
     ) -> anyhow::Result<Analysis> {
         let mut edge_rule = EdgeRule::for_runtime(self.graph.meta().runtime);
         edge_rule.include_weak = include_weak;
@@ -450,7 +455,7 @@ impl Loaded {
             // The text as an analysis would leave it: parked, read a block at a time (a summary
             // reads a few labels), before the stored analysis's columns come in beside it.
             // A summary's, its ids and chain parents likewise, as its pass would leave them.
-            let parks_for_summary = self.parks() && matches!(ids, IdsAfter::Parked);
+            let parks_for_summary = self.parks() && matches!(parked_after, ReadAfter::LeftParked);
             if self.parks() {
                 self.graph.park_text();
             }
@@ -522,9 +527,9 @@ impl Loaded {
             // parents (given back as the analysis ended) handed back before the columns come
             // back beside them, the columns' after.
             release_freed_memory();
-            match ids {
-                IdsAfter::Whole => self.graph.unpark_columns(),
-                IdsAfter::Parked => self.graph.unpark_columns_but_ids(),
+            match parked_after {
+                ReadAfter::GivenBack => self.graph.unpark_columns(),
+                ReadAfter::LeftParked => self.graph.unpark_columns_but_ids_and_edge_names(),
             }
             release_freed_memory();
         }
@@ -533,13 +538,13 @@ impl Loaded {
     }
 }
 
-/// What becomes of parked object ids once the analysis is done.
+/// What becomes of the parked object ids and edge names once the analysis is done.
 #[derive(Clone, Copy)]
-enum IdsAfter {
+enum ReadAfter {
     /// Given back whole, for a reader of many.
-    Whole,
-    /// Left parked, for a reader of a few.
-    Parked,
+    GivenBack,
+    /// Left parked, for a reader of a few thousand.
+    LeftParked,
 }
 
 /// Hands the allocator's free memory back to the kernel: many small buffers freed (an

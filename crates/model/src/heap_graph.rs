@@ -2,7 +2,8 @@
 
 use crate::array_lengths::{ArrayLengths, CollectionFill};
 use crate::columns::{
-    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64,
+    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, ParkedEdgeNames,
+    U64Column,
 };
 use crate::parked::Parked;
 use crate::reverse::ReverseEdges;
@@ -254,20 +255,16 @@ pub struct HeapGraph {
 }
 
 /// The columns of a graph compressed in memory while a pass runs that reads none of them.
+/// The ids and edge names are in blocks small enough to be read a value at a time
+/// ([`Parked::park_for_reads`]): they may stay parked after the pass
+/// ([`HeapGraph::unpark_columns_but_ids_and_edge_names`]), and the chains' searches beside it
+/// read the names of the root's edges.
 struct ParkedColumns {
-    /// In blocks small enough to be read an id at a time ([`Parked::park_for_reads`]): they
-    /// may stay parked after the pass ([`HeapGraph::unpark_columns_but_ids`]).
     object_ids: Parked<PackedU64>,
-    names: Option<ParkedNames>,
-}
-
-/// The labels and edge names, parked but for the names of the root's edges, which the chains'
-/// searches read to tell the roots that name a holder from the others.
-struct ParkedNames {
-    labels: Parked<NodeNames>,
-    edge_names: Parked<EdgeNames>,
-    root_edges_start: usize,
-    root_edge_names: Vec<u32>,
+    labels: Option<Parked<NodeNames>>,
+    edge_names: Option<ParkedEdgeNames>,
+    types: Option<Parked<NodeTypes>>,
+    shallow_sizes: Option<Parked<PackedU64>>,
 }
 
 /// The name of an edge: a string, or an index for array-like edges.
@@ -591,18 +588,21 @@ impl HeapGraph {
     /// The name of edge `edge`.
     #[inline]
     pub fn edge_name(&self, edge: usize) -> EdgeName<'_> {
-        if let Some(parked) = self
+        self.edge_name_of(edge, self.raw_edge_name(edge))
+    }
+
+    /// The raw name of edge `edge` (a [`StringId`]'s raw value, or an index): read from its
+    /// parked block where the names are parked.
+    #[inline]
+    pub fn raw_edge_name(&self, edge: usize) -> u32 {
+        match self
             .parked
             .as_ref()
-            .and_then(|parked| parked.names.as_ref())
+            .and_then(|parked| parked.edge_names.as_ref())
         {
-            let raw = edge
-                .checked_sub(parked.root_edges_start)
-                .and_then(|at| parked.root_edge_names.get(at))
-                .unwrap_or_else(|| panic!("edge {edge} is not the root's: its name is parked"));
-            return self.edge_name_of(edge, *raw);
+            Some(names) => names.get(edge),
+            None => self.parts.edge_name.get(edge),
         }
-        self.edge_name_of(edge, self.parts.edge_name.get(edge))
     }
 
     /// The name of edge `edge`, whose raw name is `raw`.
@@ -654,40 +654,48 @@ impl HeapGraph {
 
     /// Compresses in memory, until [`HeapGraph::unpark_columns`], the columns that the dominator
     /// pass and the searches beside it never read: the object ids, and, with `names`, the
-    /// objects' labels and the edges' names but the root's (which DevTools' distances read,
-    /// and no other search); meanwhile a read of a parked value panics. With `names`, the
-    /// strings' text is parked too, for good: a string read is decoded with the block of text
-    /// around it ([`StringTable::park_text`]). On the 2.5 GB benchmark dump these are 437 MiB
-    /// (a Java dump's strings are mostly its `String` objects' text, which labels them), and
-    /// take under 100 MiB parked (docs/performance.md). Parking parked columns again, or
-    /// unparking none, does nothing.
+    /// objects' labels, the edges' names (the chains' searches read those of the root's edges,
+    /// DevTools' distances many more: a name or an id is decoded with its block), and the
+    /// nodes' types and shallow sizes, which only the pass's last step reads (a copy of the
+    /// sizes, [`HeapGraph::shallow_sizes_copy`]); a read of a parked label, type or size
+    /// panics. With `names`, the strings' text is parked too, for good: a string read is
+    /// decoded with the block of text around it ([`StringTable::park_text`]). On the 2.5 GB
+    /// benchmark dump the ids, labels, edge names and text are 437 MiB (a Java dump's strings
+    /// are mostly its `String` objects' text, which labels them) and take under 100 MiB
+    /// parked, the types and sizes 137 MiB more, which take 15 (docs/performance.md). Parking
+    /// parked columns again, or unparking none, does nothing.
     pub fn park_columns(&mut self, names: bool) {
         if self.parked.is_some() {
             return;
         }
-        let root_edges = self.edge_range(self.root());
         crate::timed("columns parked", || {
             let parts = &mut self.parts;
             let object_ids = Parked::park_for_reads(std::mem::take(&mut parts.node_object_id));
-            let names = names.then(|| {
+            let mut parked = ParkedColumns {
+                object_ids,
+                labels: None,
+                edge_names: None,
+                types: None,
+                shallow_sizes: None,
+            };
+            if names {
                 self.strings.park_text();
-                ParkedNames {
-                    root_edge_names: (root_edges.clone())
-                        .map(|edge| parts.edge_name.get(edge))
-                        .collect(),
-                    labels: Parked::park(std::mem::take(&mut parts.node_name)),
-                    edge_names: Parked::park(std::mem::take(&mut parts.edge_name)),
-                    root_edges_start: root_edges.start,
-                }
-            });
-            self.parked = Some(ParkedColumns { object_ids, names });
+                parked.labels = Some(Parked::park(std::mem::take(&mut parts.node_name)));
+                parked.edge_names =
+                    Some(ParkedEdgeNames::park(std::mem::take(&mut parts.edge_name)));
+                parked.types = Some(Parked::park(std::mem::take(&mut parts.node_type)));
+                parked.shallow_sizes =
+                    Some(Parked::park(std::mem::take(&mut parts.node_shallow_size)));
+            }
+            self.parked = Some(parked);
         });
     }
 
     /// Parks the object ids alone, in blocks read an id at a time, for good unless
     /// [`HeapGraph::unpark_columns`] gives them back: for a graph whose analysis is stored,
-    /// which a summary reads a few hundred ids of (as [`HeapGraph::unpark_columns_but_ids`]
-    /// leaves them after a pass). Nothing where columns are parked already.
+    /// which a summary reads a few hundred ids of (as
+    /// [`HeapGraph::unpark_columns_but_ids_and_edge_names`] leaves them after a pass). Nothing
+    /// where columns are parked already.
     pub fn park_ids(&mut self) {
         if self.parked.is_some() {
             return;
@@ -696,7 +704,10 @@ impl HeapGraph {
             let ids = std::mem::take(&mut self.parts.node_object_id);
             self.parked = Some(ParkedColumns {
                 object_ids: Parked::park_for_reads(ids),
-                names: None,
+                labels: None,
+                edge_names: None,
+                types: None,
+                shallow_sizes: None,
             });
         });
     }
@@ -723,31 +734,69 @@ impl HeapGraph {
     /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were (the text
     /// stays parked); nothing where none are parked ([`HeapGraph::columns_parked`]).
     pub fn unpark_columns(&mut self) {
-        self.unpark_columns_but_ids();
+        self.unpark_columns_but_ids_and_edge_names();
         if let Some(parked) = self.parked.take() {
-            crate::timed("object ids unparked", || {
-                self.parts.node_object_id = parked.object_ids.unpark();
+            crate::timed("columns unparked", || {
+                let parts = &mut self.parts;
+                parts.node_object_id = parked.object_ids.unpark();
+                if let Some(names) = parked.edge_names {
+                    parts.edge_name = names.unpark();
+                }
             });
         }
     }
 
-    /// [`HeapGraph::unpark_columns`] but for the object ids, which stay parked, read a block
-    /// at a time by [`HeapGraph::object_id`], for a caller that reads a few of them (a
-    /// summary): on the 2.5 GB benchmark dump, whose ids take 69 MiB as a column, what the
-    /// run holds after the pass is 66 MiB less. Until [`HeapGraph::unpark_columns`], the
-    /// parts' `node_object_id` is empty.
-    pub fn unpark_columns_but_ids(&mut self) {
-        let Some(parked) = &mut self.parked else {
+    /// Gives back the labels, types and shallow sizes [`HeapGraph::park_columns`] compressed;
+    /// the object ids and edge names stay parked, read a block at a time by
+    /// [`HeapGraph::object_id`] and [`HeapGraph::edge_name`], for a caller that reads a few
+    /// thousand of them (a summary): on the 2.5 GB benchmark dump, whose ids and edge names
+    /// take 69 and 177 MiB as columns, what the run holds after the pass is some 230 MiB less
+    /// (docs/performance.md). Until [`HeapGraph::unpark_columns`], the parts'
+    /// `node_object_id` and `edge_name` are empty.
+    pub fn unpark_columns_but_ids_and_edge_names(&mut self) {
+        let Some(parked) = self.parked.as_mut() else {
             return;
         };
-        let Some(names) = parked.names.take() else {
+        let (labels, types, sizes) = (
+            parked.labels.take(),
+            parked.types.take(),
+            parked.shallow_sizes.take(),
+        );
+        if labels.is_none() && types.is_none() && sizes.is_none() {
             return;
-        };
-        crate::timed("columns unparked", || {
-            let parts = &mut self.parts;
-            parts.node_name = names.labels.unpark();
-            parts.edge_name = names.edge_names.unpark();
+        }
+        let parts = &mut self.parts;
+        crate::timed("labels, types and sizes unparked", || {
+            if let Some(labels) = labels {
+                parts.node_name = labels.unpark();
+            }
+            if let Some(types) = types {
+                parts.node_type = types.unpark();
+            }
+            if let Some(sizes) = sizes {
+                parts.node_shallow_size = sizes.unpark();
+            }
         });
+    }
+
+    /// Whether the nodes' types and shallow sizes are parked ([`HeapGraph::park_columns`]):
+    /// meanwhile they read as empty columns.
+    pub fn types_and_sizes_parked(&self) -> bool {
+        (self.parked.as_ref()).is_some_and(|parked| parked.types.is_some())
+    }
+
+    /// The shallow sizes, as a column of their own: decoded from their parked blocks where
+    /// they are parked (the seed of the dominator pass's retained sizes, which starts after
+    /// the pass's other columns are gone).
+    pub fn shallow_sizes_copy(&self) -> U64Column {
+        match self
+            .parked
+            .as_ref()
+            .and_then(|parked| parked.shallow_sizes.as_ref())
+        {
+            Some(parked) => parked.unparked_copy().iter().collect(),
+            None => self.parts.node_shallow_size.iter().collect(),
+        }
     }
 
     /// The retainers of every node: the CSR transpose, built once on first use (in parallel).
@@ -878,19 +927,49 @@ mod tests {
             .map(|refused| refused.0)
     }
 
-    /// Ids left parked after the names come back, or parked alone, read back one at a time,
-    /// and are found; given back, they are the column they were.
+    /// Ids and edge names left parked after the other columns come back, or ids parked
+    /// alone, read back one at a time, and the ids are found; the types and shallow sizes,
+    /// parked through the pass, come back, and a copy of the sizes is had meanwhile; given
+    /// back, each column is what it was.
     #[test]
-    fn ids_left_parked_read_back_and_are_found() {
-        let (strings, parts) = chain(70_000);
+    fn ids_and_names_left_parked_read_back_and_are_found() {
+        let (strings, mut parts) = chain(70_000);
+        let every_other = |edge: usize| edge % 2 == 1;
+        parts.edge_kind = (0..70_000 - 1)
+            .map(|edge| match every_other(edge) {
+                true => EdgeKind::Element,
+                false => EdgeKind::Property,
+            })
+            .collect();
+        let next = parts.edge_name.get(0);
+        let names: Vec<u32> = (0..70_000 - 1)
+            .map(|edge| match every_other(edge) {
+                true => edge as u32 * 7,
+                false => next,
+            })
+            .collect();
+        parts.edge_name = EdgeNames::from(names.clone());
+        parts.node_shallow_size = (0..70_000u64).map(|node| 16 + 8 * (node % 5)).collect();
         let ids = parts.node_object_id.clone();
+        let (sizes, types) = (parts.node_shallow_size.clone(), parts.node_type.clone());
         let meta = GraphMeta::new(Runtime::Java, "test-chain");
         let mut graph = HeapGraph::from_parts(meta, strings, parts).expect("a valid chain");
         graph.park_columns(true);
-        graph.unpark_columns_but_ids();
+        assert!(graph.types_and_sizes_parked());
+        assert!(graph.parts().node_shallow_size.is_empty() && graph.parts().node_type.is_empty());
+        let copy = graph.shallow_sizes_copy();
+        assert!((0..70_000).all(|node| copy.get(node) == sizes.get(node)));
+        assert_eq!(graph.edge_name(69_997), EdgeName::Index(69_997 * 7));
+        graph.unpark_columns_but_ids_and_edge_names();
         assert!(graph.columns_parked());
-        assert!(graph.parts().node_object_id.is_empty());
-        assert_eq!(graph.edge_name(5), EdgeName::Named("next"));
+        assert!(!graph.types_and_sizes_parked());
+        assert!(graph.parts().node_shallow_size == sizes && graph.parts().node_type == types);
+        assert!(graph.parts().node_object_id.is_empty() && graph.parts().edge_name.is_empty());
+        assert_eq!(graph.edge_name(4), EdgeName::Named("next"));
+        assert_eq!(graph.edge_name(5), EdgeName::Index(35));
+        for edge in (0..70_000 - 1).step_by(11) {
+            assert_eq!(graph.raw_edge_name(edge), names[edge], "{edge}");
+        }
         for node in (0..70_000).step_by(13).chain([69_999]) {
             assert_eq!(graph.object_id(NodeId(node)), ids.get(node as usize));
         }
@@ -899,10 +978,11 @@ mod tests {
         graph.unpark_columns();
         assert!(!graph.columns_parked());
         assert!(graph.parts().node_object_id == ids);
+        assert_eq!(graph.parts().edge_name.to_vec(), names);
         // Parked alone (a stored analysis's summary), likewise.
         graph.park_ids();
         assert!(graph.columns_parked());
-        assert_eq!(graph.edge_name(5), EdgeName::Named("next"));
+        assert_eq!(graph.edge_name(4), EdgeName::Named("next"));
         assert_eq!(graph.object_id(NodeId(65_537)), ids.get(65_537));
         graph.unpark_columns();
         assert!(graph.parts().node_object_id == ids);

@@ -44,8 +44,12 @@ struct ParkedPart {
     /// Its blocks, in order, each as zstd compressed it or, where that is no shorter, as it
     /// is; `None` once taken.
     blocks: Option<Vec<Block>>,
+    /// The compressed block a read decoded last (its number and bytes): reads that go in
+    /// order, or stay in a few places, decode each block once.
+    last_read: std::sync::Mutex<Option<(usize, Vec<u8>)>>,
 }
 
+#[derive(Clone)]
 enum Block {
     Compressed(Vec<u8>),
     Raw(Vec<u8>),
@@ -94,6 +98,7 @@ impl<C: Imaged> Parked<C> {
                     width: values.width(),
                     bytes: bytes.len(),
                     blocks: Some(blocks),
+                    last_read: std::sync::Mutex::new(None),
                 }
             })
             .collect();
@@ -106,13 +111,30 @@ impl<C: Imaged> Parked<C> {
         }
     }
 
-    /// Value `index` of the vector `name`, decoded with its block (nothing is kept); `None`
-    /// where there is no such vector of `T`s or no such value.
+    /// Value `index` of the vector `name`, decoded with its block (the last block decoded is
+    /// kept, one per vector); `None` where there is no such vector of `T`s or no such value.
     ///
     /// # Panics
     /// Never for a column parked by [`Parked::park`] or [`Parked::park_for_reads`]: its blocks
     /// decompress to the bytes they were made from.
     pub fn value<T: Plain>(&self, name: &str, index: usize) -> Option<T> {
+        self.in_block::<T, _>(name, index, |bytes, at| {
+            T::from_le(&bytes[at..at + T::WIDTH])
+        })
+    }
+
+    /// `read` of the bytes of the block that holds value `index` of the vector `name` of
+    /// `T`s, decoded (or kept from the read before), and of where the value starts in them;
+    /// `None` where there is no such vector or value.
+    ///
+    /// # Panics
+    /// As [`Parked::value`].
+    pub fn in_block<T: Plain, R>(
+        &self,
+        name: &str,
+        index: usize,
+        read: impl FnOnce(&[u8], usize) -> R,
+    ) -> Option<R> {
         let part = self
             .parts
             .iter()
@@ -122,16 +144,20 @@ impl<C: Imaged> Parked<C> {
             return None;
         }
         let (block, within) = (at / self.block, at % self.block);
-        let bytes_in_block = self.block.min(part.bytes - block * self.block);
-        let value = match part.blocks.as_ref()?.get(block)? {
-            Block::Raw(raw) => T::from_le(&raw[within..within + T::WIDTH]),
+        match part.blocks.as_ref()?.get(block)? {
+            Block::Raw(raw) => Some(read(raw, within)),
             Block::Compressed(compressed) => {
-                let raw = zstd::bulk::decompress(compressed, bytes_in_block)
-                    .expect("a parked block decodes as it was made");
-                T::from_le(&raw[within..within + T::WIDTH])
+                let mut last =
+                    (part.last_read.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+                if last.as_ref().is_none_or(|&(decoded, _)| decoded != block) {
+                    let bytes_in_block = self.block.min(part.bytes - block * self.block);
+                    let raw = zstd::bulk::decompress(compressed, bytes_in_block)
+                        .expect("a parked block decodes as it was made");
+                    *last = Some((block, raw));
+                }
+                last.as_ref().map(|(_, raw)| read(raw, within))
             }
-        };
-        Some(value)
+        }
     }
 
     /// How many `T`s the vector `name` holds (0 where there is no such vector of `T`s).
@@ -150,6 +176,30 @@ impl<C: Imaged> Parked<C> {
     pub fn unpark(mut self) -> C {
         C::from_image(&mut self)
             .unwrap_or_else(|error| panic!("a parked column reads back as it was parked: {error}"))
+    }
+
+    /// The column parked, decoded as [`Parked::unpark`] gives it, while it stays parked.
+    ///
+    /// # Panics
+    /// As [`Parked::unpark`].
+    pub fn unparked_copy(&self) -> C {
+        let parts = (self.parts.iter())
+            .map(|part| ParkedPart {
+                name: part.name,
+                width: part.width,
+                bytes: part.bytes,
+                blocks: part.blocks.clone(),
+                last_read: std::sync::Mutex::new(None),
+            })
+            .collect();
+        let copy: Parked<C> = Parked {
+            repr: self.repr,
+            scalars: self.scalars.clone(),
+            parts,
+            block: self.block,
+            column: std::marker::PhantomData,
+        };
+        copy.unpark()
     }
 
     /// The bytes the column takes while parked.
@@ -181,6 +231,10 @@ impl<C> ImageSource for Parked<C> {
             .iter_mut()
             .find(|part| part.name == name)
             .ok_or_else(|| format!("no vector {name:?}"))?;
+        *part
+            .last_read
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let blocks = match part.blocks.take() {
             Some(blocks) if part.width == T::WIDTH => blocks,
             _ => return Err(format!("the vector {name:?} is not there to take")),

@@ -489,9 +489,104 @@ impl Imaged for EdgeNames {
     }
 }
 
+/// Edge names parked to be read a name at a time ([`crate::Parked::park_for_reads`]): what a
+/// graph whose names stay parked after the analysis answers `edge_name` from (a summary reads
+/// a few thousand names, mostly in a few places). The counts of names beside per block of
+/// [`BLOCK`] edges stay whole (8 bytes a block), so that a name beside is found from its own
+/// block of the parked column.
+pub(crate) struct ParkedEdgeNames {
+    parked: crate::Parked<EdgeNames>,
+    beside_before: Vec<u64>,
+}
+
+impl ParkedEdgeNames {
+    /// `names`, parked for reads.
+    pub(crate) fn park(names: EdgeNames) -> ParkedEdgeNames {
+        let beside_before = match &names.0 {
+            NamesOfEdges::Narrow { beside_before, .. } => beside_before.clone(),
+            NamesOfEdges::Wide(_) => Vec::new(),
+        };
+        ParkedEdgeNames {
+            parked: crate::Parked::park_for_reads(names),
+            beside_before,
+        }
+    }
+
+    /// The name of edge `edge`, as [`EdgeNames::get`] gives it.
+    ///
+    /// # Panics
+    /// Where `edge` is out of range, as [`EdgeNames::get`] does.
+    pub(crate) fn get(&self, edge: usize) -> u32 {
+        self.read(edge)
+            .unwrap_or_else(|| panic!("no edge {edge} in parked edge names"))
+    }
+
+    fn read(&self, edge: usize) -> Option<u32> {
+        if self.parked.repr() == PLAIN {
+            return self.parked.value::<u32>("names", edge);
+        }
+        // A block decoded for reads holds whole blocks of `BLOCK` edges: the markers before
+        // `edge` in its own are counted there.
+        let (short, markers_before) =
+            self.parked
+                .in_block::<u16, _>("narrow", edge, |bytes, at| {
+                    let short = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+                    let block_start = at - 2 * (edge % BLOCK);
+                    let before = bytes[block_start..at]
+                        .chunks_exact(2)
+                        .filter(|pair| pair == &[0xff, 0xff])
+                        .count();
+                    (short, before)
+                })?;
+        if short != u16::MAX {
+            return Some(u32::from(short));
+        }
+        let rank = *self.beside_before.get(edge / BLOCK)? as usize + markers_before;
+        self.parked.value::<u32>("wide", rank)
+    }
+
+    /// The names, as they were parked.
+    pub(crate) fn unpark(self) -> EdgeNames {
+        self.parked.unpark()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each name of a column parked for reads reads back as the column gives it: narrow
+    /// names with names beside spread over several blocks read for reads (128 Ki names each),
+    /// read in order and hopping between blocks, and a plain column.
+    #[test]
+    fn parked_names_read_back_a_name_at_a_time() {
+        let n = 400_000u32;
+        let marked: Vec<u32> = (0..n)
+            .map(|i| match i % 1009 {
+                0 | 3 => 70_000 + i,
+                _ if (131_000..131_200).contains(&i) => 1 << 24 | i,
+                _ => i % 5000,
+            })
+            .collect();
+        let plain: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        for values in [marked, plain] {
+            let names = EdgeNames::from(values.clone());
+            let parked = ParkedEdgeNames::park(names.clone());
+            for edge in (0..values.len())
+                .step_by(7)
+                .chain([131_071, 131_072, 399_999])
+            {
+                assert_eq!(parked.get(edge), values[edge], "{edge}");
+            }
+            for edge in (0..values.len()).rev().step_by(12_347) {
+                assert_eq!(parked.get(edge), values[edge], "{edge}");
+            }
+            for (edge, &name) in values.iter().enumerate().take(131_300).skip(130_900) {
+                assert_eq!(parked.get(edge), name, "{edge}");
+            }
+            assert_eq!(parked.unpark(), names);
+        }
+    }
     #[test]
     fn edge_names_narrow_or_wide_read_the_same() {
         let mostly_small: Vec<u32> = (0..20_000)
