@@ -446,6 +446,11 @@ impl heapgraph_model::file_pages::BlockMapper for FileBlocks {
     fn forget_resident(&self) {
         forget_resident_pages();
     }
+
+    fn forget_unwritten(&self, bytes: &[u8]) {
+        let start = bytes.as_ptr() as usize;
+        forget_unwritten_file_pages_within(start..start + bytes.len());
+    }
 }
 
 /// Drops from this process's memory the pages of every block mapped shared from a file (a
@@ -480,6 +485,12 @@ pub(crate) fn forget_resident_pages() {
 /// reading and the drop would lose the write. `serve` calls it once its dumps are loaded and
 /// read-only.
 pub(crate) fn forget_unwritten_file_pages() {
+    forget_unwritten_file_pages_within(0..usize::MAX);
+}
+
+/// [`forget_unwritten_file_pages`] for the pages that overlap the addresses `within` (a
+/// vector's bytes, which its owner reads and no thread writes meanwhile).
+pub(crate) fn forget_unwritten_file_pages_within(within: std::ops::Range<usize>) {
     use std::os::unix::fs::FileExt;
     let Ok(page_map) = std::fs::File::open("/proc/self/pagemap") else {
         return;
@@ -489,14 +500,20 @@ pub(crate) fn forget_unwritten_file_pages() {
         if block == 0 || fd != FILE_PAGES {
             continue;
         }
-        let (first_page, n_pages) = (block / PAGE, mapped / PAGE);
+        // The block's pages that `within` overlaps, counted from the block's first.
+        let from = within.start.saturating_sub(block) / PAGE;
+        let to = (within.end.saturating_sub(block).div_ceil(PAGE)).min(mapped / PAGE);
+        if from >= to {
+            continue;
+        }
+        let first_page = block / PAGE;
         // Nothing is allocated while the list is locked (an allocation may spill and list
         // itself): the page map is read into the stack, a stretch of pages at a time.
         let mut words = [0u8; 8 * 512];
         let mut run_start = None;
-        let mut at = 0;
-        while at < n_pages {
-            let n = (n_pages - at).min(512);
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(512);
             let bytes = &mut words[..8 * n];
             if page_map
                 .read_exact_at(bytes, ((first_page + at) * 8) as u64)
@@ -519,7 +536,7 @@ pub(crate) fn forget_unwritten_file_pages() {
             at += n;
         }
         if let Some(start) = run_start {
-            forget_pages(block, start, n_pages);
+            forget_pages(block, start, to);
         }
     }
 }
@@ -1025,8 +1042,9 @@ mod tests {
     }
 
     /// A private mapping of a file loses the pages it never wrote to
-    /// `forget_unwritten_file_pages`, and keeps the one it wrote, with the write; every value
-    /// reads as before.
+    /// `forget_unwritten_file_pages`, or those of a stretch of it to
+    /// `forget_unwritten_file_pages_within`, and keeps the one it wrote, with the write; every
+    /// value reads as before.
     #[test]
     fn unwritten_file_pages_are_forgotten_and_written_ones_kept() {
         use heapgraph_model::file_pages::BlockMapper;
@@ -1045,6 +1063,12 @@ mod tests {
         let mut expected = bytes.clone();
         expected[3 * PAGE + 5] ^= 0xff;
         assert_eq!(resident_pages(&vector), 8);
+        // Within a stretch that starts and ends inside pages 5 and 6: those two go.
+        let start = vector.as_ptr() as usize + 5 * PAGE + 100;
+        forget_unwritten_file_pages_within(start..start + PAGE + 8);
+        assert_eq!(resident_pages(&vector), 6, "pages 5 and 6 forgotten");
+        assert_eq!(resident_pages(&vector[5 * PAGE..7 * PAGE]), 0);
+        assert_eq!(vector, expected, "read again as they were");
         forget_unwritten_file_pages();
         assert_eq!(resident_pages(&vector), 1, "only the written page stays");
         assert_eq!(resident_pages(&vector[3 * PAGE..4 * PAGE]), 1);
@@ -1076,7 +1100,8 @@ mod tests {
     }
 
     /// A converted dump whose columns are large enough to be mapped reads back the graph it
-    /// was written from, its large vectors the file's pages.
+    /// was written from, its large vectors the file's pages, none resident once the reading
+    /// checked them, nor once forgotten after a read.
     #[test]
     fn a_converted_dump_reads_back_from_its_own_pages() {
         let _alone = FILE_PAGES_TESTS
@@ -1104,11 +1129,23 @@ mod tests {
             mapped(back.parts().edge_to.as_ptr()),
             "edge_to is the file's pages"
         );
-        assert_eq!(back.parts().edge_to, graph.parts().edge_to);
-        assert_eq!(back.parts().first_edge, graph.parts().first_edge);
-        assert_eq!(back.parts().edge_kind, graph.parts().edge_kind);
-        assert_eq!(back.parts().node_object_id, graph.parts().node_object_id);
-        assert_eq!(back.parts().node_type, graph.parts().node_type);
+        assert_eq!(
+            resident_pages(&back.parts().edge_to),
+            0,
+            "the pages the reading checked forgotten"
+        );
+        let same = || {
+            assert_eq!(back.parts().edge_to, graph.parts().edge_to);
+            assert_eq!(back.parts().first_edge, graph.parts().first_edge);
+            assert_eq!(back.parts().edge_kind, graph.parts().edge_kind);
+            assert_eq!(back.parts().node_object_id, graph.parts().node_object_id);
+            assert_eq!(back.parts().node_type, graph.parts().node_type);
+        };
+        same();
+        assert!(resident_pages(&back.parts().edge_to) > 0, "read again");
+        back.forget_read_pages();
+        assert_eq!(resident_pages(&back.parts().edge_to), 0, "forgotten again");
+        same();
         drop(back);
         std::fs::remove_file(&path).expect("removed");
     }

@@ -466,10 +466,10 @@ impl Loaded {
             // copy, unwritten: dropped here, only those the analysis reads come back. On the
             // 2.5 GB benchmark dump's `.hgd`, 1.2 GiB of 1.3 resident, which the adoption's
             // own pages then peaked above (docs/performance.md).
-            heapgraph_model::timed(
-                "file pages forgotten",
-                crate::allocator::forget_unwritten_file_pages,
-            );
+            heapgraph_model::timed("file pages forgotten", || {
+                self.graph.forget_read_pages();
+                stored.forget_read_pages();
+            });
             let adopted = heapgraph_model::timed("stored analysis adopted", || {
                 let rule = edge_rule.clone();
                 if parks_for_summary {

@@ -34,6 +34,12 @@ pub trait BlockMapper: Sync {
     /// only in its page cache, to read them back on the next access.
     fn forget_resident(&self);
 
+    /// Drops the pages under `bytes` of the blocks mapped privately from a file (an `.hgd`
+    /// file's columns) that this process never wrote: each maps the page cache's copy of the
+    /// file's page, read again unchanged on the next access. Its caller reads `bytes`, which
+    /// no thread may write meanwhile.
+    fn forget_unwritten(&self, bytes: &[u8]);
+
     /// A new unnamed file, open for reading and writing and gone from the disk once closed,
     /// in the directory the user chose for temporary files; `None` when none can be made.
     fn scratch_file(&self) -> Option<std::fs::File>;
@@ -215,6 +221,25 @@ pub fn page_out_column<C: Imaged>(column: &mut C) {
 pub fn forget_resident() {
     if let Some(mapper) = BLOCK_MAPPER.get() {
         mapper.forget_resident();
+    }
+}
+
+/// Drops the resident pages of `values`, where they lie in a vector mapped from a file
+/// ([`mapped_vec`]) and were only read: once a file's columns are checked, the pages that the
+/// check read are in memory, and only those a pass reads again need to be. Nothing where no
+/// mapper is set or `values` are not mapped.
+pub fn forget_read_pages<T: Plain>(values: &[T]) {
+    if let Some(mapper) = BLOCK_MAPPER.get() {
+        mapper.forget_unwritten(as_bytes(values));
+    }
+}
+
+/// [`forget_read_pages`] of each vector of `column`.
+pub fn forget_read_column_pages<C: Imaged>(column: &C) {
+    if let Some(mapper) = BLOCK_MAPPER.get() {
+        for (_, values) in column.image().parts {
+            mapper.forget_unwritten(values.bytes());
+        }
     }
 }
 

@@ -623,6 +623,25 @@ impl HeapGraph {
         NodeId((after - 1) as u32)
     }
 
+    /// Drops the resident pages of the graph's columns that are mapped from a file and were
+    /// only read ([`crate::file_pages::forget_read_column_pages`]): an `.hgd` file's, once
+    /// its reading checked every one of them. The values are unchanged; the pages a pass reads
+    /// come back from the page cache.
+    pub fn forget_read_pages(&self) {
+        use crate::file_pages::{forget_read_column_pages, forget_read_pages};
+        let parts = &self.parts;
+        forget_read_pages(&parts.edge_to);
+        forget_read_column_pages(&parts.edge_name);
+        forget_read_column_pages(&parts.first_edge);
+        forget_read_column_pages(&parts.edge_kind);
+        forget_read_column_pages(&parts.node_object_id);
+        forget_read_column_pages(&parts.node_shallow_size);
+        forget_read_column_pages(&parts.node_type);
+        forget_read_column_pages(&parts.node_name);
+        forget_read_column_pages(&parts.node_kind);
+        self.strings.forget_read_pages();
+    }
+
     /// Moves the graph's columns into scratch files, where indexes are kept in files
     /// ([`crate::file_pages::page_out_column`]): a server that holds a dump for as long as it
     /// runs then has in memory only the pages its answers read. The values are unchanged. The

@@ -41,6 +41,24 @@ pub struct StoredAnalysis {
 impl StoredAnalysis {
     /// "None": no dominator, or no distance.
     pub const NONE: u32 = u32::MAX;
+
+    /// Drops the resident pages of the columns that are mapped from a file and were only read
+    /// ([`crate::file_pages::forget_read_pages`]): an `.hgd` file's, once its reading checked
+    /// them. The values are unchanged.
+    pub fn forget_read_pages(&self) {
+        use crate::file_pages::{forget_read_column_pages, forget_read_pages};
+        forget_read_pages(&self.idom);
+        forget_read_column_pages(&self.retained_size);
+        forget_read_pages(&self.retained_count);
+        forget_read_pages(&self.distance);
+        forget_read_pages(&self.chain_parent);
+        if let Some(lists) = &self.dominator_children {
+            forget_read_pages(&lists.parent_bits);
+            forget_read_pages(&lists.parents_before);
+            forget_read_pages(&lists.first);
+            forget_read_pages(&lists.bytes);
+        }
+    }
 }
 
 /// Per-type totals over real (non-synthetic) objects, one row per type: column `i` of each

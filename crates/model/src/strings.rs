@@ -217,6 +217,15 @@ fn hash_str(text: &str) -> u64 {
 }
 
 impl StringTable {
+    /// Drops the resident pages of the text and its ends that are mapped from a file and were
+    /// only read ([`crate::file_pages::forget_read_pages`]).
+    pub(crate) fn forget_read_pages(&self) {
+        if let Text::Whole(text) = &self.data {
+            crate::file_pages::forget_read_pages(text.as_bytes());
+        }
+        crate::file_pages::forget_read_column_pages(&self.ends);
+    }
+
     /// The table's text and string ends moved into scratch files (`HeapGraph::page_out_columns`);
     /// the strings are unchanged.
     pub(crate) fn page_out(&mut self) {
