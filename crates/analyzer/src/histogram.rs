@@ -647,7 +647,9 @@ impl DenseTypes<'_> {
 }
 
 /// Counts and shallow sizes per type over real (non-synthetic) objects, with the dense type
-/// indices; retained sizes follow in [`add_retained`].
+/// indices; retained sizes follow in [`add_retained`]. Where the graph keeps a table of its
+/// distinct types, ranges of nodes are counted on threads of their own (a table of keys each,
+/// a few hundred KiB at most), then merged in node order.
 ///
 /// Complexity: O(V) time, O(T) space for the T distinct types of the graph's table (O(S) for
 /// S strings where it keeps none).
@@ -656,51 +658,91 @@ pub(crate) fn type_counts<'a>(
     keep: &'a (dyn Fn(usize) -> bool + Sync),
 ) -> (DenseTypes<'a>, TypeTotals) {
     let parts = graph.parts();
-    let n_keys = parts
-        .node_type
-        .distinct()
-        .map_or(graph.strings().len(), <[StringId]>::len);
+    let distinct = parts.node_type.distinct();
+    let n_keys = distinct.map_or(graph.strings().len(), <[StringId]>::len);
+    let ranges = match distinct {
+        Some(_) => node_ranges(graph.node_count()),
+        None => std::iter::once(0..graph.node_count()).collect(),
+    };
+    let counted = on_threads(ranges, |range| RangeCounts::of(graph, keep, n_keys, range));
     let mut dense_of_key = vec![u32::MAX; n_keys];
     // Per key, whether an instance is left out.
     let mut left_out = FixedBitSet::with_capacity(n_keys);
-    let mut types: Vec<StringId> = Vec::new();
-    let mut count: Vec<u64> = Vec::new();
-    let mut shallow: Vec<u64> = Vec::new();
-    for node in graph.nodes() {
-        let key = DenseTypes::key(graph, node.index());
-        if graph.is_synthetic(node) || !keep(node.index()) {
-            left_out.insert(key);
-            continue;
+    let mut totals = TypeTotals::default();
+    // Types are numbered in the order of their first node: the ranges' own orders, in turn.
+    for range in counted {
+        left_out.union_with(&range.left_out);
+        for (at, &key) in range.keys.iter().enumerate() {
+            let slot = &mut dense_of_key[key as usize];
+            if *slot == u32::MAX {
+                *slot = totals.types.len() as u32;
+                totals.types.push(range.types[at]);
+                totals.count.push(0);
+                totals.shallow.push(0);
+            }
+            totals.count[*slot as usize] += range.count[at];
+            totals.shallow[*slot as usize] += range.shallow[at];
         }
-        let slot = &mut dense_of_key[key];
-        if *slot == u32::MAX {
-            *slot = types.len() as u32;
-            types.push(parts.node_type.get(node.index()));
-            count.push(0);
-            shallow.push(0);
-        }
-        let dense = *slot as usize;
-        count[dense] += 1;
-        shallow[dense] += parts.node_shallow_size.get(node.index());
     }
     for key in left_out.ones() {
         if dense_of_key[key] != u32::MAX {
             dense_of_key[key] |= MIXED;
         }
     }
-    let n_types = types.len();
-    let totals = TypeTotals {
-        types,
-        count,
-        shallow,
-        retained: vec![0; n_types],
-    };
+    totals.retained = vec![0; totals.types.len()];
     let dense = DenseTypes {
         graph,
         keep,
         dense_of_key,
     };
     (dense, totals)
+}
+
+/// The counts of [`type_counts`] over one range of nodes, each type by its key, in the order
+/// of its first node in the range.
+struct RangeCounts {
+    keys: Vec<u32>,
+    types: Vec<StringId>,
+    count: Vec<u64>,
+    shallow: Vec<u64>,
+    left_out: FixedBitSet,
+}
+
+impl RangeCounts {
+    fn of(
+        graph: &HeapGraph,
+        keep: &(dyn Fn(usize) -> bool + Sync),
+        n_keys: usize,
+        range: Range<usize>,
+    ) -> RangeCounts {
+        let parts = graph.parts();
+        let mut at_of_key = vec![u32::MAX; n_keys];
+        let mut counts = RangeCounts {
+            keys: Vec::new(),
+            types: Vec::new(),
+            count: Vec::new(),
+            shallow: Vec::new(),
+            left_out: FixedBitSet::with_capacity(n_keys),
+        };
+        for node in range {
+            let key = DenseTypes::key(graph, node);
+            if graph.node(node).is_none_or(|id| graph.is_synthetic(id)) || !keep(node) {
+                counts.left_out.insert(key);
+                continue;
+            }
+            let at = &mut at_of_key[key];
+            if *at == u32::MAX {
+                *at = counts.keys.len() as u32;
+                counts.keys.push(key as u32);
+                counts.types.push(parts.node_type.get(node));
+                counts.count.push(0);
+                counts.shallow.push(0);
+            }
+            counts.count[*at as usize] += 1;
+            counts.shallow[*at as usize] += parts.node_shallow_size.get(node);
+        }
+        counts
+    }
 }
 
 /// A stretch of a walk of the dominator tree below a node: the subtrees of `roots` (whole, or
@@ -1288,6 +1330,62 @@ mod tests {
             let parts = walk_parts(&tree, &children, graph.root(), threads, split_from);
             add_retained(&graph, &tree, &children, &types, &mut totals, &[], parts);
             assert_is_the_rule_read_plainly(&graph, &tree, &|_| true, &totals);
+        }
+    }
+
+    /// Counted in ranges on threads of their own (a graph of more than 2^20 nodes), the
+    /// counts and shallow sizes per type are those of one plain pass, the types in the order
+    /// of their first node, with types first met in a later range and nodes left out.
+    #[test]
+    fn types_counted_in_ranges_are_counted_as_in_one_pass() {
+        use heapgraph_model::{GraphMeta, HeapGraphParts, StringTable};
+        let n = (1usize << 20) + 4099;
+        let mut strings = StringTable::new();
+        let names: Vec<StringId> = (0..9).map(|k| strings.intern(&format!("T{k}"))).collect();
+        let type_of = |node: usize| match node {
+            _ if node > n - 100 => names[8],
+            _ if node > n / 2 => names[3 + node % 5],
+            _ => names[node % 3],
+        };
+        let parts = HeapGraphParts {
+            node_object_id: (1..=n as u64).collect(),
+            node_kind: (0..n).map(|node| u8::from(node != 0)).collect(),
+            node_type: (0..n).map(type_of).collect(),
+            node_name: vec![StringId::EMPTY; n].into(),
+            node_shallow_size: (0..n as u64).map(|node| 16 + node % 11).collect(),
+            first_edge: (0..=n as u64).map(|node| node.min(n as u64 - 1)).collect(),
+            edge_to: (1..n as u32).collect(),
+            edge_kind: std::iter::repeat_n(EdgeKind::Element, n - 1).collect(),
+            edge_name: (0..n as u32 - 1).collect::<Vec<_>>().into(),
+            node_kinds: heapgraph_test_support::root_and_object_kinds(),
+            root: 0,
+        };
+        let meta = GraphMeta::new(Runtime::Java, "test-types");
+        let graph = HeapGraph::from_parts(meta, strings, parts).expect("a valid chain");
+        let keep = |node: usize| node % 17 != 3;
+        let (dense, totals) = type_counts(&graph, &keep);
+        let mut expected = TypeTotals::default();
+        for node in (1..n).filter(|&node| keep(node)) {
+            let at = match expected.types.iter().position(|&t| t == type_of(node)) {
+                Some(at) => at,
+                None => {
+                    expected.types.push(type_of(node));
+                    expected.count.push(0);
+                    expected.shallow.push(0);
+                    expected.types.len() - 1
+                }
+            };
+            expected.count[at] += 1;
+            expected.shallow[at] += 16 + node as u64 % 11;
+        }
+        expected.retained = vec![0; expected.types.len()];
+        assert_eq!(totals, expected);
+        for node in (0..n).step_by(7).chain([n - 1]) {
+            let want = (node != 0 && keep(node))
+                .then(|| expected.types.iter().position(|&t| t == type_of(node)))
+                .flatten()
+                .map_or(u32::MAX, |at| at as u32);
+            assert_eq!(dense.of(node), want, "{node}");
         }
     }
 
