@@ -589,7 +589,9 @@ impl Analysis {
     /// the chains of a few objects and given back whole to the first reader of them all, as
     /// the pass leaves them where the graph's columns were parked: for a summary of a stored
     /// analysis (on the 2.5 GB benchmark dump's `.hgd`, 135 MiB whole). Parked before the
-    /// other columns are adopted, so that parking's own memory is not added to theirs.
+    /// other columns are adopted, so that parking's own memory is not added to theirs; left
+    /// as they are where they are a file's pages (a reopened `.hgd`'s), of which the kernel
+    /// keeps only those read.
     ///
     /// # Errors
     /// As [`Analysis::from_stored`].
@@ -598,6 +600,9 @@ impl Analysis {
         edge_rule: EdgeRule,
         mut stored: StoredAnalysis,
     ) -> Result<Analysis, String> {
+        if heapgraph_model::file_pages::in_file_pages(&stored.chain_parent) {
+            return Analysis::from_stored(graph, edge_rule, stored);
+        }
         let parents = std::mem::take(&mut stored.chain_parent);
         let parked = checked_chain_parents(parents, graph.node_count())?
             .into_inner()

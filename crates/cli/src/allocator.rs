@@ -447,6 +447,14 @@ impl heapgraph_model::file_pages::BlockMapper for FileBlocks {
         forget_resident_pages();
     }
 
+    fn maps_a_file(&self, bytes: &[u8]) -> bool {
+        let start = bytes.as_ptr() as usize;
+        let spilled = SPILLED.lock().unwrap_or_else(PoisonError::into_inner);
+        spilled.iter().any(|&(block, fd, mapped)| {
+            block != 0 && fd == FILE_PAGES && (block..block + mapped).contains(&start)
+        })
+    }
+
     fn forget_unwritten(&self, bytes: &[u8]) {
         let start = bytes.as_ptr() as usize;
         forget_unwritten_file_pages_within(start..start + bytes.len());
@@ -1134,6 +1142,12 @@ mod tests {
             0,
             "the pages the reading checked forgotten"
         );
+        assert!(heapgraph_model::file_pages::in_file_pages(
+            &back.parts().edge_to
+        ));
+        assert!(!heapgraph_model::file_pages::in_file_pages(
+            &graph.parts().edge_to
+        ));
         let same = || {
             assert_eq!(back.parts().edge_to, graph.parts().edge_to);
             assert_eq!(back.parts().first_edge, graph.parts().first_edge);

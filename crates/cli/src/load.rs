@@ -454,7 +454,8 @@ impl Loaded {
         {
             // The text as an analysis would leave it: parked, read a block at a time (a summary
             // reads a few labels), before the stored analysis's columns come in beside it.
-            // A summary's, its ids and chain parents likewise, as its pass would leave them.
+            // A summary's, its ids and chain parents likewise, as its pass would leave them,
+            // unless they are the file's pages, of which the kernel keeps only those read.
             let parks_for_summary = self.parks() && matches!(parked_after, ReadAfter::LeftParked);
             if self.parks() {
                 self.graph.park_text();
@@ -462,10 +463,9 @@ impl Loaded {
             if parks_for_summary {
                 self.graph.park_ids();
             }
-            // The file's pages that reading it checked (every column's) map the page cache's
-            // copy, unwritten: dropped here, only those the analysis reads come back. On the
-            // 2.5 GB benchmark dump's `.hgd`, 1.2 GiB of 1.3 resident, which the adoption's
-            // own pages then peaked above (docs/performance.md).
+            // Reading the file checked the stored analysis's columns too: their pages, and any
+            // of the graph's read since, map the page cache's copy, unwritten, and are dropped
+            // here; only those the adoption reads come back (docs/performance.md).
             heapgraph_model::timed("file pages forgotten", || {
                 self.graph.forget_read_pages();
                 stored.forget_read_pages();

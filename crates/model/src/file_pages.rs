@@ -40,6 +40,9 @@ pub trait BlockMapper: Sync {
     /// no thread may write meanwhile.
     fn forget_unwritten(&self, bytes: &[u8]);
 
+    /// Whether `bytes` lie in a block mapped privately from a file ([`BlockMapper::map`]).
+    fn maps_a_file(&self, bytes: &[u8]) -> bool;
+
     /// A new unnamed file, open for reading and writing and gone from the disk once closed,
     /// in the directory the user chose for temporary files; `None` when none can be made.
     fn scratch_file(&self) -> Option<std::fs::File>;
@@ -232,6 +235,18 @@ pub fn forget_read_pages<T: Plain>(values: &[T]) {
     if let Some(mapper) = BLOCK_MAPPER.get() {
         mapper.forget_unwritten(as_bytes(values));
     }
+}
+
+/// Whether the largest vector of `column` is a file's pages ([`mapped_vec`]): the kernel can
+/// drop those it read ([`forget_read_column_pages`]), where compressing them would read every
+/// one and keep the compressed blocks beside.
+pub fn in_file_pages<C: Imaged>(column: &C) -> bool {
+    let Some(mapper) = BLOCK_MAPPER.get() else {
+        return false;
+    };
+    let image = column.image();
+    let largest = (image.parts.iter()).max_by_key(|(_, values)| values.bytes().len());
+    largest.is_some_and(|(_, values)| mapper.maps_a_file(values.bytes()))
 }
 
 /// [`forget_read_pages`] of each vector of `column`.

@@ -510,7 +510,7 @@ impl HeapGraph {
     }
 
     /// The runtime's id of `node`: read from its parked block where the ids are parked
-    /// ([`HeapGraph::unpark_columns_but_ids`]).
+    /// ([`HeapGraph::unpark_columns_but_ids_and_edge_names`]).
     #[inline]
     pub fn object_id(&self, node: NodeId) -> u64 {
         match &self.parked {
@@ -714,9 +714,11 @@ impl HeapGraph {
     /// [`HeapGraph::unpark_columns`] gives them back: for a graph whose analysis is stored,
     /// which a summary reads a few hundred ids of (as
     /// [`HeapGraph::unpark_columns_but_ids_and_edge_names`] leaves them after a pass). Nothing
-    /// where columns are parked already.
+    /// where columns are parked already, or where the ids are a file's pages (a reopened
+    /// `.hgd`'s), which the kernel drops once read ([`HeapGraph::forget_read_pages`]): parking
+    /// would read them all and keep the blocks beside.
     pub fn park_ids(&mut self) {
-        if self.parked.is_some() {
+        if self.parked.is_some() || crate::file_pages::in_file_pages(&self.parts.node_object_id) {
             return;
         }
         crate::timed("object ids parked", || {
