@@ -531,6 +531,9 @@ impl ParkedEdgeNames {
             self.parked
                 .in_block::<u16, _>("narrow", edge, |bytes, at| {
                     let short = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+                    if short != u16::MAX {
+                        return (short, 0);
+                    }
                     let block_start = at - 2 * (edge % BLOCK);
                     let before = bytes[block_start..at]
                         .chunks_exact(2)
