@@ -493,8 +493,8 @@ impl HeapGraph {
     }
 
     /// The first node whose runtime object id is `object_id` (a linear scan; where the ids are
-    /// parked, each read decodes its block, which is slow: the verbs that find objects get
-    /// the ids whole).
+    /// parked, the scan decodes their blocks in turn: the verbs that find objects get the ids
+    /// whole).
     pub fn find_object(&self, object_id: u64) -> Option<NodeId> {
         let position = match &self.parked {
             Some(parked) => {

@@ -129,7 +129,7 @@ impl<C: Imaged> Parked<C> {
     ///
     /// # Panics
     /// As [`Parked::value`].
-    pub fn in_block<T: Plain, R>(
+    pub(crate) fn in_block<T: Plain, R>(
         &self,
         name: &str,
         index: usize,
