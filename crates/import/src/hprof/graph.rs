@@ -74,17 +74,88 @@ struct Context<'a> {
     thread_edges: &'a FxHashMap<u32, Vec<(u32, StringId)>>,
 }
 
-/// A `java.lang.String` instance and where its value is.
+/// A `java.lang.String` instance and its value array, in 8 bytes (a dump holds millions of
+/// strings, all held from the walk to their naming): the two nodes (below 2^31, as the import
+/// checks), with a flag each in their high bits.
 #[derive(Clone, Copy)]
 struct StringRef {
+    /// The string's node; [`StringRef::SLICED`] where it views part of its array, whose
+    /// offset and count are kept in [`Part::string_slices`].
     node: u32,
-    /// Its `value` array's node.
+    /// Its value array's node; [`StringRef::UTF16`] where its `coder` (JDK 9 and later) says
+    /// its bytes are UTF-16.
     array: u32,
-    /// Its `coder` (JDK 9 and later).
-    coder: Option<u8>,
-    /// The characters of the array it views, `offset` and `count` (before JDK 7u6, and on
-    /// Android before M, many strings share one array).
-    slice: Option<(u32, u32)>,
+}
+
+impl StringRef {
+    const SLICED: u32 = 1 << 31;
+    const UTF16: u32 = 1 << 31;
+
+    fn new(node: u32, array: u32, utf16: bool, sliced: bool) -> Self {
+        StringRef {
+            node: node | if sliced { Self::SLICED } else { 0 },
+            array: array | if utf16 { Self::UTF16 } else { 0 },
+        }
+    }
+
+    fn node(self) -> u32 {
+        self.node & !Self::SLICED
+    }
+
+    fn array(self) -> u32 {
+        self.array & !Self::UTF16
+    }
+
+    fn utf16(self) -> bool {
+        self.array & Self::UTF16 != 0
+    }
+
+    fn sliced(self) -> bool {
+        self.node & Self::SLICED != 0
+    }
+}
+
+/// A `byte[]` or `char[]` array, which may be a string's value, in 16 bytes (the 2.5 GB
+/// benchmark dump has 6.4 million): its node (below 2^31) with [`TextArray::CHARS`] in the
+/// high bit for a `char[]`, its length and where its data starts in the dump.
+#[derive(Clone, Copy)]
+struct TextArray {
+    node: u32,
+    length: u32,
+    data: u64,
+}
+
+impl TextArray {
+    const CHARS: u32 = 1 << 31;
+
+    fn new(node: u32, element: u8, length: u32, data: usize) -> Self {
+        let chars = if element == basic::CHAR {
+            Self::CHARS
+        } else {
+            0
+        };
+        TextArray {
+            node: node | chars,
+            length,
+            data: data as u64,
+        }
+    }
+
+    fn node(self) -> u32 {
+        self.node & !Self::CHARS
+    }
+
+    fn element(self) -> u8 {
+        if self.node & Self::CHARS != 0 {
+            basic::CHAR
+        } else {
+            basic::BYTE
+        }
+    }
+
+    fn data(self) -> usize {
+        self.data as usize
+    }
 }
 
 /// Pass 2's output for a run of consecutive segments, in the graph's compact columns.
@@ -102,8 +173,11 @@ struct Part {
     edge_name: EdgeNames,
     /// `java.lang.String` instances and where their values are.
     strings: Vec<StringRef>,
-    /// `byte[]` and `char[]` arrays: node, where their data starts, length, element type.
-    text_arrays: Vec<(u32, usize, u32, u8)>,
+    /// The strings that view part of their array (before JDK 7u6, and on Android before M,
+    /// many strings share one array): node, offset and count, in node order.
+    string_slices: Vec<(u32, u32, u32)>,
+    /// `byte[]` and `char[]` arrays, in node order.
+    text_arrays: Vec<TextArray>,
     /// Object arrays: index in the part, length (for `analyzer::waste`'s capacities).
     array_lengths: Vec<(u32, u32)>,
     /// References to ids with no object in the dump.
@@ -644,7 +718,8 @@ fn walk_sub_record(
                 && matches!(element, basic::BYTE | basic::CHAR)
                 && let Some(node) = node
             {
-                part.text_arrays.push((node, data_start, length, element));
+                part.text_arrays
+                    .push(TextArray::new(node, element, length, data_start));
             }
             let code = usize::from(element).min(11);
             part.node(
@@ -743,7 +818,7 @@ fn instance_node(context: &Context<'_>, id: u64, class_id: u64, values: &[u8], p
     if let Some(fields) = class.string_fields {
         let at = fields.value as usize;
         let value = values.get(at..at + id_size).map_or(0, read_id);
-        let coder = fields.coder.and_then(|at| values.get(at as usize).copied());
+        let utf16 = fields.coder.and_then(|at| values.get(at as usize).copied()) == Some(1);
         let int_at = |at: u32| {
             values
                 .get(at as usize..at as usize + 4)
@@ -753,12 +828,11 @@ fn instance_node(context: &Context<'_>, id: u64, class_id: u64, values: &[u8], p
             .slice
             .and_then(|(offset, count)| int_at(offset).zip(int_at(count)));
         if let (Some(node), Some(array)) = (context.ids.get(id), context.ids.get(value)) {
-            part.strings.push(StringRef {
-                node,
-                array,
-                coder,
-                slice,
-            });
+            if let Some((offset, count)) = slice {
+                part.string_slices.push((node, offset, count));
+            }
+            part.strings
+                .push(StringRef::new(node, array, utf16, slice.is_some()));
         }
     }
     if let Some(node) = context.ids.get(id)
@@ -967,7 +1041,8 @@ struct PartColumns {
     names: Vec<Vec<(u32, StringId)>>,
     array_lengths: Vec<Vec<(u32, u32)>>,
     strings: Vec<Vec<StringRef>>,
-    text_arrays: Vec<Vec<(u32, usize, u32, u8)>>,
+    string_slices: Vec<Vec<(u32, u32, u32)>>,
+    text_arrays: Vec<Vec<TextArray>>,
 }
 
 impl PartColumns {
@@ -982,6 +1057,7 @@ impl PartColumns {
         self.names.push(part.names);
         self.array_lengths.push(part.array_lengths);
         self.strings.push(part.strings);
+        self.string_slices.push(part.string_slices);
         self.text_arrays.push(part.text_arrays);
     }
 }
@@ -1077,7 +1153,9 @@ fn assemble(
         Vec::with_capacity(columns.array_lengths.iter().map(Vec::len).sum());
     let mut string_refs: Vec<StringRef> =
         Vec::with_capacity(columns.strings.iter().map(Vec::len).sum());
-    let mut text_arrays: Vec<(u32, usize, u32, u8)> =
+    let mut string_slices: Vec<(u32, u32, u32)> =
+        Vec::with_capacity(columns.string_slices.iter().map(Vec::len).sum());
+    let mut text_arrays: Vec<TextArray> =
         Vec::with_capacity(columns.text_arrays.iter().map(Vec::len).sum());
     let HeapGraphParts {
         node_kind,
@@ -1100,6 +1178,7 @@ fn assemble(
         names: part_names,
         array_lengths: part_array_lengths,
         strings: part_strings,
+        string_slices: part_string_slices,
         text_arrays: part_text_arrays,
     } = columns;
     let node_bases: Vec<u32> = part_kinds
@@ -1161,6 +1240,9 @@ fn assemble(
         for part in part_strings {
             string_refs.extend_from_slice(&part);
         }
+        for part in part_string_slices {
+            string_slices.extend_from_slice(&part);
+        }
         for part in part_text_arrays {
             text_arrays.extend_from_slice(&part);
         }
@@ -1199,7 +1281,7 @@ fn assemble(
             &mut names,
             bytes,
             handback,
-            string_refs,
+            (string_refs, &string_slices),
             &text_arrays,
             strings,
         )
@@ -1269,19 +1351,26 @@ fn name_strings(
     names: &mut Vec<(u32, StringId)>,
     bytes: &[u8],
     handback: Handback<'_>,
-    mut string_refs: Vec<StringRef>,
-    text_arrays: &[(u32, usize, u32, u8)],
+    (mut string_refs, string_slices): (Vec<StringRef>, &[(u32, u32, u32)]),
+    text_arrays: &[TextArray],
     strings: &mut StringTable,
 ) {
-    string_refs.par_sort_unstable_by_key(|string| string.array);
+    string_refs.par_sort_unstable_by_key(|string| string.array());
     // Where each string's value array lies in the dump (arrays are sorted by node, and node
     // order is file order), `None` for a string whose value is no array of text.
     let data_of = |string: &StringRef| {
-        let at = text_arrays.partition_point(|array| array.0 < string.array);
+        let at = text_arrays.partition_point(|array| array.node() < string.array());
         text_arrays
             .get(at)
-            .filter(|array| array.0 == string.array)
-            .map(|array| array.1)
+            .filter(|array| array.node() == string.array())
+            .map(|array| array.data())
+    };
+    let slice_of = |string: StringRef| {
+        string.sliced().then(|| {
+            let at = string_slices.partition_point(|slice| slice.0 < string.node());
+            let (_, offset, count) = string_slices[at];
+            (offset, count)
+        })
     };
     let mut released_to = 0;
     let mut rest = &string_refs[..];
@@ -1302,29 +1391,30 @@ fn name_strings(
             .map(|task| {
                 let mut out = Decoded::default();
                 let mut at = task.first().map_or(0, |first| {
-                    text_arrays.partition_point(|array| array.0 < first.array)
+                    text_arrays.partition_point(|array| array.node() < first.array())
                 });
-                for string in task {
-                    while at < text_arrays.len() && text_arrays[at].0 < string.array {
+                for &string in task {
+                    while at < text_arrays.len() && text_arrays[at].node() < string.array() {
                         at += 1;
                     }
-                    let Some(&(array, data, length, element)) = text_arrays.get(at) else {
+                    let Some(&array) = text_arrays.get(at) else {
                         break;
                     };
-                    if array != string.array {
+                    if array.node() != string.array() {
                         continue;
                     }
+                    let (data, length, element) = (array.data(), array.length, array.element());
                     // A string that views part of a shared `char[]` is its slice, kept inside
                     // the array however its fields disagree with it.
-                    let (start, length) = match string.slice {
+                    let (start, length) = match slice_of(string) {
                         Some((offset, count)) if element == basic::CHAR => {
                             let offset = offset.min(length);
                             (data + 2 * offset as usize, count.min(length - offset))
                         }
                         _ => (data, length),
                     };
-                    decode_string(bytes, start, length, element, string.coder, &mut out.text);
-                    out.ends.push((string.node, out.text.len()));
+                    decode_string(bytes, start, length, element, string.utf16(), &mut out.text);
+                    out.ends.push((string.node(), out.text.len()));
                     out.read_to = out.read_to.max(data);
                 }
                 out
@@ -1345,8 +1435,8 @@ fn name_strings(
 }
 
 /// Appends a string value to `text`, keeping its first [`STRING_NAME_CHARS`] characters:
-/// Latin-1 (`coder` 0) or UTF-16 in the JVM's byte order, little-endian on the platforms
-/// HotSpot runs on (`coder` 1), for a `byte[]`; big-endian UTF-16 code units for a `char[]`
+/// Latin-1 (no `coder`, or `coder` 0) or, where `utf16` (`coder` 1), UTF-16 in the JVM's byte
+/// order, little-endian on the platforms HotSpot runs on, for a `byte[]`; big-endian UTF-16 code units for a `char[]`
 /// (JDK 8 and before; HPROF writes every value big-endian). The array's data was
 /// bounds-checked by the pass that found it.
 fn decode_string(
@@ -1354,21 +1444,21 @@ fn decode_string(
     data: usize,
     length: u32,
     element: u8,
-    coder: Option<u8>,
+    utf16: bool,
     text: &mut String,
 ) {
     let length = length as usize;
-    let utf16 = |text: &mut String, units: &[u8], unit: fn([u8; 2]) -> u16| {
+    let decode_utf16 = |text: &mut String, units: &[u8], unit: fn([u8; 2]) -> u16| {
         text.extend(
             char::decode_utf16(units.chunks_exact(2).map(|pair| unit([pair[0], pair[1]])))
                 .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)),
         );
     };
-    let n_chars = match (element, coder) {
-        (basic::BYTE, Some(1)) => {
+    let n_chars = match (element, utf16) {
+        (basic::BYTE, true) => {
             let n_units = length / 2;
             let kept = n_units.min(STRING_NAME_CHARS);
-            utf16(text, &bytes[data..data + 2 * kept], u16::from_le_bytes);
+            decode_utf16(text, &bytes[data..data + 2 * kept], u16::from_le_bytes);
             n_units
         }
         (basic::BYTE, _) => {
@@ -1385,7 +1475,7 @@ fn decode_string(
         }
         _ => {
             let kept = length.min(STRING_NAME_CHARS);
-            utf16(text, &bytes[data..data + 2 * kept], u16::from_be_bytes);
+            decode_utf16(text, &bytes[data..data + 2 * kept], u16::from_be_bytes);
             length
         }
     };
