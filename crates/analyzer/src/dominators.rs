@@ -77,8 +77,8 @@ impl DominatorTree {
 ///   reads them front to back and needs no number-to-node map), and the node numbers are
 ///   dropped;
 /// - the semidominator loop holds only the predecessor lists and a forest of two `u32` per
-///   vertex, whose parent links are the DFS parents' array itself; the semidominators take
-///   the place of list offsets the loop has passed;
+///   vertex, whose parent links are the DFS parents themselves; the semidominators, a byte or
+///   so each, take the place of list offsets the loop has passed;
 /// - in the fast order, a copy of the DFS parents (as steps of a byte or so each) and the node
 ///   of each number, kept beside the loop, give the immediate dominators in one pass by number
 ///   and the retained sizes in another, in reverse DFS order; in the lean order (from
@@ -161,9 +161,8 @@ enum Order {
     /// which are filled reading each edge once ([`Fill::BySources`]), and the node of each
     /// number is kept: the immediate dominators then follow in one pass over the numbers and
     /// the retained sizes in another, with no second search of the graph. A `u32` and the
-    /// steps per node more than the lean order at the semidominators' start, and the fill's
-    /// cursors (a `u32` and a byte per number) beside the lists while they are filled (the
-    /// pass's peak).
+    /// steps per node more than the lean order at the semidominators' start; the fill's
+    /// cursors are the list offsets themselves, which both threads count down.
     Fast,
     /// The parents are dropped before the lists are built (filled by [`Fill::ByTargets`]) and
     /// found again by a search after them, the long lists are packed, and a second search
@@ -181,8 +180,14 @@ pub(crate) trait Offset: Copy + Send + Sync {
     /// `value`, which the caller knows to fit.
     fn new(value: usize) -> Self;
     fn get(self) -> usize;
-    /// The values, each known to fit a `u32`, as `u32`s (in place where the types allow).
-    fn into_u32s(values: Vec<Self>) -> Vec<u32>;
+    /// The atomic of the same width, for cursors that threads share.
+    type Atomic: Send + Sync;
+    /// `values` as atomics, in place.
+    fn into_atomics(values: Vec<Self>) -> Vec<Self::Atomic>;
+    /// `values` back from atomics, in place.
+    fn from_atomics(values: Vec<Self::Atomic>) -> Vec<Self>;
+    /// Takes one from `cursor`, which is above 0, and returns what it holds then.
+    fn count_down(cursor: &Self::Atomic) -> usize;
 }
 
 impl Offset for u32 {
@@ -196,8 +201,16 @@ impl Offset for u32 {
     fn get(self) -> usize {
         self as usize
     }
-    fn into_u32s(values: Vec<Self>) -> Vec<u32> {
-        values
+    type Atomic = AtomicU32;
+    fn into_atomics(values: Vec<Self>) -> Vec<AtomicU32> {
+        values.into_iter().map(AtomicU32::new).collect()
+    }
+    fn from_atomics(values: Vec<AtomicU32>) -> Vec<Self> {
+        values.into_iter().map(AtomicU32::into_inner).collect()
+    }
+    #[inline]
+    fn count_down(cursor: &AtomicU32) -> usize {
+        cursor.fetch_sub(1, Ordering::Relaxed) as usize - 1
     }
 }
 
@@ -212,8 +225,16 @@ impl Offset for u64 {
     fn get(self) -> usize {
         self as usize
     }
-    fn into_u32s(values: Vec<Self>) -> Vec<u32> {
-        values.into_iter().map(|value| value as u32).collect()
+    type Atomic = AtomicU64;
+    fn into_atomics(values: Vec<Self>) -> Vec<AtomicU64> {
+        values.into_iter().map(AtomicU64::new).collect()
+    }
+    fn from_atomics(values: Vec<AtomicU64>) -> Vec<Self> {
+        values.into_iter().map(AtomicU64::into_inner).collect()
+    }
+    #[inline]
+    fn count_down(cursor: &AtomicU64) -> usize {
+        cursor.fetch_sub(1, Ordering::Relaxed) as usize - 1
     }
 }
 
@@ -361,9 +382,7 @@ fn dominators_and_children<O: Offset>(
             // number, and the retained sizes in another, without searching the graph again.
             let kept_parent = kept_parent.expect("kept in the fast order");
             let semi = timed("dominators: semidominators", || {
-                let mut parent = Vec::with_capacity(len);
-                parent.extend(kept_parent.iter());
-                semi_nca(preds, parent, &number)
+                semi_nca(preds, Parents::Steps(&kept_parent), &number)
             });
             // The nodes by number, which only the last step reads, are found beside the
             // dominators (both one core's), once the lists are gone: found before the
@@ -398,7 +417,7 @@ fn dominators_and_children<O: Offset>(
             );
             // No dense lists in this order: no numbers needed.
             let semi = timed("dominators: semidominators", || {
-                semi_nca(preds, parent, &[])
+                semi_nca(preds, Parents::Whole(parent), &[]).into_vec()
             });
             let finish = timed(
                 "dominators: immediate dominators and retained sizes",
@@ -519,20 +538,24 @@ fn lengauer_tarjan<O: Offset>(preds_of: &Preds<O>, parent: &[u32]) -> Vec<u32> {
 /// vertex (only the least semidominator on a path matters here, not its vertex). Returns the
 /// semidominator of every DFS number; [`Finish`] turns them into immediate dominators.
 ///
-/// Nothing here is allocated beside its input but the forest's `best` half, whose pages
-/// become resident as the loop reaches them:
-/// - the forest's parent links are `parent` itself (consumed): a vertex counts as linked once
-///   the loop has passed it (at `w`, exactly the vertices above `w` are linked), so the DFS
-///   parents are the links, and no "unlinked" marker is needed;
-/// - the semidominators go into the list offsets: the loop reads `first[w]` and `first[w + 1]`
-///   at `w` and never again reads `first[w + 1]`, so `w`'s semidominator goes there, and the
-///   offsets, shifted down by one, become the result.
+/// Nothing here is allocated beside its input but the forest, whose pages become resident as
+/// the loop reaches them, where the predecessor lists it has read go back:
+/// - the forest's parent links are the DFS parents (an array of them consumed in place, or
+///   steps read as the loop reaches each vertex): a vertex counts as linked once the loop has
+///   passed it (at `w`, exactly the vertices above `w` are linked, and only their links and
+///   `w`'s are read), so the DFS parents are the links, and no "unlinked" marker is needed;
+/// - the loop reads `first[w]` and `first[w + 1]` at `w` and never again reads
+///   `first[w + 1]`: the offsets above `w` go back as the loop passes them, and the
+///   semidominators, each about a byte ([`SemiSteps`]), take their place.
 ///
 /// `number` gives the DFS number of each node, which the dense lists' bits are by (empty
 /// where there are none).
-fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>, number: &[u32]) -> Vec<u32> {
-    let len = parent.len();
-    let mut ancestor = parent;
+fn semi_nca<O: Offset>(preds_of: Preds<O>, parents: Parents, number: &[u32]) -> Semidominators {
+    let (mut ancestor, mut steps) = match parents {
+        Parents::Whole(parent) => (parent, None),
+        Parents::Steps(steps) => (vec![0u32; steps.len], Some(steps.rev())),
+    };
+    let len = ancestor.len();
     // The least semidominator on the vertex's compressed path, set when the vertex is linked.
     let mut best = vec![0u32; len];
     let Preds {
@@ -547,11 +570,15 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>, number: &[u32]) -> 
         stack: Vec::new(),
     };
     let mut unpacked: Vec<u32> = Vec::new();
+    let mut semis = SemiSteps::with_capacity(len);
     // The dense lists not read yet are `dense.vertices[..dense_left]`.
     let mut dense_left = dense.vertices.len();
     for w in (2..len).rev() {
-        // The lists are read from the end: hand the part already read back as `best`'s pages
-        // fill (shrinking a large allocation unmaps its tail, without a copy).
+        if let Some(steps) = &mut steps {
+            forest.ancestor[w] = steps.next().expect("a parent for each number");
+        }
+        // The lists are read from the end: hand the part already read back as the forest's
+        // pages fill (shrinking a large allocation unmaps its tail, without a copy).
         if from.len() - first[w + 1].get() >= SHRINK_EVERY {
             from.truncate(first[w + 1].get());
             from.shrink_to_fit();
@@ -578,21 +605,70 @@ fn semi_nca<O: Offset>(preds_of: Preds<O>, parent: Vec<u32>, number: &[u32]) -> 
                 forest.least_semi(w, preds)
             }
         };
-        first[w + 1] = O::new(w_semi as usize);
+        semis.push(w, w_semi);
         forest.best[w] = w_semi;
+        if first.len() - (w + 1) >= SHRINK_EVERY {
+            first.truncate(w + 1);
+            first.shrink_to_fit();
+        }
     }
-    drop(forest);
-    drop(ancestor);
-    drop(best);
-    drop(from);
-    let mut semi = O::into_u32s(first);
-    semi.remove(0);
-    semi.truncate(len);
-    semi[0] = 0;
-    if len > ROOT as usize {
-        semi[ROOT as usize] = ROOT;
+    Semidominators {
+        steps: semis,
+        spare: ancestor,
     }
-    semi
+}
+
+/// [`semi_nca`]'s result: the semidominators, and the forest's links, which it needs no more:
+/// the next step writes its array of as many numbers there, already resident.
+struct Semidominators {
+    steps: SemiSteps,
+    spare: Vec<u32>,
+}
+
+impl Semidominators {
+    /// The semidominator of every number, as an array.
+    fn into_vec(self) -> Vec<u32> {
+        let Semidominators { steps, spare } = self;
+        let mut semi = spare;
+        semi.clear();
+        semi.extend([0, ROOT].into_iter().take(steps.len));
+        semi.extend(steps.iter());
+        semi
+    }
+}
+
+/// The semidominators [`semi_nca`] finds, from the last vertex down, each as its distance
+/// below its vertex (a semidominator's number is below its vertex's), in LEB128 back to front:
+/// about a byte each where a `u32` would take four, and read back from the first vertex up.
+struct SemiSteps {
+    bytes: Vec<u8>,
+    /// How many numbers: the semidominators of 0 and of the root are 0 and the root.
+    len: usize,
+}
+
+impl SemiSteps {
+    fn with_capacity(len: usize) -> Self {
+        SemiSteps {
+            bytes: Vec::with_capacity(len),
+            len,
+        }
+    }
+
+    /// Adds the semidominator of `w`, the vertex below the last added (from `len - 1` down
+    /// to 2).
+    fn push(&mut self, w: usize, semi: u32) {
+        leb128::push_reversed(&mut self.bytes, u64::from(w as u32 - semi));
+    }
+
+    /// The semidominators from vertex 2 up.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut end = self.bytes.len();
+        (ROOT + 1..self.len as u32).map(move |w| {
+            let (step, start) = leb128::read_reversed(&self.bytes, end);
+            end = start;
+            w - step as u32
+        })
+    }
 }
 
 /// Semi-NCA's link-eval forest at one step of [`semi_nca`].
@@ -1123,12 +1199,14 @@ fn nodes_by_number(number: &[u32], len: usize) -> Vec<u32> {
     vertex
 }
 
-/// The DFS parents kept beside the semidominator loop, which consumes its own copy: each as
-/// its distance below the number it is the parent of (a parent's number is below its
-/// child's), in LEB128. Most vertices are the first child of the one numbered just before
-/// them, so most take a byte where the array takes four; the last step reads them in order.
+/// The DFS parents kept beside the semidominator loop, and read by it: each as its distance
+/// below the number it is the parent of (a parent's number is below its child's), in LEB128.
+/// Most vertices are the first child of the one numbered just before them, so most take a
+/// byte where the array takes four; the loop reads them backwards, the last step in order.
 struct ParentSteps {
     bytes: Vec<u8>,
+    /// How many parents: the numbers' count.
+    len: usize,
 }
 
 impl ParentSteps {
@@ -1138,7 +1216,10 @@ impl ParentSteps {
             leb128::push(&mut bytes, (w as u32 - p).into());
         }
         bytes.shrink_to_fit();
-        ParentSteps { bytes }
+        ParentSteps {
+            bytes,
+            len: parent.len(),
+        }
     }
 
     /// The parents, by number from 0 on.
@@ -1152,21 +1233,45 @@ impl ParentSteps {
             })
         })
     }
+
+    /// The parents, by number from the last down.
+    fn rev(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut end = self.bytes.len();
+        (0..self.len as u32).rev().map(move |w| {
+            let (step, start) = leb128::read_before(&self.bytes, end);
+            end = start;
+            w - step as u32
+        })
+    }
+}
+
+/// The DFS parents [`semi_nca`] makes its forest's links of.
+enum Parents<'a> {
+    /// An array of them, which becomes the links in place.
+    Whole(Vec<u32>),
+    /// Kept as steps: each is read into the links as the loop reaches its vertex, so that the
+    /// links' pages become resident as the predecessor lists already read go back.
+    Steps(&'a ParentSteps),
 }
 
 /// Semi-NCA's last step, over DFS numbers in order: the immediate dominator of `w` is the
 /// nearest of its DFS parent's dominators (found before it, being ancestors) that is not below
-/// its semidominator. Turns `semi` into the dominators, in place.
-fn dominators_from_semi(semi: Vec<u32>, parent: ParentSteps) -> Vec<u32> {
-    let mut dom = semi;
-    // As many parents as numbers.
-    for (w, parent) in parent.iter().enumerate().skip(ROOT as usize + 1) {
-        let semi = dom[w];
+/// its semidominator.
+fn dominators_from_semi(semi: Semidominators, parent: ParentSteps) -> Vec<u32> {
+    let Semidominators { steps, spare } = semi;
+    // Written in order into the spare array, whose room is already resident: at `w`, only the
+    // dominators of numbers below it are read, those pushed already.
+    let mut dom = spare;
+    dom.clear();
+    dom.extend([0, ROOT].into_iter().take(steps.len));
+    // As many parents as numbers, and semidominators from the root's first child on.
+    let parents = parent.iter().skip(ROOT as usize + 1);
+    for (parent, semi) in parents.zip(steps.iter()) {
         let mut candidate = parent;
         while candidate > semi {
             candidate = dom[candidate as usize];
         }
-        dom[w] = candidate;
+        dom.push(candidate);
     }
     dom
 }
@@ -1442,15 +1547,16 @@ impl<O: Offset> Preds<O> {
             }
             Fill::ByTargets => DenseLists::none(),
         };
-        let sizes = matches!(fill, Fill::BySources { .. }).then(|| ListSizes::new(&first[1..]));
         for k in 1..first.len() {
             first[k] = O::new(first[k].get() + first[k - 1].get());
         }
-        let from = match sizes {
-            Some(sizes) => {
-                Self::fill_by_sources(edges, number, &mut first, &sizes, (&apart, &dense))
+        let from = match fill {
+            Fill::BySources { .. } => {
+                let from;
+                (first, from) = Self::fill_by_sources(edges, number, first, (&apart, &dense));
+                from
             }
-            None => Self::fill_by_targets(edges, number, &mut first, &apart),
+            Fill::ByTargets => Self::fill_by_targets(edges, number, &mut first, &apart),
         };
         Preds {
             first,
@@ -1460,65 +1566,44 @@ impl<O: Offset> Preds<O> {
         }
     }
 
-    /// Fills the lists that start at `first` (`len + 1` offsets, where they are left as they
-    /// are, `sizes` long), on two threads, each reading the edges of half the sources: the
-    /// first fills each list from its start, the second from its end, and they meet where the
-    /// first's entries end. Every edge is read, and its target's number looked up, once. The
-    /// lists `apart` are not written there: the dense ones are filled in `dense`, the others
-    /// left out.
+    /// Fills the lists that start at `first` (`len + 1` offsets) and returns the offsets with
+    /// the lists, on two threads, each reading the edges of half the sources. Each list is
+    /// filled from its end, through a cursor that both threads count down: the offsets
+    /// themselves, each list's end (the next one's start) until the fill, and its start after
+    /// it. Every edge is read, and its target's number looked up, once. The lists `apart` are
+    /// not written there: the dense ones are filled in `dense`, the others left out.
     fn fill_by_sources(
         edges: &PredEdges,
         number: &[u32],
-        first: &mut [O],
-        sizes: &ListSizes,
+        first: Vec<O>,
         (apart, dense): (&FixedBitSet, &DenseLists),
-    ) -> Vec<u32> {
+    ) -> (Vec<O>, Vec<u32>) {
         let len = first.len() - 1;
-        let mut ends: Vec<O> = first[1..].to_vec();
-        // Both threads write into every list, each into slots of its own: atomics that compile
-        // to plain stores, and turn from and back into `u32`s in place, at no cost.
-        let from: Vec<AtomicU32> = vec![0u32; first[len].get()]
-            .into_iter()
-            .map(AtomicU32::new)
-            .collect();
+        let total = first[len].get();
+        // Both threads write into every list, each into the slots its cursor gives it:
+        // atomics that compile to plain stores, and turn from and back into `u32`s in place,
+        // at no cost.
+        let from: Vec<AtomicU32> = vec![0u32; total].into_iter().map(AtomicU32::new).collect();
+        let cursors = O::into_atomics(first);
         // A multiple of 64, so that each thread writes the dense lists' words of its own.
         let split = edges.half_the_edges() / 64 * 64;
-        rayon::join(
-            || {
-                let starts = &mut first[..len];
-                edges.for_each_in(0..split, number, |to, source, node| {
-                    if apart.contains(to) {
-                        if let Some(slot) = dense.slot(to) {
-                            dense.insert(slot, node);
-                        }
-                        return;
+        let fill = |sources: std::ops::Range<usize>| {
+            edges.for_each_in(sources, number, |to, source, node| {
+                if apart.contains(to) {
+                    if let Some(slot) = dense.slot(to) {
+                        dense.insert(slot, node);
                     }
-                    let slot = &mut starts[to];
-                    from[slot.get()].store(source, Ordering::Relaxed);
-                    *slot = O::new(slot.get() + 1);
-                });
-            },
-            || {
-                edges.for_each_in(split..number.len(), number, |to, source, node| {
-                    if apart.contains(to) {
-                        if let Some(slot) = dense.slot(to) {
-                            dense.insert(slot, node);
-                        }
-                        return;
-                    }
-                    let slot = &mut ends[to];
-                    *slot = O::new(slot.get() - 1);
-                    from[slot.get()].store(source, Ordering::Relaxed);
-                });
-            },
-        );
-        drop(ends);
-        // Both cursors stop where the threads met: the starts again from the sizes.
-        first[0] = O::ZERO;
-        for (w, size) in sizes.iter().enumerate() {
-            first[w + 1] = O::new(first[w].get() + size);
-        }
-        from.into_iter().map(AtomicU32::into_inner).collect()
+                    return;
+                }
+                from[O::count_down(&cursors[to + 1])].store(source, Ordering::Relaxed);
+            });
+        };
+        rayon::join(|| fill(0..split), || fill(split..number.len()));
+        // The cursor at `w + 1` stopped at the start of `w`'s list.
+        let mut first = O::from_atomics(cursors);
+        first.copy_within(1.., 0);
+        first[len] = O::new(total);
+        (first, from.into_iter().map(AtomicU32::into_inner).collect())
     }
 
     /// Fills the lists that start at `first` (`len + 1` offsets, where they are left as they
@@ -1728,43 +1813,6 @@ enum Fill {
     ByTargets,
 }
 
-/// The predecessor lists' sizes while the fill's cursors hold their offsets: a byte each, and
-/// the sizes of 255 and more apart, in order.
-struct ListSizes {
-    small: Vec<u8>,
-    /// The sizes of 255 entries or more, in the lists' order.
-    large: Vec<usize>,
-}
-
-impl ListSizes {
-    fn new<O: Offset>(sizes: &[O]) -> Self {
-        let mut large = Vec::new();
-        let small = sizes
-            .iter()
-            .map(|size| {
-                let size = size.get();
-                if size >= usize::from(u8::MAX) {
-                    large.push(size);
-                }
-                size.min(usize::from(u8::MAX)) as u8
-            })
-            .collect();
-        ListSizes { small, large }
-    }
-
-    /// Each list's size, in order.
-    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        let mut large = self.large.iter().copied();
-        self.small.iter().map(move |&size| {
-            if size == u8::MAX {
-                large.next().expect("each byte of 255 has its size apart")
-            } else {
-                usize::from(size)
-            }
-        })
-    }
-}
-
 /// One vertex of the link-eval forest of step 4, by DFS number; kept together so that a
 /// path step touches one cache line.
 #[derive(Clone, Copy)]
@@ -1854,8 +1902,8 @@ mod tests {
     use heapgraph_model::Runtime;
     use heapgraph_test_support::graph_from_edges;
 
-    /// The fast order's copy of the DFS parents reads back as the parents, steps of one to five
-    /// bytes alike (the random graphs below are too small for steps past a byte).
+    /// The fast order's copy of the DFS parents reads back as the parents, forwards and
+    /// backwards, steps of one to five bytes alike (the random graphs below are too small for steps past a byte).
     #[test]
     fn parent_steps_read_back_as_the_parents() {
         let mut lcg = heapgraph_test_support::Lcg::new(0x9e37_79b9_7f4a_7c15);
@@ -1870,6 +1918,9 @@ mod tests {
                 .collect();
             let steps = ParentSteps::new(&parent);
             assert_eq!(steps.iter().collect::<Vec<u32>>(), parent);
+            let mut backwards: Vec<u32> = steps.rev().collect();
+            backwards.reverse();
+            assert_eq!(backwards, parent);
             if len == 200_000 {
                 assert!(
                     steps.bytes.len() > len + len / 4,
@@ -1877,17 +1928,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    /// The sizes kept beside the fill read back as they were, those of a byte's worth and more
-    /// alike.
-    #[test]
-    fn list_sizes_read_back() {
-        let sizes: Vec<u32> = vec![0, 1, 254, 255, 256, 3, 70_000, 255, 0, 2];
-        let kept = ListSizes::new(&sizes);
-        let read: Vec<usize> = kept.iter().collect();
-        assert_eq!(read, [0, 1, 254, 255, 256, 3, 70_000, 255, 0, 2]);
-        assert_eq!(kept.large.len(), 4);
     }
 
     /// Both fills give each list the same entries, lists of 255 entries and more among them

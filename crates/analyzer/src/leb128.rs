@@ -50,6 +50,51 @@ pub(crate) fn read(bytes: &[u8], mut at: usize) -> (u64, usize) {
     }
 }
 
+/// Decodes the value that ends at `bytes[end - 1]` (`end` above 0); returns it and where it
+/// starts. Every byte of a value but its last has the high bit set, so the value starts after
+/// the nearest byte before it without.
+#[inline]
+pub(crate) fn read_before(bytes: &[u8], end: usize) -> (u64, usize) {
+    let mut start = end - 1;
+    while start > 0 && bytes[start - 1] & 0x80 != 0 {
+        start -= 1;
+    }
+    (read(bytes, start).0, start)
+}
+
+/// Appends the encoding of `value` to `out` back to front, for a stream read from its end
+/// ([`read_reversed`]).
+#[inline]
+pub(crate) fn push_reversed(out: &mut Vec<u8>, value: u64) {
+    let mut groups = [0u8; 10];
+    let mut n = 0;
+    let mut rest = value;
+    while rest >= 0x80 {
+        groups[n] = (rest as u8) | 0x80;
+        rest >>= 7;
+        n += 1;
+    }
+    groups[n] = rest as u8;
+    out.extend(groups[..=n].iter().rev());
+}
+
+/// Decodes the value [`push_reversed`] wrote to end at `bytes[end - 1]` (`end` above 0);
+/// returns it and where it starts.
+#[inline]
+pub(crate) fn read_reversed(bytes: &[u8], mut end: usize) -> (u64, usize) {
+    let mut value = 0u64;
+    let mut shift = 0;
+    loop {
+        end -= 1;
+        let byte = bytes[end];
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return (value, end);
+        }
+        shift += 7;
+    }
+}
+
 /// Decodes the value that starts at `bytes[at]` of a value below 2^35 (five groups), read from
 /// a file: `None` where it does not end before `end` or within five bytes.
 pub(crate) fn read_within(bytes: &[u8], at: usize, end: usize) -> Option<(u64, usize)> {
@@ -133,6 +178,32 @@ mod tests {
                 at = next;
             }
             prop_assert_eq!(at, bytes.len());
+            // From the end: the same stream's values last first, each ending where the one
+            // after it starts.
+            let mut end = bytes.len();
+            for &value in values.iter().rev() {
+                let (read_value, start) = read_before(&bytes, end);
+                prop_assert_eq!(read_value, value);
+                prop_assert_eq!(end - start, encoded_len(value));
+                end = start;
+            }
+            prop_assert_eq!(end, 0);
+        }
+
+        #[test]
+        fn values_written_back_to_front_read_back_from_the_end(values in proptest::collection::vec(any::<u64>(), 0..50)) {
+            let mut bytes = Vec::new();
+            for &value in &values {
+                push_reversed(&mut bytes, value);
+            }
+            let mut end = bytes.len();
+            for &value in values.iter().rev() {
+                let (read_value, start) = read_reversed(&bytes, end);
+                prop_assert_eq!(read_value, value);
+                prop_assert_eq!(end - start, encoded_len(value));
+                end = start;
+            }
+            prop_assert_eq!(end, 0);
         }
 
         #[test]
