@@ -285,7 +285,13 @@ fn dominators_and_children<O: Offset>(
         rayon::join(
             || {
                 let counting = O::COUNTS_FIT_U32 && order != Order::Lean;
-                let mut search = Search::new(parts, rule, root_ordinal, counting);
+                // Semi-NCA in the fast order reads the parents only as the steps it keeps.
+                let parents = if allow_semi_nca && order == Order::Fast {
+                    SearchParents::Steps(ParentSteps::new())
+                } else {
+                    SearchParents::Whole(vec![0; n_nodes + 1])
+                };
+                let mut search = Search::new(parts, rule, root_ordinal, counting, parents);
                 search.run(root_ordinal, 0);
                 search
             },
@@ -312,7 +318,7 @@ fn dominators_and_children<O: Offset>(
     drop(has_referrer);
     let Search {
         mut visits,
-        mut parent,
+        parent: mut parents,
         n_numbered: mut n,
         stack,
         ..
@@ -321,10 +327,16 @@ fn dominators_and_children<O: Offset>(
     let n_searched = n;
     // Step 3: whatever is left hangs under the root.
     if rule.orphans_under_root && (n as usize) < n_nodes {
-        n = visits.number_the_rest(n, &mut parent, &pred_edges);
+        n = visits.number_the_rest(n, &mut parents, &pred_edges);
     }
     let len = n as usize + 1;
-    parent.truncate(len);
+    let (mut parent, kept_parent) = match parents {
+        SearchParents::Whole(mut parent) => {
+            parent.truncate(len);
+            (parent, None)
+        }
+        SearchParents::Steps(steps) => (Vec::new(), Some(steps)),
+    };
     // Without step 3, the numbering is a true depth-first numbering (of the graph with an
     // edge from the root to each node of step 2), and the immediate dominators follow from
     // the semidominators by semi-NCA, which needs no buckets and half the `eval` calls.
@@ -351,14 +363,15 @@ fn dominators_and_children<O: Offset>(
         IdomMethod::LengauerTarjan => Lists::All,
     };
     // The parents are held beside the lists only as the last step keeps them ([`ParentSteps`],
-    // about a byte each, made while the numbers are gathered), or, in the lean order, found
-    // again after them: the pass's largest moment is the lists' fill, beside the node numbers.
-    let keep_steps = method == IdomMethod::SemiNca && order == Order::Fast;
-    after_search();
-    let ((number, counted), kept_parent) = rayon::join(
-        || visits.into_parts::<O>(len, &pred_edges),
-        || keep_steps.then(|| ParentSteps::new(&parent)),
+    // about a byte each, written by the search: the fast order's), or, in the lean order,
+    // found again after them: the pass's largest moment is the lists' fill, beside the node
+    // numbers.
+    debug_assert_eq!(
+        kept_parent.is_some(),
+        method == IdomMethod::SemiNca && order == Order::Fast
     );
+    after_search();
+    let (number, counted) = visits.into_parts::<O>(len, &pred_edges);
     if method == IdomMethod::SemiNca {
         drop(parent);
         parent = Vec::new();
@@ -782,7 +795,7 @@ struct Search<'a> {
     rule: &'a EdgeRule,
     root_ordinal: u32,
     visits: Numbers,
-    parent: Vec<u32>,
+    parent: SearchParents,
     n_numbered: u32,
     /// Per open node: its index, its DFS number and the next edge to look at (its edges end
     /// where `first_edge` says: 16 bytes an entry, since the stack can hold millions).
@@ -790,12 +803,14 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    /// A search; `counting`: one that counts each node's retaining predecessors.
+    /// A search; `counting`: one that counts each node's retaining predecessors; `parent`:
+    /// where it writes the DFS parents, empty.
     fn new(
         parts: &'a HeapGraphParts,
         rule: &'a EdgeRule,
         root_ordinal: u32,
         counting: bool,
+        parent: SearchParents,
     ) -> Self {
         let n_nodes = parts.first_edge.len() - 1;
         Search {
@@ -803,7 +818,7 @@ impl<'a> Search<'a> {
             rule,
             root_ordinal,
             visits: Numbers::new(n_nodes, counting),
-            parent: vec![0; n_nodes + 1],
+            parent,
             n_numbered: 0,
             stack: Vec::new(),
         }
@@ -865,14 +880,19 @@ impl Numbers {
     /// the root in `parent`; returns the last number given. No search reads these nodes'
     /// edges, so, when counting, their retaining edges are counted here (a few nodes on real
     /// heaps, where counting every edge again took a pass over the graph).
-    fn number_the_rest(&mut self, mut n: u32, parent: &mut [u32], edges: &PredEdges) -> u32 {
+    fn number_the_rest(
+        &mut self,
+        mut n: u32,
+        parent: &mut impl ParentsOut,
+        edges: &PredEdges,
+    ) -> u32 {
         let n_nodes = self.slots.len() >> self.shift;
         let mut rest = Vec::new();
         for node in 0..n_nodes {
             if self.number(node) == 0 {
                 n += 1;
                 self.mark(node as u32, n);
-                parent[n as usize] = ROOT;
+                parent.set(n, ROOT);
                 if self.shift == 1 {
                     rest.push(node as u32);
                 }
@@ -962,13 +982,13 @@ fn depth_first<V: Visits>(
     (start, start_parent): (u32, u32),
     n_before: u32,
     visits: &mut V,
-    parent: &mut [u32],
+    parent: &mut impl ParentsOut,
     stack: &mut Vec<(u32, u32, u64)>,
 ) -> u32 {
     let (first_edge, edge_to, edge_kind) = (&parts.first_edge, &parts.edge_to, &parts.edge_kind);
     let mut n = n_before + 1;
     visits.mark(start, n);
-    parent[n as usize] = start_parent;
+    parent.set(n, start_parent);
     stack.push((start, n, first_edge.get(start as usize)));
     while let Some(top) = stack.last_mut() {
         let (v, v_number, mut edge) = *top;
@@ -996,7 +1016,7 @@ fn depth_first<V: Visits>(
             Some(w) => {
                 n += 1;
                 visits.mark(w, n);
-                parent[n as usize] = v_number;
+                parent.set(n, v_number);
                 stack.push((w, n, first_edge.get(w as usize)));
             }
             None => {
@@ -1210,16 +1230,14 @@ struct ParentSteps {
 }
 
 impl ParentSteps {
-    fn new(parent: &[u32]) -> ParentSteps {
-        let mut bytes = Vec::with_capacity(parent.len() + parent.len() / 4);
-        for (w, &p) in parent.iter().enumerate() {
-            leb128::push(&mut bytes, (w as u32 - p).into());
-        }
-        bytes.shrink_to_fit();
-        ParentSteps {
-            bytes,
-            len: parent.len(),
-        }
+    /// Steps to which a search writes the parents, from number 0 (whose parent is 0) on.
+    fn new() -> ParentSteps {
+        let mut steps = ParentSteps {
+            bytes: Vec::new(),
+            len: 0,
+        };
+        steps.set(0, 0);
+        steps
     }
 
     /// The parents, by number from 0 on.
@@ -1242,6 +1260,47 @@ impl ParentSteps {
             end = start;
             w - step as u32
         })
+    }
+}
+
+/// Where a search writes each DFS number's parent, as it numbers them.
+trait ParentsOut {
+    fn set(&mut self, number: u32, parent: u32);
+}
+
+impl ParentsOut for Vec<u32> {
+    #[inline]
+    fn set(&mut self, number: u32, parent: u32) {
+        self[number as usize] = parent;
+    }
+}
+
+impl ParentsOut for ParentSteps {
+    /// Appends the parent of `number`, which comes right after the last one set.
+    #[inline]
+    fn set(&mut self, number: u32, parent: u32) {
+        debug_assert_eq!(number as usize, self.len, "numbers are set in order");
+        leb128::push(&mut self.bytes, (number - parent).into());
+        self.len += 1;
+    }
+}
+
+/// The first search's DFS parents: an array by number (its room reserved for every node), or,
+/// where semi-NCA's fast order reads them only as steps, those steps, written as the search
+/// numbers the nodes (about a byte a node where the array took four, beside the search's
+/// numbers and the chain parents made beside it: the pass's peak on the 2.5 GB Java dump).
+enum SearchParents {
+    Whole(Vec<u32>),
+    Steps(ParentSteps),
+}
+
+impl ParentsOut for SearchParents {
+    #[inline]
+    fn set(&mut self, number: u32, parent: u32) {
+        match self {
+            SearchParents::Whole(parents) => parents.set(number, parent),
+            SearchParents::Steps(steps) => steps.set(number, parent),
+        }
     }
 }
 
@@ -1902,12 +1961,13 @@ mod tests {
     use heapgraph_model::Runtime;
     use heapgraph_test_support::graph_from_edges;
 
-    /// The fast order's copy of the DFS parents reads back as the parents, forwards and
-    /// backwards, steps of one to five bytes alike (the random graphs below are too small for steps past a byte).
+    /// The DFS parents written as steps, number by number, read back as the parents, forwards
+    /// and backwards, steps of one to five bytes alike (the random graphs below are too small
+    /// for steps past a byte).
     #[test]
     fn parent_steps_read_back_as_the_parents() {
         let mut lcg = heapgraph_test_support::Lcg::new(0x9e37_79b9_7f4a_7c15);
-        for len in [0usize, 1, 2, 3, 200_000] {
+        for len in [1usize, 2, 3, 200_000] {
             // Each number's parent is below it, from the number just before to the root.
             let parent: Vec<u32> = (0..len as u64)
                 .map(|w| match w {
@@ -1916,7 +1976,10 @@ mod tests {
                     _ => lcg.below(w) as u32,
                 })
                 .collect();
-            let steps = ParentSteps::new(&parent);
+            let mut steps = ParentSteps::new();
+            for (w, &p) in parent.iter().enumerate().skip(1) {
+                steps.set(w as u32, p);
+            }
             assert_eq!(steps.iter().collect::<Vec<u32>>(), parent);
             let mut backwards: Vec<u32> = steps.rev().collect();
             backwards.reverse();
