@@ -105,9 +105,11 @@ pub fn import_with_analysis<R: BufRead>(
     })?;
     let truncation = reader.truncation().cloned();
     let mut images = std::mem::take(&mut columns.images);
-    columns.adopt_images(&mut images, truncation.as_ref())?;
+    // In the slice reader's order, so that both report the same error first.
+    columns.adopt_graph_images(&mut images, truncation.as_ref())?;
     let (mut graph, pending) =
         columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
+    columns.adopt_analysis_images(&mut images)?;
     let analysis = columns.stored_analysis(pending, &mut graph);
     Ok((Contents::HeapGraph(graph), analysis))
 }
@@ -245,13 +247,14 @@ fn import_slice_with<'a>(
         };
     bulk_columns.move_into(&mut columns);
     let truncation = reader.truncation().cloned();
-    columns.adopt_images(&mut images, truncation.as_ref())?;
+    columns.adopt_graph_images(&mut images, truncation.as_ref())?;
     let (mut graph, pending) =
         columns.finish(file_strings, &header, runtime, truncation.as_ref())?;
     // The graph's checks read every page of its columns: those mapped from the file go back
-    // to the page cache before the analysis's come in beside them (on the 2.5 GB benchmark
-    // dump's `.hgd`, 1.1 GiB).
+    // to the page cache before the analysis's come in (on the 2.5 GB benchmark dump's `.hgd`,
+    // 1.1 GiB), whose own checks read every page of theirs.
     graph.forget_read_pages();
+    columns.adopt_analysis_images(&mut images)?;
     // A file of images brought its analysis with its graph.
     if !analysis_chunks.is_empty() {
         BulkColumns::decode(&analysis_chunks, release)?.move_analysis_into(&mut columns);
@@ -641,7 +644,9 @@ impl Columns {
     /// chunks, and is read only whole (a cut inside the graph's columns is an error; one inside
     /// the analysis's drops the columns it cut, and the analysis with a required one). Plain
     /// `analysis` chunks, which heapgraph never writes beside images, win over images of it.
-    fn adopt_images(
+    /// Takes the graph's columns from `images`, checked, leaving the analysis's there (and
+    /// dropping those a cut file left incomplete) for [`Columns::adopt_analysis_images`].
+    fn adopt_graph_images(
         &mut self,
         images: &mut Images<'_>,
         truncation: Option<&Truncation>,
@@ -680,6 +685,15 @@ impl Columns {
             ));
         }
         self.imaged = Some(images.graph().map_err(inconsistent)?);
+        Ok(())
+    }
+
+    /// Takes the analysis's columns from `images`, checked, unless the file's chunks brought
+    /// one.
+    fn adopt_analysis_images(&mut self, images: &mut Images<'_>) -> Result<(), ImportError> {
+        if images.is_empty() {
+            return Ok(());
+        }
         let analysis = images.analysis().map_err(inconsistent)?;
         if !self.dominator.is_empty() {
             return Ok(());
