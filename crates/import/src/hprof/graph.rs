@@ -1438,9 +1438,9 @@ fn name_strings(
 
 /// Appends a string value to `text`, keeping its first [`STRING_NAME_CHARS`] characters:
 /// Latin-1 (no `coder`, or `coder` 0) or, where `utf16` (`coder` 1), UTF-16 in the JVM's byte
-/// order, little-endian on the platforms HotSpot runs on, for a `byte[]`; big-endian UTF-16 code units for a `char[]`
-/// (JDK 8 and before; HPROF writes every value big-endian). The array's data was
-/// bounds-checked by the pass that found it.
+/// order, little-endian on the platforms HotSpot runs on, for a `byte[]`; big-endian UTF-16
+/// code units for a `char[]` (JDK 8 and before; HPROF writes every value big-endian). The
+/// array's data was bounds-checked by the pass that found it.
 fn decode_string(
     bytes: &[u8],
     data: usize,
