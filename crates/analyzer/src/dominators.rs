@@ -105,9 +105,10 @@ impl DominatorTree {
 /// (the predecessor lists' fill, then the semidominator loop): the predecessor lists (E' `u32`
 /// for the E' retaining edges, less those into the root's own targets, and V + 2 offsets,
 /// `u32` when E < 2³²; in the fast order, a list of more than V / 32 entries a bit per node
-/// instead) beside two `u32` arrays of V entries (the node numbers and DFS
-/// parents, then the forest), and in the fast order one more (the node of each number) and
-/// the parents' steps (a byte or so per vertex); then one `u32` array of V entries beside the
+/// instead) beside the node numbers (a `u32` per node) and, in the fast order, the DFS
+/// parents as the search wrote them, steps of a byte or so (the lean order searches for them
+/// again after the lists, a `u32` per vertex); the loop's forest (two `u32` per vertex) fills
+/// as the lists and their offsets go back; then one `u32` array of V entries beside the
 /// results, a bit per node and a DFS stack of at most V entries (the fast order: the node of
 /// each number, the semidominators turned dominators, and no stack). Lengauer–Tarjan's
 /// forest (the lean order, where step 3 numbered nodes) takes four `u32` per vertex, its
