@@ -1286,6 +1286,9 @@ fn assemble(
             strings,
         )
     });
+    // Gone before the labels' column is sorted and built, which holds its pairs twice.
+    drop(text_arrays);
+    drop(string_slices);
     graph.node_name = NodeNames::from_pairs(n_nodes, names);
     name_threads(&mut graph, plan, strings);
     if dangling > 0 {
