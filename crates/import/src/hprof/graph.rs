@@ -1282,12 +1282,11 @@ fn assemble(
             bytes,
             handback,
             (string_refs, &string_slices),
-            &text_arrays,
+            text_arrays,
             strings,
         )
     });
     // Gone before the labels' column is sorted and built, which holds its pairs twice.
-    drop(text_arrays);
     drop(string_slices);
     graph.node_name = NodeNames::from_pairs(n_nodes, names);
     name_threads(&mut graph, plan, strings);
@@ -1335,6 +1334,12 @@ const STRINGS_PER_BATCH: usize = 1 << 16;
 /// read): at 32 MiB, javac's parse peaked 13 MiB higher.
 pub(super) const BATCH_SPAN: usize = 8 << 20;
 
+/// How many times the naming of strings hands back the strings it named and the value arrays
+/// behind them, each a move of what is left to the front: the table's text grows as they
+/// shrink, where held to the end they met it whole (the 2.5 GB benchmark dump's 4.8M strings
+/// and 6.4M arrays, 135 MiB, beside its text, 148).
+const RELEASES: usize = 8;
+
 /// Strings a task decodes into one buffer.
 const STRINGS_PER_TASK: usize = 1 << 10;
 
@@ -1357,10 +1362,57 @@ fn name_strings(
     bytes: &[u8],
     handback: Handback<'_>,
     (mut string_refs, string_slices): (Vec<StringRef>, &[(u32, u32, u32)]),
-    text_arrays: &[TextArray],
+    mut text_arrays: Vec<TextArray>,
     strings: &mut StringTable,
 ) {
     string_refs.par_sort_unstable_by_key(|string| string.array());
+    let release_every = string_refs.len() / RELEASES + 1;
+    let mut released_to = 0;
+    let (mut start, mut named_since_release) = (0, 0);
+    while start < string_refs.len() {
+        if named_since_release >= release_every {
+            // The strings named go, and the arrays before the next one's: what they hold
+            // moves into the table as it grows.
+            let next_array = string_refs[start].array();
+            let arrays_behind = text_arrays.partition_point(|array| array.node() < next_array);
+            text_arrays.drain(..arrays_behind);
+            text_arrays.shrink_to_fit();
+            string_refs.drain(..start);
+            string_refs.shrink_to_fit();
+            (start, named_since_release) = (0, 0);
+        }
+        let (n, decoded) = decode_batch(
+            bytes,
+            handback.string_batch_span,
+            &string_refs[start..],
+            string_slices,
+            &text_arrays,
+        );
+        start += n;
+        named_since_release += n;
+        let mut read_to = released_to;
+        for task in &decoded {
+            let mut from = 0;
+            for &(node, end) in &task.ends {
+                names.push((node, strings.push(&task.text[from..end])));
+                from = end;
+            }
+            read_to = read_to.max(task.read_to);
+        }
+        (handback.release)(released_to..read_to);
+        released_to = read_to;
+    }
+}
+
+/// Decodes the strings of `rest` whose value arrays lie within `span` bytes of the first's:
+/// how many strings it took (one at least), and their text by task.
+fn decode_batch(
+    bytes: &[u8],
+    span: usize,
+    rest: &[StringRef],
+    string_slices: &[(u32, u32, u32)],
+    text_arrays: &[TextArray],
+) -> (usize, Vec<Decoded>) {
     // Where each string's value array lies in the dump (arrays are sorted by node, and node
     // order is file order), `None` for a string whose value is no array of text.
     let data_of = |string: &StringRef| {
@@ -1377,66 +1429,50 @@ fn name_strings(
             (offset, count)
         })
     };
-    let mut released_to = 0;
-    let mut rest = &string_refs[..];
-    while !rest.is_empty() {
-        let most = &rest[..rest.len().min(STRINGS_PER_BATCH)];
-        let first = most.iter().find_map(data_of).unwrap_or(0);
-        // The first string is always taken, so that each batch moves on.
-        let n = 1 + most[1..].partition_point(|string| {
-            data_of(string)
-                .is_none_or(|data| data.saturating_sub(first) <= handback.string_batch_span)
-        });
-        let (batch, after) = rest.split_at(n);
-        rest = after;
-        // Arrays come in node order within each part, and parts in order: sorted by node, as
-        // the strings now are by array, so each task finds its first array and walks on.
-        let decoded: Vec<Decoded> = batch
-            .par_chunks(STRINGS_PER_TASK)
-            .map(|task| {
-                let mut out = Decoded::default();
-                let mut at = task.first().map_or(0, |first| {
-                    text_arrays.partition_point(|array| array.node() < first.array())
-                });
-                for &string in task {
-                    while at < text_arrays.len() && text_arrays[at].node() < string.array() {
-                        at += 1;
-                    }
-                    let Some(&array) = text_arrays.get(at) else {
-                        break;
-                    };
-                    if array.node() != string.array() {
-                        continue;
-                    }
-                    let (data, length, element) = (array.data(), array.length, array.element());
-                    // A string that views part of a shared `char[]` is its slice, kept inside
-                    // the array however its fields disagree with it.
-                    let (start, length) = match slice_of(string) {
-                        Some((offset, count)) if element == basic::CHAR => {
-                            let offset = offset.min(length);
-                            (data + 2 * offset as usize, count.min(length - offset))
-                        }
-                        _ => (data, length),
-                    };
-                    decode_string(bytes, start, length, element, string.utf16(), &mut out.text);
-                    out.ends.push((string.node(), out.text.len()));
-                    out.read_to = out.read_to.max(data);
+    let most = &rest[..rest.len().min(STRINGS_PER_BATCH)];
+    let first = most.iter().find_map(data_of).unwrap_or(0);
+    // The first string is always taken, so that each batch moves on.
+    let n = 1 + most[1..].partition_point(|string| {
+        data_of(string).is_none_or(|data| data.saturating_sub(first) <= span)
+    });
+    let batch = &rest[..n];
+    // Arrays come in node order within each part, and parts in order: sorted by node, as
+    // the strings now are by array, so each task finds its first array and walks on.
+    let decoded: Vec<Decoded> = batch
+        .par_chunks(STRINGS_PER_TASK)
+        .map(|task| {
+            let mut out = Decoded::default();
+            let mut at = task.first().map_or(0, |first| {
+                text_arrays.partition_point(|array| array.node() < first.array())
+            });
+            for &string in task {
+                while at < text_arrays.len() && text_arrays[at].node() < string.array() {
+                    at += 1;
                 }
-                out
-            })
-            .collect();
-        let mut read_to = released_to;
-        for task in &decoded {
-            let mut from = 0;
-            for &(node, end) in &task.ends {
-                names.push((node, strings.push(&task.text[from..end])));
-                from = end;
+                let Some(&array) = text_arrays.get(at) else {
+                    break;
+                };
+                if array.node() != string.array() {
+                    continue;
+                }
+                let (data, length, element) = (array.data(), array.length, array.element());
+                // A string that views part of a shared `char[]` is its slice, kept inside
+                // the array however its fields disagree with it.
+                let (start, length) = match slice_of(string) {
+                    Some((offset, count)) if element == basic::CHAR => {
+                        let offset = offset.min(length);
+                        (data + 2 * offset as usize, count.min(length - offset))
+                    }
+                    _ => (data, length),
+                };
+                decode_string(bytes, start, length, element, string.utf16(), &mut out.text);
+                out.ends.push((string.node(), out.text.len()));
+                out.read_to = out.read_to.max(data);
             }
-            read_to = read_to.max(task.read_to);
-        }
-        (handback.release)(released_to..read_to);
-        released_to = read_to;
-    }
+            out
+        })
+        .collect();
+    (n, decoded)
 }
 
 /// Appends a string value to `text`, keeping its first [`STRING_NAME_CHARS`] characters:
