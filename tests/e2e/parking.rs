@@ -2,17 +2,20 @@
 //! `summary` and its kin do unless columns spill): no search of the analysis reads them,
 //! so the analysis, the suspects drawn from it, the columns given back and the strings' text
 //! (parked for good, read a block at a time) are those of a graph that never parked, on real
-//! dumps of each runtime.
+//! dumps of each runtime; so is a summary read as `summary` leaves the graph, with the ids, the
+//! edges' names and the edges' targets (parked by the pass once its lists are built) parked.
 
 use crate::oracle::load;
 use heapgraph_analyzer::{
-    Analysis, EdgeRule, Options, ViewDistances, analyze, analyze_before_chains, suspects,
+    Analysis, DEFAULT_SUSPECT_THRESHOLD, EdgeRule, Options, ViewDistances, analyze,
+    analyze_before_chains, summary_and_suspects, suspects,
 };
 use heapgraph_model::HeapGraph;
 
 /// Every analysis the verbs make: the lean order, and the fast one beside the chains' searches
-/// with distances shown or left out.
-fn analyses(graph: &HeapGraph, options: &Options) -> Vec<Analysis> {
+/// with distances shown or left out (last: where columns are parked, it parks the edges'
+/// targets too).
+fn analyses(graph: &mut HeapGraph, options: &Options) -> Vec<Analysis> {
     vec![
         analyze(graph, options),
         analyze_before_chains(graph, options, ViewDistances::Shown),
@@ -38,20 +41,38 @@ fn parked_analyses_agree(name: &str) {
             .collect()
     };
     let text_before = texts(&graph);
-    let plain = analyses(&graph, &options);
+    let plain = analyses(&mut graph, &options);
+    let summary = |graph: &HeapGraph, analysis: &Analysis| {
+        summary_and_suspects(graph, analysis, None, DEFAULT_SUSPECT_THRESHOLD)
+            .expect("no kind asked for")
+    };
+    let summary_whole = summary(&graph, &plain[2]);
     graph.park_columns(names);
     assert!(
         graph.parts().node_object_id.is_empty(),
         "{name}: ids parked"
     );
     assert_eq!(graph.parts().edge_name.is_empty(), names, "{name}");
-    let parked = analyses(&graph, &options);
+    let parked = analyses(&mut graph, &options);
+    graph.unpark_columns_but_ids_and_edges();
+    assert!(graph.edge_targets_parked(), "{name}: targets parked");
+    assert!(graph.parts().edge_to.is_empty(), "{name}");
+    assert_eq!(graph.edge_count(), before.edge_to.len(), "{name}");
+    assert!(
+        summary(&graph, &parked[2]) == summary_whole,
+        "{name}: the summary and its suspects read through parked edges"
+    );
     graph.unpark_columns();
+    assert!(!graph.edge_targets_parked(), "{name}");
 
     let after = graph.parts();
     assert_eq!(after.node_object_id, before.node_object_id, "{name}");
     assert_eq!(after.node_name, before.node_name, "{name}");
     assert_eq!(after.edge_name, before.edge_name, "{name}");
+    assert!(
+        after.edge_to == before.edge_to,
+        "{name}: the edges' targets are back"
+    );
     assert!(
         texts(&graph) == text_before,
         "{name}: the strings' text is back"

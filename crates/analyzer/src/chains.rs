@@ -60,7 +60,7 @@ pub(crate) fn is_named_root_edge(graph: &HeapGraph, edge: usize) -> bool {
         Runtime::V8 => {
             graph.edge_kind(edge) == EdgeKind::Shortcut
                 || graph
-                    .node(graph.parts().edge_to[edge] as usize)
+                    .node(graph.edge_target(edge).index())
                     .is_some_and(|node| !graph.is_synthetic(node))
         }
     }

@@ -89,6 +89,7 @@ fn bfs(
     mut follows: impl FnMut(u32, usize, u32) -> bool,
 ) {
     let parts = graph.parts();
+    let targets = graph.edge_targets();
     // A bit per node says which were reached: it stays in cache, where the distances would
     // cost a miss per reference.
     let mut reached = Bits::new(distance.len());
@@ -99,13 +100,13 @@ fn bfs(
     }
     let mut head = 0;
     while head < queue.len() {
-        prefetch_queued(parts, queue, head);
+        prefetch_queued(parts, &targets, queue, head);
         let node = queue[head];
         head += 1;
         let next = distance[node as usize] + 1;
         let range = parts.first_edge.range(node as usize);
         for edge in range {
-            let to = parts.edge_to[edge];
+            let to = targets[edge];
             if !reached.get(to as usize) && follows(node, edge, to) {
                 reached.set(to as usize);
                 distance[to as usize] = next;
@@ -123,15 +124,16 @@ fn bfs(
 const OFFSETS_AHEAD: usize = 16;
 const REFERENCES_AHEAD: usize = 8;
 
-/// Hints the memory a breadth-first search will read for the nodes queued after `head`.
+/// Hints the memory a breadth-first search will read for the nodes queued after `head`, whose
+/// references' targets are `targets`.
 #[inline]
-pub(crate) fn prefetch_queued(parts: &HeapGraphParts, queue: &[u32], head: usize) {
+pub(crate) fn prefetch_queued(parts: &HeapGraphParts, targets: &[u32], queue: &[u32], head: usize) {
     if let Some(&ahead) = queue.get(head + OFFSETS_AHEAD) {
         parts.first_edge.prefetch(ahead as usize);
     }
     if let Some(&ahead) = queue.get(head + REFERENCES_AHEAD) {
         let first = parts.first_edge.get(ahead as usize) as usize;
-        prefetch(&parts.edge_to, first);
+        prefetch(targets, first);
         parts.edge_kind.prefetch(first);
     }
 }

@@ -131,11 +131,153 @@ pub(crate) fn dominators_trading_memory(
     after_search: &dyn Fn(),
 ) -> (DominatorTree, Option<DominatorChildren>) {
     let order = if lean { Order::Lean } else { Order::Fast };
+    listed(graph, rule, order, children, after_search).finish(graph)
+}
+
+/// [`dominators_trading_memory`] in the fast order, stopped once it has read the graph's
+/// edges for the last time, where its predecessor lists are built: the caller may park the
+/// edges' targets before it goes on ([`Listed::finish`], which reads the shallow sizes).
+pub(crate) fn dominators_to_lists(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    children: bool,
+    after_search: &dyn Fn(),
+) -> Listed {
+    listed(graph, rule, Order::Fast, children, after_search)
+}
+
+/// [`list_or_finish`] with the narrowest offsets the edge count allows.
+fn listed(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    order: Order,
+    children: bool,
+    after_search: &dyn Fn(),
+) -> Listed {
     let dense = DENSE_AT_LEAST;
-    if u32::try_from(graph.parts().edge_to.len()).is_ok() {
-        dominators_and_children::<u32>(graph, rule, true, order, children, after_search, dense)
+    if u32::try_from(graph.edge_count()).is_ok() {
+        list_or_finish::<u32>(graph, rule, true, order, children, after_search, dense)
     } else {
-        dominators_and_children::<u64>(graph, rule, true, order, children, after_search, dense)
+        list_or_finish::<u64>(graph, rule, true, order, children, after_search, dense)
+    }
+}
+
+/// The dominator pass where it has read the graph's edges for the last time: the fast order's
+/// semi-NCA, with its predecessor lists built, or any other, done.
+pub(crate) enum Listed {
+    /// Predecessor lists with `u32` offsets.
+    Narrow(AtLists<u32>),
+    /// Predecessor lists with `u64` offsets (4 Gi edges or more).
+    Wide(AtLists<u64>),
+    /// The tree, and its children where asked for and built.
+    Done(DominatorTree, Option<DominatorChildren>),
+}
+
+impl Listed {
+    /// The tree, and the children where asked for: the semidominators, the immediate
+    /// dominators and the retained sizes, which read no edge.
+    pub(crate) fn finish(self, graph: &HeapGraph) -> (DominatorTree, Option<DominatorChildren>) {
+        self.dominators().finish(graph)
+    }
+
+    /// The semidominators and the immediate dominators, which read nothing of the graph.
+    pub(crate) fn dominators(self) -> Dominated {
+        match self {
+            Listed::Narrow(lists) => lists.dominators(),
+            Listed::Wide(lists) => lists.dominators(),
+            Listed::Done(tree, children) => Dominated::Done(tree, children),
+        }
+    }
+}
+
+/// The dominator pass with its immediate dominators found: its last step, the retained sizes,
+/// to come; or done.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "made once per pass and unpacked at once: moving the tree's column headers costs nothing"
+)]
+pub(crate) enum Dominated {
+    /// The dominator by number, and the node of each number.
+    ByNumber {
+        dom: Vec<u32>,
+        vertex: Vec<u32>,
+        n_reachable: u32,
+        children: bool,
+    },
+    /// The tree, and its children where asked for and built.
+    Done(DominatorTree, Option<DominatorChildren>),
+}
+
+impl Dominated {
+    /// The tree, with its retained sizes (which read the shallow sizes), and the children
+    /// where asked for.
+    pub(crate) fn finish(self, graph: &HeapGraph) -> (DominatorTree, Option<DominatorChildren>) {
+        match self {
+            Dominated::ByNumber {
+                dom,
+                vertex,
+                n_reachable,
+                children,
+            } => timed("dominators: retained sizes", || {
+                finish_by_vertex(graph, dom, &vertex, n_reachable, children)
+            }),
+            Dominated::Done(tree, children) => (tree, children),
+        }
+    }
+}
+
+/// What the fast order's semi-NCA holds once its predecessor lists are built.
+pub(crate) struct AtLists<O> {
+    preds: Preds<O>,
+    /// The DFS parents, as the search wrote them.
+    parents: ParentSteps,
+    /// The DFS number of each node.
+    number: Vec<u32>,
+    /// The numbers' count, 0 (none) included.
+    len: usize,
+    n_reachable: u32,
+    children: bool,
+}
+
+impl<O: Offset> AtLists<O> {
+    fn dominators(self) -> Dominated {
+        let AtLists {
+            preds,
+            parents,
+            number,
+            len,
+            n_reachable,
+            children,
+        } = self;
+        // The DFS parents are kept beside the forest made of them, and the numbers turned
+        // into the nodes they number: the dominators then follow in one pass by number, and
+        // the retained sizes in another, without searching the graph again.
+        let semi = timed("dominators: semidominators", || {
+            semi_nca(preds, Parents::Steps(&parents), &number)
+        });
+        // The nodes by number, which only the last step reads, are found beside the
+        // dominators (both one core's), once the lists are gone: found before the
+        // semidominators, they would be held beside the lists.
+        let (dom, vertex) = rayon::join(
+            || {
+                timed("dominators: immediate dominators", || {
+                    dominators_from_semi(semi, parents)
+                })
+            },
+            || {
+                timed("dominators: nodes by number", || {
+                    let vertex = nodes_by_number(&number, len);
+                    drop(number);
+                    vertex
+                })
+            },
+        );
+        Dominated::ByNumber {
+            dom,
+            vertex,
+            n_reachable,
+            children,
+        }
     }
 }
 
@@ -189,6 +331,8 @@ pub(crate) trait Offset: Copy + Send + Sync {
     fn from_atomics(values: Vec<Self::Atomic>) -> Vec<Self>;
     /// Takes one from `cursor`, which is above 0, and returns what it holds then.
     fn count_down(cursor: &Self::Atomic) -> usize;
+    /// The pass at its lists, with offsets of this type.
+    fn at_lists(lists: AtLists<Self>) -> Listed;
 }
 
 impl Offset for u32 {
@@ -213,6 +357,9 @@ impl Offset for u32 {
     fn count_down(cursor: &AtomicU32) -> usize {
         cursor.fetch_sub(1, Ordering::Relaxed) as usize - 1
     }
+    fn at_lists(lists: AtLists<u32>) -> Listed {
+        Listed::Narrow(lists)
+    }
 }
 
 impl Offset for u64 {
@@ -236,6 +383,9 @@ impl Offset for u64 {
     #[inline]
     fn count_down(cursor: &AtomicU64) -> usize {
         cursor.fetch_sub(1, Ordering::Relaxed) as usize - 1
+    }
+    fn at_lists(lists: AtLists<u64>) -> Listed {
+        Listed::Wide(lists)
     }
 }
 
@@ -265,6 +415,7 @@ fn dominators_with<O: Offset>(
 
 /// [`dominators_with`], with the dominator tree's children where `children` asks for them and
 /// the fast order builds them ([`dominators_trading_memory`]).
+#[cfg(test)]
 fn dominators_and_children<O: Offset>(
     graph: &HeapGraph,
     rule: &EdgeRule,
@@ -274,6 +425,29 @@ fn dominators_and_children<O: Offset>(
     after_search: &dyn Fn(),
     dense_from: usize,
 ) -> (DominatorTree, Option<DominatorChildren>) {
+    list_or_finish::<O>(
+        graph,
+        rule,
+        allow_semi_nca,
+        order,
+        children,
+        after_search,
+        dense_from,
+    )
+    .finish(graph)
+}
+
+/// [`dominators_and_children`] to where it has read the graph's edges for the last time
+/// ([`Listed`]).
+fn list_or_finish<O: Offset>(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    allow_semi_nca: bool,
+    order: Order,
+    children: bool,
+    after_search: &dyn Fn(),
+    dense_from: usize,
+) -> Listed {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
@@ -390,35 +564,14 @@ fn dominators_and_children<O: Offset>(
         Preds::<O>::build(&pred_edges, &number, len, counted, lists, fill)
     });
     match method {
-        IdomMethod::SemiNca if order == Order::Fast => {
-            // The DFS parents are kept beside the forest made of them, and the numbers
-            // turned into the nodes they number: the dominators then follow in one pass by
-            // number, and the retained sizes in another, without searching the graph again.
-            let kept_parent = kept_parent.expect("kept in the fast order");
-            let semi = timed("dominators: semidominators", || {
-                semi_nca(preds, Parents::Steps(&kept_parent), &number)
-            });
-            // The nodes by number, which only the last step reads, are found beside the
-            // dominators (both one core's), once the lists are gone: found before the
-            // semidominators, they would be held beside the lists.
-            let (dom, vertex) = rayon::join(
-                || {
-                    timed("dominators: immediate dominators", || {
-                        dominators_from_semi(semi, kept_parent)
-                    })
-                },
-                || {
-                    timed("dominators: nodes by number", || {
-                        let vertex = nodes_by_number(&number, len);
-                        drop(number);
-                        vertex
-                    })
-                },
-            );
-            timed("dominators: retained sizes", || {
-                finish_by_vertex(graph, dom, &vertex, n_reachable, children)
-            })
-        }
+        IdomMethod::SemiNca if order == Order::Fast => O::at_lists(AtLists {
+            preds,
+            parents: kept_parent.expect("kept in the fast order"),
+            number,
+            len,
+            n_reachable,
+            children,
+        }),
         IdomMethod::SemiNca => {
             drop(number);
             let mut preds = preds;
@@ -448,7 +601,7 @@ fn dominators_and_children<O: Offset>(
                 finish.n_numbered, n,
                 "the second search numbers as the first"
             );
-            (finish.into_tree(), None)
+            Listed::Done(finish.into_tree(), None)
         }
         IdomMethod::LengauerTarjan => {
             let vertex = nodes_by_number(&number, len);
@@ -458,10 +611,11 @@ fn dominators_and_children<O: Offset>(
             });
             drop(preds);
             drop(parent);
-            timed(
+            let (tree, children) = timed(
                 "dominators: immediate dominators and retained sizes",
                 || finish_by_vertex(graph, dom, &vertex, n_reachable, false),
-            )
+            );
+            Listed::Done(tree, children)
         }
     }
 }

@@ -146,12 +146,57 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// the dominator tree ([`Analysis::prepare_chains`] then finds them built). The pass takes
 /// its fast order whatever [`memory_bound`] says: the lean one costs a second search of the
 /// graph on the pass's thread, which is the run's longest. Call it from a thread that is not
-/// rayon's. With [`ViewDistances::LeftOut`] there are no distances to search for.
+/// rayon's. With [`ViewDistances::LeftOut`] there are no distances to search for, and where
+/// the graph's columns are parked ([`HeapGraph::park_columns`]) the edges' targets join them
+/// once the pass has read them for the last time, beside its semidominators, which are one
+/// core's ([`HeapGraph::park_edge_targets_beside`]): nothing beside the pass reads them then,
+/// and the rest of it, its largest moments but the lists' fill, holds them compressed (on the
+/// 2.5 GB benchmark dump, 353 MiB in some 110).
 pub fn analyze_before_chains(
-    graph: &HeapGraph,
+    graph: &mut HeapGraph,
     options: &Options,
     view_distances: ViewDistances,
 ) -> Analysis {
+    let park_edges = view_distances == ViewDistances::LeftOut && graph.columns_parked();
+    let ((chain_parents, distances, counts), (dominators, children)) = if park_edges {
+        timed("dominator tree and retained sizes", || {
+            let (beside, listed) = to_lists(graph, options, view_distances, true);
+            let tree = (graph.park_edge_targets_beside(|| listed.dominators())).finish(graph);
+            (beside, tree)
+        })
+    } else {
+        let (beside, listed) = to_lists(graph, options, view_distances, false);
+        (beside, listed.finish(graph))
+    };
+    // Parked, they stay so: a summary's chains read a few of them, a block at a time, where
+    // given back whole they were the second largest thing held after the pass.
+    let (chain_parent, parked_chain_parents) = match chain_parents {
+        Waiting::Whole(parents) => (OnceLock::from(parents), None),
+        Waiting::Parked(parents) => (OnceLock::new(), Some(parents)),
+    };
+    Analysis {
+        chain_parent,
+        parked_chain_parents: Mutex::new(parked_chain_parents),
+        distance: distances,
+        type_counts: counts.map_or_else(OnceLock::new, OnceLock::from),
+        view_distances,
+        ..analysis_of(options, dominators, children)
+    }
+}
+
+/// What [`analyze_before_chains`] makes beside the dominator pass: the chain parents, the
+/// distances where shown, and the type counts where the types are not parked.
+type Beside = (Waiting, OnceLock<Vec<u32>>, Option<TypeCounts>);
+
+/// [`analyze_before_chains`] until its pass has read the graph's edges for the last time:
+/// what it makes beside the pass, and the pass to its lists where `to_lists_only` (the fast
+/// order), else done.
+fn to_lists(
+    graph: &HeapGraph,
+    options: &Options,
+    view_distances: ViewDistances,
+    to_lists_only: bool,
+) -> (Beside, dominators::Listed) {
     let rule = &options.edge_rule;
     // Each kept in a scratch file as soon as it is found, where indexes are (a server's), so
     // that neither is in memory beside the rest of the dominator pass.
@@ -170,7 +215,7 @@ pub fn analyze_before_chains(
     // over the run's peak in three runs of four (docs/performance.md).
     let park = graph.columns_parked();
     let (parked_sender, parked_receiver) = std::sync::mpsc::channel::<()>();
-    let ((chain_parents, distances, counts), analysis) = side_by_side(
+    side_by_side(
         || {
             let parents = waiting(chain_parents(), park);
             // Dropped, unwinding included, the sender lets the pass go on.
@@ -181,9 +226,9 @@ pub fn analyze_before_chains(
                 }
                 ViewDistances::LeftOut => OnceLock::new(),
             };
-            // The dominator pass's search is mostly the longer: the counts fit in before it ends.
-            // Where the types and sizes wait parked, so do the counts, until the type totals
-            // (made whole, they would meet the pass's predecessor lists, its peak).
+            // The dominator pass's search is mostly the longer: the counts fit in before it
+            // ends. Where the types and sizes wait parked, so do the counts, until the type
+            // totals (made whole, they would meet the pass's predecessor lists, its peak).
             let counts = (!graph.types_and_sizes_parked())
                 .then(|| timed("type counts", || TypeCounts::of_every_node(graph)));
             (parents, distances, counts)
@@ -195,23 +240,16 @@ pub fn analyze_before_chains(
                     let _ = timed("waiting for the chain parents", || parked_receiver.recv());
                 }
             };
-            analyze_trading_memory(graph, options, false, &after_search)
+            if to_lists_only {
+                dominators::dominators_to_lists(graph, rule, true, &after_search)
+            } else {
+                let (tree, children) = timed("dominator tree and retained sizes", || {
+                    dominators::dominators_trading_memory(graph, rule, false, true, &after_search)
+                });
+                dominators::Listed::Done(tree, children)
+            }
         },
-    );
-    // Parked, they stay so: a summary's chains read a few of them, a block at a time, where
-    // given back whole they were the second largest thing held after the pass.
-    let (chain_parent, parked_chain_parents) = match chain_parents {
-        Waiting::Whole(parents) => (OnceLock::from(parents), None),
-        Waiting::Parked(parents) => (OnceLock::new(), Some(parents)),
-    };
-    Analysis {
-        chain_parent,
-        parked_chain_parents: Mutex::new(parked_chain_parents),
-        distance: distances,
-        type_counts: counts.map_or_else(OnceLock::new, OnceLock::from),
-        view_distances,
-        ..analysis
-    }
+    )
 }
 
 /// A column made beside the dominator pass for after it: whole, or parked until then.
@@ -242,6 +280,15 @@ fn analyze_trading_memory(
     let (dominators, children) = timed("dominator tree and retained sizes", || {
         dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true, after_search)
     });
+    analysis_of(options, dominators, children)
+}
+
+/// The analysis of a dominator pass, with nothing else computed yet.
+fn analysis_of(
+    options: &Options,
+    dominators: DominatorTree,
+    children: Option<DominatorChildren>,
+) -> Analysis {
     Analysis {
         edge_rule: options.edge_rule.clone(),
         dominators,
@@ -914,13 +961,25 @@ mod tests {
         let options = Options {
             edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
         };
-        let whole = analyze_before_chains(&graph, &options, ViewDistances::LeftOut);
+        let whole = analyze_before_chains(&mut graph, &options, ViewDistances::LeftOut);
         let expected = suspects(&graph, &whole, 0.2);
         assert!(!expected.suspects.is_empty());
         let parents = whole.chain_parents(&graph).to_vec();
+        let targets = graph.parts().edge_to.clone();
         graph.park_columns(true);
-        let parked = analyze_before_chains(&graph, &options, ViewDistances::LeftOut);
-        graph.unpark_columns();
+        let parked = analyze_before_chains(&mut graph, &options, ViewDistances::LeftOut);
+        assert_eq!(parked.dominators.idom, whole.dominators.idom);
+        // As a summary leaves them: the edges' targets parked by the pass stay so.
+        graph.unpark_columns_but_ids_and_edges();
+        assert!(
+            graph.edge_targets_parked(),
+            "parked once the lists were built"
+        );
+        assert!(graph.parts().edge_to.is_empty());
+        assert_eq!(graph.edge_count(), targets.len());
+        for (edge, &target) in targets.iter().enumerate() {
+            assert_eq!(graph.edge_target(edge).to_raw(), target);
+        }
         assert!(
             parked.chain_parent.get().is_none(),
             "left parked by the pass"
@@ -939,6 +998,14 @@ mod tests {
             parked.parked_chain_parents_lock().is_none(),
             "given back whole"
         );
+        graph.unpark_columns();
+        assert!(!graph.edge_targets_parked());
+        assert_eq!(graph.parts().edge_to, targets);
+        // Shown, the distances' search beside the pass reads the edges: none are parked.
+        graph.park_columns(true);
+        let shown = analyze_before_chains(&mut graph, &options, ViewDistances::Shown);
+        assert!(!graph.edge_targets_parked());
+        assert_eq!(shown.dominators.idom, whole.dominators.idom);
     }
 
     /// A stored analysis adopted with its chain parents parked finds the same suspects,
@@ -977,14 +1044,14 @@ mod tests {
     /// with no distance on any view, and searches for none.
     #[test]
     fn views_without_distances_are_the_views_with_them_less_the_distances() {
-        let graph = graph(
+        let mut graph = graph(
             "root -> cache: 8; cache -> map: 16; map -> s1: 100; map -> s2: 100; map -> s3: 100; root -> other: 4",
         );
         let options = Options {
             edge_rule: EdgeRule::for_runtime(graph.meta().runtime),
         };
-        let shown = analyze_before_chains(&graph, &options, ViewDistances::Shown);
-        let left_out = analyze_before_chains(&graph, &options, ViewDistances::LeftOut);
+        let shown = analyze_before_chains(&mut graph, &options, ViewDistances::Shown);
+        let left_out = analyze_before_chains(&mut graph, &options, ViewDistances::LeftOut);
         let with = suspects(&graph, &shown, 0.2);
         let mut without = suspects(&graph, &left_out, 0.2);
         assert!(left_out.distance.get().is_none(), "no distances searched");

@@ -682,10 +682,9 @@ pub(crate) fn edge_into(
 ) -> Option<usize> {
     let graph = strong.graph;
     let parts = graph.parts();
-    let mut edges = parts
-        .first_edge
-        .range(parent as usize)
-        .filter(|&edge| parts.edge_to[edge] == child && strong.retains(parent, edge, child));
+    let mut edges = parts.first_edge.range(parent as usize).filter(|&edge| {
+        graph.edge_target(edge).to_raw() == child && strong.retains(parent, edge, child)
+    });
     let first = edges.next()?;
     if parent != graph.root().to_raw() || order == ChainOrder::Shortest {
         return Some(first);
@@ -774,6 +773,7 @@ fn search(
 ) -> SearchTree {
     let strong = StrongEdges::new(graph, rule);
     let parts = graph.parts();
+    let edge_to = graph.edge_targets();
     let root = graph.root().to_raw();
     let mut parent = vec![NO_NODE; graph.node_count()];
     parent[root as usize] = root;
@@ -800,7 +800,7 @@ fn search(
         let mut node = root;
         loop {
             for edge in parts.first_edge.range(node as usize) {
-                let to = parts.edge_to[edge];
+                let to = edge_to[edge];
                 if reached.get(to as usize)
                     || !strong.retains(node, edge, to)
                     || (node == root && !enters(edge))
@@ -820,7 +820,7 @@ fn search(
             if remaining == 0 || head == visited.len() {
                 break;
             }
-            prefetch_queued(parts, &visited, head);
+            prefetch_queued(parts, &edge_to, &visited, head);
             node = visited[head];
             head += 1;
             // Moving the queue down costs no more than the pushes it follows: at most half of

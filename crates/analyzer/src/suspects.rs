@@ -1090,7 +1090,7 @@ mod tests {
         };
         let mut accumulated = 0;
         for round in 0..100 {
-            let graph = heapgraph_test_support::long_lines(&mut lcg, round % 2 == 0);
+            let mut graph = heapgraph_test_support::long_lines(&mut lcg, round % 2 == 0);
             let kinds: Vec<String> = (graph.parts().node_kinds.iter())
                 .map(|info| info.name.clone())
                 .collect();
@@ -1099,7 +1099,7 @@ mod tests {
                 let together = if round % 2 == 0 {
                     analyze(&graph, &options)
                 } else {
-                    crate::analyze_before_chains(&graph, &options, crate::ViewDistances::Shown)
+                    crate::analyze_before_chains(&mut graph, &options, crate::ViewDistances::Shown)
                 };
                 let alone = analyze(&graph, &options);
                 let (view, found) =

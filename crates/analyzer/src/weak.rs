@@ -152,7 +152,7 @@ impl<'a> ReferenceKinds<'a> {
         self.graph
             .edge_range(node)
             .find(|&edge| self.graph.edge_name(edge) == EdgeName::Named(name))
-            .map(|edge| self.graph.parts().edge_to[edge])
+            .map(|edge| self.graph.edge_target(edge).to_raw())
     }
 }
 
@@ -249,7 +249,8 @@ pub fn weak_reach(graph: &HeapGraph, rule: &EdgeRule, tree: &DominatorTree) -> W
     let mut holders: FxHashMap<Option<NodeId>, Option<StringId>> = FxHashMap::default();
     if !rule.include_weak {
         for edge in parts.edge_kind.positions_of(EdgeKind::Weak) {
-            if level[parts.edge_to[edge] as usize] != NOTHING {
+            let to = graph.edge_target(edge);
+            if level[to.index()] != NOTHING {
                 continue;
             }
             let from = graph.edge_source(edge);
@@ -261,7 +262,7 @@ pub fn weak_reach(graph: &HeapGraph, rule: &EdgeRule, tree: &DominatorTree) -> W
                 .entry(tree.immediate_dominator(graph, from))
                 .or_insert_with_key(|&dominator| holder(graph, tree, dominator));
             let group = groups.id(kind, graph.type_id(from), kept_by);
-            pending[usize::from(kind.level())].push((parts.edge_to[edge], group));
+            pending[usize::from(kind.level())].push((to.to_raw(), group));
         }
     }
     let strong = StrongEdges::new(graph, rule);
@@ -278,7 +279,7 @@ pub fn weak_reach(graph: &HeapGraph, rule: &EdgeRule, tree: &DominatorTree) -> W
                 groups.add(group, graph.shallow_size(node_id));
             }
             for edge in graph.edge_range(node_id) {
-                let to = parts.edge_to[edge];
+                let to = graph.edge_target(edge).to_raw();
                 if level[to as usize] != NOTHING {
                     continue;
                 }

@@ -420,7 +420,7 @@ impl Loaded {
     /// [`Loaded::analyze_before_chains`] for `summary`, whose findings show no distances, a
     /// few hundred object ids and a few thousand edge names: where these were parked, they
     /// stay so, each read decoded with its block
-    /// (`HeapGraph::unpark_columns_but_ids_and_edge_names`), where given back whole they were
+    /// (`HeapGraph::unpark_columns_but_ids_and_edges`), where given back whole they were
     /// among what the run held at its peak, after the pass; a stored analysis is adopted with
     /// the ids and its chain parents parked likewise.
     pub(crate) fn analyze_for_summary(&mut self, include_weak: bool) -> anyhow::Result<Analysis> {
@@ -518,7 +518,7 @@ impl Loaded {
                 analysis
             }
             Some(view_distances) => {
-                heapgraph_analyzer::analyze_before_chains(&self.graph, &options, view_distances)
+                heapgraph_analyzer::analyze_before_chains(&mut self.graph, &options, view_distances)
             }
             None => heapgraph_analyzer::analyze(&self.graph, &options),
         };
@@ -529,7 +529,7 @@ impl Loaded {
             release_freed_memory();
             match parked_after {
                 ReadAfter::GivenBack => self.graph.unpark_columns(),
-                ReadAfter::LeftParked => self.graph.unpark_columns_but_ids_and_edge_names(),
+                ReadAfter::LeftParked => self.graph.unpark_columns_but_ids_and_edges(),
             }
             release_freed_memory();
         }

@@ -255,14 +255,17 @@ pub struct HeapGraph {
 }
 
 /// The columns of a graph compressed in memory while a pass runs that reads none of them.
-/// The ids and edge names are in blocks small enough to be read a value at a time
-/// ([`Parked::park_for_reads`]): they may stay parked after the pass
-/// ([`HeapGraph::unpark_columns_but_ids_and_edge_names`]), and the chains' searches beside it
+/// The ids, edge names and edge targets are in blocks small enough to be read a value at a
+/// time ([`Parked::park_for_reads`]): they may stay parked after the pass
+/// ([`HeapGraph::unpark_columns_but_ids_and_edges`]), and the chains' searches beside it
 /// read the names of the root's edges.
 struct ParkedColumns {
     object_ids: Parked<PackedU64>,
     labels: Option<Parked<NodeNames>>,
     edge_names: Option<ParkedEdgeNames>,
+    /// Parked by [`HeapGraph::park_edge_targets_beside`], once a pass has read them for the
+    /// last time.
+    edge_targets: Option<Parked<Vec<u32>>>,
     types: Option<Parked<NodeTypes>>,
     shallow_sizes: Option<Parked<PackedU64>>,
 }
@@ -471,7 +474,8 @@ impl HeapGraph {
     /// The number of edges.
     #[inline]
     pub fn edge_count(&self) -> usize {
-        self.parts.edge_to.len()
+        // The kinds are never parked, the targets may be.
+        self.parts.edge_kind.len()
     }
 
     /// The root of the analyses.
@@ -510,7 +514,7 @@ impl HeapGraph {
     }
 
     /// The runtime's id of `node`: read from its parked block where the ids are parked
-    /// ([`HeapGraph::unpark_columns_but_ids_and_edge_names`]).
+    /// ([`HeapGraph::unpark_columns_but_ids_and_edges`]).
     #[inline]
     pub fn object_id(&self, node: NodeId) -> u64 {
         match &self.parked {
@@ -573,10 +577,43 @@ impl HeapGraph {
         self.parts.first_edge.range(node.index())
     }
 
-    /// The target of edge `edge`.
+    /// The target of edge `edge`: read from its parked block where the targets are parked
+    /// ([`HeapGraph::park_edge_targets_beside`]).
     #[inline]
     pub fn edge_target(&self, edge: usize) -> NodeId {
-        NodeId(self.parts.edge_to[edge])
+        match self
+            .parked
+            .as_ref()
+            .and_then(|parked| parked.edge_targets.as_ref())
+        {
+            Some(targets) => NodeId(
+                targets
+                    .value::<u32>("values", edge)
+                    .expect("an edge of the graph has a parked target"),
+            ),
+            None => NodeId(self.parts.edge_to[edge]),
+        }
+    }
+
+    /// Every edge's target by edge: the column, or, where the targets are parked
+    /// ([`HeapGraph::park_edge_targets_beside`]), a copy decoded from their blocks, for a search
+    /// over the whole graph after a pass that parked them (none of `summary`'s, which read the
+    /// targets of a few thousand edges).
+    pub fn edge_targets(&self) -> std::borrow::Cow<'_, [u32]> {
+        match self
+            .parked
+            .as_ref()
+            .and_then(|parked| parked.edge_targets.as_ref())
+        {
+            Some(targets) => std::borrow::Cow::Owned(targets.unparked_copy()),
+            None => std::borrow::Cow::Borrowed(&self.parts.edge_to),
+        }
+    }
+
+    /// Whether the edges' targets are parked ([`HeapGraph::park_edge_targets_beside`]): meanwhile
+    /// the parts' `edge_to` is empty, and [`HeapGraph::edge_target`] reads them.
+    pub fn edge_targets_parked(&self) -> bool {
+        (self.parked.as_ref()).is_some_and(|parked| parked.edge_targets.is_some())
     }
 
     /// The kind of edge `edge`.
@@ -694,6 +731,7 @@ impl HeapGraph {
                 object_ids,
                 labels: None,
                 edge_names: None,
+                edge_targets: None,
                 types: None,
                 shallow_sizes: None,
             };
@@ -713,7 +751,7 @@ impl HeapGraph {
     /// Parks the object ids alone, in blocks read an id at a time, for good unless
     /// [`HeapGraph::unpark_columns`] gives them back: for a graph whose analysis is stored,
     /// which a summary reads a few hundred ids of (as
-    /// [`HeapGraph::unpark_columns_but_ids_and_edge_names`] leaves them after a pass). Nothing
+    /// [`HeapGraph::unpark_columns_but_ids_and_edges`] leaves them after a pass). Nothing
     /// where columns are parked already, or where the ids are a file's pages (a reopened
     /// `.hgd`'s), which the kernel drops once read ([`HeapGraph::forget_read_pages`]): parking
     /// would read them all and keep the blocks beside.
@@ -727,6 +765,7 @@ impl HeapGraph {
                 object_ids: Parked::park_for_reads(ids),
                 labels: None,
                 edge_names: None,
+                edge_targets: None,
                 types: None,
                 shallow_sizes: None,
             });
@@ -755,7 +794,7 @@ impl HeapGraph {
     /// Gives back the columns [`HeapGraph::park_columns`] compressed, as they were (the text
     /// stays parked); nothing where none are parked ([`HeapGraph::columns_parked`]).
     pub fn unpark_columns(&mut self) {
-        self.unpark_columns_but_ids_and_edge_names();
+        self.unpark_columns_but_ids_and_edges();
         if let Some(parked) = self.parked.take() {
             crate::timed("columns unparked", || {
                 let parts = &mut self.parts;
@@ -763,18 +802,22 @@ impl HeapGraph {
                 if let Some(names) = parked.edge_names {
                     parts.edge_name = names.unpark();
                 }
+                if let Some(targets) = parked.edge_targets {
+                    parts.edge_to = targets.unpark();
+                }
             });
         }
     }
 
     /// Gives back the labels, types and shallow sizes [`HeapGraph::park_columns`] compressed;
-    /// the object ids and edge names stay parked, read a block at a time by
-    /// [`HeapGraph::object_id`] and [`HeapGraph::edge_name`], for a caller that reads a few
-    /// thousand of them (a summary): on the 2.5 GB benchmark dump, whose ids and edge names
-    /// take 69 and 177 MiB as columns, what the run holds after the pass is some 230 MiB less
+    /// the object ids, the edge names and, where parked, the edge targets stay so, read a
+    /// block at a time by [`HeapGraph::object_id`], [`HeapGraph::edge_name`] and
+    /// [`HeapGraph::edge_target`], for a caller that reads a few thousand of them (a
+    /// summary): on the 2.5 GB benchmark dump, whose ids, edge names and edge targets take
+    /// 69, 177 and 353 MiB as columns, what the run holds after the pass is some 480 MiB less
     /// (docs/performance.md). Until [`HeapGraph::unpark_columns`], the parts'
-    /// `node_object_id` and `edge_name` are empty.
-    pub fn unpark_columns_but_ids_and_edge_names(&mut self) {
+    /// `node_object_id`, `edge_name` and (where parked) `edge_to` are empty.
+    pub fn unpark_columns_but_ids_and_edges(&mut self) {
         let Some(parked) = self.parked.as_mut() else {
             return;
         };
@@ -798,6 +841,47 @@ impl HeapGraph {
                 parts.node_shallow_size = sizes.unpark();
             }
         });
+    }
+
+    /// Runs `work`, which cannot read the graph, while another thread parks the edges'
+    /// targets beside the columns [`HeapGraph::park_columns`] compressed, in blocks read a
+    /// target at a time ([`HeapGraph::edge_target`]), from the back, the column shrinking as
+    /// its blocks are made ([`Parked::park_for_reads_from_the_back`]): for a pass past its
+    /// last read of them all (the dominator pass once its predecessor lists are built, whose
+    /// semidominators are one core's), whose callers read a few thousand after it. They
+    /// compress about three times (a Java dump's objects mostly refer to their neighbours and
+    /// to a few classes): on the 2.5 GB benchmark dump, 353 MiB to some 110. With one thread
+    /// (`RAYON_NUM_THREADS=1`) the parking comes first. `work` alone where no columns are
+    /// parked, where the targets are parked already, or where they are a file's pages (a
+    /// reopened `.hgd`'s), which the kernel drops once read
+    /// ([`HeapGraph::forget_read_pages`]).
+    pub fn park_edge_targets_beside<R>(&mut self, work: impl FnOnce() -> R) -> R {
+        let Some(parked) = self.parked.as_mut() else {
+            return work();
+        };
+        if parked.edge_targets.is_some() || crate::file_pages::in_file_pages(&self.parts.edge_to) {
+            return work();
+        }
+        let targets = std::mem::take(&mut self.parts.edge_to);
+        let park = move || {
+            crate::timed("edge targets parked", || {
+                Parked::park_for_reads_from_the_back(targets)
+            })
+        };
+        let (targets, result) = if rayon::current_num_threads() == 1 {
+            (park(), work())
+        } else {
+            std::thread::scope(|scope| {
+                let parking = scope.spawn(park);
+                let result = work();
+                let targets = parking
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (targets, result)
+            })
+        };
+        parked.edge_targets = Some(targets);
+        result
     }
 
     /// Whether the nodes' types and shallow sizes are parked ([`HeapGraph::park_columns`]):
@@ -981,7 +1065,7 @@ mod tests {
         let copy = graph.shallow_sizes_copy();
         assert!((0..70_000).all(|node| copy.get(node) == sizes.get(node)));
         assert_eq!(graph.edge_name(69_997), EdgeName::Index(69_997 * 7));
-        graph.unpark_columns_but_ids_and_edge_names();
+        graph.unpark_columns_but_ids_and_edges();
         assert!(graph.columns_parked());
         assert!(!graph.types_and_sizes_parked());
         assert!(graph.parts().node_shallow_size == sizes && graph.parts().node_type == types);

@@ -9,7 +9,9 @@
 //! performance.md: on the 2.5 GB benchmark dump, edge names 30 times, object ids 3 times,
 //! labels 1.4 times).
 
-use crate::image::{ImageSource, Imaged, Plain, as_bytes_mut, scalar_named, zeroed};
+use crate::image::{
+    ImageSource, Imaged, ONLY, Plain, as_bytes, as_bytes_mut, scalar_named, zeroed,
+};
 use rayon::prelude::*;
 
 /// The bytes of a vector compressed as one block: large enough for zstd's ratio, small enough
@@ -76,22 +78,7 @@ impl<C: Imaged> Parked<C> {
                 let bytes = values.bytes();
                 let blocks = bytes
                     .par_chunks(block)
-                    .map_init(
-                        || zstd::bulk::Compressor::new(LEVEL).ok(),
-                        |compressor, raw| {
-                            let compressed = compressor
-                                .as_mut()
-                                .and_then(|compressor| compressor.compress(raw).ok());
-                            match compressed {
-                                // zstd leaves room for the worst case: handed back.
-                                Some(mut compressed) if compressed.len() < raw.len() => {
-                                    compressed.shrink_to_fit();
-                                    Block::Compressed(compressed)
-                                }
-                                _ => Block::Raw(raw.to_vec()),
-                            }
-                        },
-                    )
+                    .map_init(|| zstd::bulk::Compressor::new(LEVEL).ok(), compressed)
                     .collect();
                 ParkedPart {
                     name,
@@ -109,6 +96,19 @@ impl<C: Imaged> Parked<C> {
             block,
             column: std::marker::PhantomData,
         }
+    }
+
+    /// The bytes the column takes while parked.
+    pub fn parked_bytes(&self) -> usize {
+        let blocks = self
+            .parts
+            .iter()
+            .flat_map(|part| part.blocks.iter().flatten());
+        blocks
+            .map(|block| match block {
+                Block::Compressed(bytes) | Block::Raw(bytes) => bytes.len(),
+            })
+            .sum()
     }
 
     /// Value `index` of the vector `name`, decoded with its block (the last block decoded is
@@ -201,18 +201,59 @@ impl<C: Imaged> Parked<C> {
         };
         copy.unpark()
     }
+}
 
-    /// The bytes the column takes while parked.
-    pub fn parked_bytes(&self) -> usize {
-        let blocks = self
-            .parts
-            .iter()
-            .flat_map(|part| part.blocks.iter().flatten());
-        blocks
-            .map(|block| match block {
-                Block::Compressed(bytes) | Block::Raw(bytes) => bytes.len(),
-            })
-            .sum()
+/// Blocks compressed from the back of a vector being parked between two shrinks of it: 4 MiB
+/// of [`READ_BLOCK`]s, a few hundred `mremap` calls on a column of 1 GiB.
+const SHRINK_EVERY: usize = 16;
+
+impl Parked<Vec<u32>> {
+    /// `values` parked as [`Parked::park_for_reads`] parks them, on this thread alone and
+    /// from the back: the vector shrinks as its blocks are made, so that it and its blocks
+    /// are never both held whole (where the allocator shrinks a large block in place, as the
+    /// binary's and glibc's do with `mremap`, the memory goes back to the kernel as it goes).
+    /// For a column parked beside other work, whose memory it would otherwise meet.
+    pub fn park_for_reads_from_the_back(mut values: Vec<u32>) -> Parked<Vec<u32>> {
+        let per_block = READ_BLOCK / std::mem::size_of::<u32>();
+        let n_values = values.len();
+        let n_blocks = n_values.div_ceil(per_block);
+        let mut compressor = zstd::bulk::Compressor::new(LEVEL).ok();
+        let mut blocks = Vec::with_capacity(n_blocks);
+        for block in (0..n_blocks).rev() {
+            let start = block * per_block;
+            blocks.push(compressed(&mut compressor, as_bytes(&values[start..])));
+            values.truncate(start);
+            if block % SHRINK_EVERY == 0 {
+                values.shrink_to_fit();
+            }
+        }
+        blocks.reverse();
+        Parked {
+            repr: ONLY,
+            scalars: Vec::new(),
+            parts: vec![ParkedPart {
+                name: "values",
+                width: std::mem::size_of::<u32>(),
+                bytes: n_values * std::mem::size_of::<u32>(),
+                blocks: Some(blocks),
+                last_read: std::sync::Mutex::new(None),
+            }],
+            block: READ_BLOCK,
+            column: std::marker::PhantomData,
+        }
+    }
+}
+
+/// `raw` as a parked block: compressed where zstd makes it shorter, as it is otherwise.
+fn compressed(compressor: &mut Option<zstd::bulk::Compressor<'static>>, raw: &[u8]) -> Block {
+    let compressed = (compressor.as_mut()).and_then(|compressor| compressor.compress(raw).ok());
+    match compressed {
+        // zstd leaves room for the worst case: handed back.
+        Some(mut compressed) if compressed.len() < raw.len() => {
+            compressed.shrink_to_fit();
+            Block::Compressed(compressed)
+        }
+        _ => Block::Raw(raw.to_vec()),
     }
 }
 
@@ -317,6 +358,7 @@ mod tests {
         for parked in [
             Parked::park_for_reads(values.clone()),
             Parked::park(values.clone()),
+            Parked::park_for_reads_from_the_back(values.clone()),
         ] {
             // Every 61st value, and each side of the blocks' edges (65536 values a block for
             // reads) and of the raw values' start.
@@ -332,6 +374,36 @@ mod tests {
             assert_eq!(parked.value::<u32>("names", 0), None);
             assert_eq!(parked.value::<u64>("values", 0), None);
             assert_eq!(parked.unpark(), values);
+        }
+    }
+
+    /// Parked from the back, a vector makes the blocks parking it for reads makes, whatever
+    /// its length against the blocks and the shrinks between them.
+    #[test]
+    fn a_vector_parked_from_the_back_is_parked_for_reads() {
+        let per_block = READ_BLOCK / 4;
+        for len in [
+            0,
+            1,
+            per_block,
+            per_block * SHRINK_EVERY + 1,
+            per_block * 17 - 1,
+        ] {
+            let values: Vec<u32> = (0..len as u32)
+                .map(|k| k.wrapping_mul(2_654_435_761) >> 12)
+                .collect();
+            let from_the_back = Parked::park_for_reads_from_the_back(values.clone());
+            let for_reads = Parked::park_for_reads(values.clone());
+            assert_eq!(
+                from_the_back.parked_bytes(),
+                for_reads.parked_bytes(),
+                "{len}"
+            );
+            assert_eq!(
+                from_the_back.value::<u32>("values", len / 2),
+                values.get(len / 2).copied()
+            );
+            assert_eq!(from_the_back.unpark(), values, "{len}");
         }
     }
 
