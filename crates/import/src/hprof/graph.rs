@@ -503,8 +503,7 @@ fn build_with(
                 let mut part = Part::with_capacity(n_nodes, n_nodes + n_bytes / id_size);
                 for segment in run.clone() {
                     let before = part.node_kind.len();
-                    walk_segment(&context, segments[segment].clone(), &mut part);
-                    release(segments[segment].clone());
+                    walk_segment(&context, segments[segment].clone(), &mut part, release);
                     let walked = part.node_kind.len() - before;
                     if walked != objects_per_segment[segment] {
                         return Err(scan::malformed(
@@ -646,15 +645,32 @@ fn split_runs(segments: &[Range<usize>], n_runs: usize) -> Vec<Range<usize>> {
     runs
 }
 
-/// Pass 2 over one segment: nodes and edges for its objects, in file order.
-fn walk_segment(context: &Context<'_>, body: Range<usize>, part: &mut Part) {
+/// The bytes of a segment pass 2 reads before it hands them back: HotSpot's segments are
+/// about 1 MiB, but those of large arrays reach 32 MiB (the 2.5 GB benchmark dump's), of which
+/// each thread held its whole span resident until the segment's end.
+const WALK_RELEASE_SPAN: usize = 4 << 20;
+
+/// Pass 2 over one segment: nodes and edges for its objects, in file order; the bytes read are
+/// handed back (`release`) every [`WALK_RELEASE_SPAN`] and at the end.
+fn walk_segment(
+    context: &Context<'_>,
+    body: Range<usize>,
+    part: &mut Part,
+    release: &(dyn Fn(Range<usize>) + Sync),
+) {
     let mut cursor = Cursor::new(context.bytes, body.start, body.end, context.id_size);
+    let mut released_to = body.start;
     while cursor.remaining() > 0 {
         // Pass 1 read the same sub-records: a short one ends a cut segment there.
         if walk_sub_record(context, &mut cursor, part).is_err() {
             break;
         }
+        if cursor.pos() - released_to >= WALK_RELEASE_SPAN {
+            release(released_to..cursor.pos());
+            released_to = cursor.pos();
+        }
     }
+    release(released_to..body.end);
 }
 
 /// Reads one sub-record; objects become nodes of `part`.
