@@ -258,11 +258,12 @@ enum Waiting {
     Parked(Parked<Vec<u32>>),
 }
 
-/// The chain parents `column`, parked where `park` says.
+/// The chain parents `column`, parked where `park` says: from the back, the column shrinking
+/// as its blocks are made, so that both are not held whole at the end of the pass's search.
 fn waiting(column: Vec<u32>, park: bool) -> Waiting {
     if park {
         Waiting::Parked(timed("chain parents parked", || {
-            Parked::park_for_reads(column)
+            Parked::park_for_reads_from_the_back(column)
         }))
     } else {
         Waiting::Whole(column)

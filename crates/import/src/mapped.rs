@@ -13,7 +13,10 @@ const FAULT_AROUND: usize = 64 << 10;
 /// benchmark dump, 71 MiB through the parse, a sixteenth of every 1 MiB segment).
 pub(crate) fn release_range(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
     const PAGE: usize = 4096;
-    let start = range.start.saturating_sub(FAULT_AROUND).next_multiple_of(PAGE);
+    let start = range
+        .start
+        .saturating_sub(FAULT_AROUND)
+        .next_multiple_of(PAGE);
     let end = range.end.min(map.len()) / PAGE * PAGE;
     if end > start {
         #[cfg(unix)]

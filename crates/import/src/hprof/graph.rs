@@ -1304,8 +1304,10 @@ fn assemble(
     });
     // Gone before the labels' column is sorted and built, which holds its pairs twice.
     drop(string_slices);
+    let thread_names = thread_names(&graph, plan, strings, &names);
+    // Last, they win over any label the threads had, as a later pair does.
+    names.extend(thread_names);
     graph.node_name = NodeNames::from_pairs(n_nodes, names);
-    name_threads(&mut graph, plan, strings);
     if dangling > 0 {
         meta.notes.push(format!(
             "{dangling} reference(s) point to objects the dump does not hold (VM-internal or archived ones); they are left out"
@@ -1542,26 +1544,43 @@ fn decode_string(
     }
 }
 
-/// Names each thread object by the string its `name` field holds.
-fn name_threads(graph: &mut HeapGraphParts, plan: &RootPlan, strings: &StringTable) {
+/// The label of each thread object: the text of the string its `name` field holds, found among
+/// the labels' `pairs` (so that the labels' column is built once, with the threads').
+fn thread_names(
+    graph: &HeapGraphParts,
+    plan: &RootPlan,
+    strings: &StringTable,
+    pairs: &[(u32, StringId)],
+) -> Vec<(u32, StringId)> {
     let Some(name_field) = strings.find("name") else {
-        return;
+        return Vec::new();
     };
-    let mut thread_names = Vec::new();
-    for &thread in &plan.thread_nodes {
-        let field = graph.first_edge.range(thread as usize).find(|&edge| {
-            graph.edge_kind[edge] == EdgeKind::Property
-                && graph.edge_name.get(edge) == name_field.to_raw()
-        });
-        if let Some(edge) = field {
-            thread_names.push((thread, graph.node_name.get(graph.edge_to[edge] as usize)));
+    // Each thread's name string, then one pass over the labels for their texts.
+    let name_strings: Vec<(u32, u32)> = (plan.thread_nodes.iter())
+        .filter_map(|&thread| {
+            let mut fields = graph.first_edge.range(thread as usize);
+            let field = fields.find(|&edge| {
+                graph.edge_kind[edge] == EdgeKind::Property
+                    && graph.edge_name.get(edge) == name_field.to_raw()
+            })?;
+            Some((thread, graph.edge_to[field]))
+        })
+        .collect();
+    if name_strings.is_empty() {
+        return Vec::new();
+    }
+    let mut label_of: FxHashMap<u32, StringId> = (name_strings.iter())
+        .map(|&(_, string)| (string, StringId::EMPTY))
+        .collect();
+    // A string labelled twice takes its last label, as the column would.
+    for &(node, label) in pairs {
+        if let Some(found) = label_of.get_mut(&node) {
+            *found = label;
         }
     }
-    if !thread_names.is_empty() {
-        let n_nodes = graph.node_name.len();
-        let names = graph.node_name.named().chain(thread_names).collect();
-        graph.node_name = NodeNames::from_pairs(n_nodes, names);
-    }
+    (name_strings.into_iter())
+        .map(|(thread, string)| (thread, label_of[&string]))
+        .collect()
 }
 
 /// The note for a dump cut short.
