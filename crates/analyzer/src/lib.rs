@@ -259,11 +259,12 @@ enum Waiting {
 }
 
 /// The chain parents `column`, parked where `park` says: from the back, the column shrinking
-/// as its blocks are made, so that both are not held whole at the end of the pass's search.
+/// as its blocks are made, so that both are not held whole at the end of the pass's search,
+/// on every core (the pass waits for them).
 fn waiting(column: Vec<u32>, park: bool) -> Waiting {
     if park {
         Waiting::Parked(timed("chain parents parked", || {
-            Parked::park_for_reads_from_the_back(column)
+            Parked::park_for_reads_from_the_back(column, heapgraph_model::Cores::Every)
         }))
     } else {
         Waiting::Whole(column)

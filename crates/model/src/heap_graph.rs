@@ -865,7 +865,7 @@ impl HeapGraph {
         let targets = std::mem::take(&mut self.parts.edge_to);
         let park = move || {
             crate::timed("edge targets parked", || {
-                Parked::park_for_reads_from_the_back(targets)
+                Parked::park_for_reads_from_the_back(targets, crate::Cores::One)
             })
         };
         let (targets, result) = if rayon::current_num_threads() == 1 {

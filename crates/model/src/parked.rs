@@ -207,25 +207,48 @@ impl<C: Imaged> Parked<C> {
 /// of [`READ_BLOCK`]s, a few hundred `mremap` calls on a column of 1 GiB.
 const SHRINK_EVERY: usize = 16;
 
+/// The cores a column parks on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cores {
+    /// The calling thread's: for a column parked beside other work.
+    One,
+    /// Rayon's, for a caller that waits for the column.
+    Every,
+}
+
 impl Parked<Vec<u32>> {
-    /// `values` parked as [`Parked::park_for_reads`] parks them, on this thread alone and
-    /// from the back: the vector shrinks as its blocks are made, so that it and its blocks
-    /// are never both held whole (where the allocator shrinks a large block in place, as the
-    /// binary's and glibc's do with `mremap`, the memory goes back to the kernel as it goes).
-    /// For a column parked beside other work, whose memory it would otherwise meet.
-    pub fn park_for_reads_from_the_back(mut values: Vec<u32>) -> Parked<Vec<u32>> {
+    /// `values` parked as [`Parked::park_for_reads`] parks them, from the back: the vector
+    /// shrinks as its blocks are made, so that it and its blocks are never both held whole
+    /// (where the allocator shrinks a large block in place, as the binary's and glibc's do
+    /// with `mremap`, the memory goes back to the kernel as it goes).
+    pub fn park_for_reads_from_the_back(mut values: Vec<u32>, cores: Cores) -> Parked<Vec<u32>> {
         let per_block = READ_BLOCK / std::mem::size_of::<u32>();
         let n_values = values.len();
         let n_blocks = n_values.div_ceil(per_block);
-        let mut compressor = zstd::bulk::Compressor::new(LEVEL).ok();
         let mut blocks = Vec::with_capacity(n_blocks);
-        for block in (0..n_blocks).rev() {
-            let start = block * per_block;
-            blocks.push(compressed(&mut compressor, as_bytes(&values[start..])));
-            values.truncate(start);
-            if block % SHRINK_EVERY == 0 {
-                values.shrink_to_fit();
+        let mut compressor = zstd::bulk::Compressor::new(LEVEL).ok();
+        let mut end = n_blocks;
+        while end > 0 {
+            let start = end.saturating_sub(SHRINK_EVERY);
+            let block_of = |compressor: &mut Option<zstd::bulk::Compressor<'static>>, b: usize| {
+                let values = &values[b * per_block..((b + 1) * per_block).min(n_values)];
+                compressed(compressor, as_bytes(values))
+            };
+            match cores {
+                Cores::One => {
+                    blocks.extend((start..end).rev().map(|b| block_of(&mut compressor, b)));
+                }
+                Cores::Every => {
+                    let group: Vec<Block> = (start..end)
+                        .into_par_iter()
+                        .map_init(|| zstd::bulk::Compressor::new(LEVEL).ok(), block_of)
+                        .collect();
+                    blocks.extend(group.into_iter().rev());
+                }
             }
+            values.truncate(start * per_block);
+            values.shrink_to_fit();
+            end = start;
         }
         blocks.reverse();
         Parked {
@@ -358,7 +381,8 @@ mod tests {
         for parked in [
             Parked::park_for_reads(values.clone()),
             Parked::park(values.clone()),
-            Parked::park_for_reads_from_the_back(values.clone()),
+            Parked::park_for_reads_from_the_back(values.clone(), Cores::One),
+            Parked::park_for_reads_from_the_back(values.clone(), Cores::Every),
         ] {
             // Every 61st value, and each side of the blocks' edges (65536 values a block for
             // reads) and of the raw values' start.
@@ -392,18 +416,18 @@ mod tests {
             let values: Vec<u32> = (0..len as u32)
                 .map(|k| k.wrapping_mul(2_654_435_761) >> 12)
                 .collect();
-            let from_the_back = Parked::park_for_reads_from_the_back(values.clone());
             let for_reads = Parked::park_for_reads(values.clone());
-            assert_eq!(
-                from_the_back.parked_bytes(),
-                for_reads.parked_bytes(),
-                "{len}"
-            );
-            assert_eq!(
-                from_the_back.value::<u32>("values", len / 2),
-                values.get(len / 2).copied()
-            );
-            assert_eq!(from_the_back.unpark(), values, "{len}");
+            for cores in [Cores::One, Cores::Every] {
+                let from_the_back = Parked::park_for_reads_from_the_back(values.clone(), cores);
+                assert_eq!(
+                    from_the_back.parked_bytes(),
+                    for_reads.parked_bytes(),
+                    "{len}"
+                );
+                let middle = from_the_back.value::<u32>("values", len / 2);
+                assert_eq!(middle, values.get(len / 2).copied(), "{len}");
+                assert_eq!(from_the_back.unpark(), values, "{len}");
+            }
         }
     }
 
