@@ -180,6 +180,15 @@ impl Listed {
         self.dominators().finish(graph)
     }
 
+    /// How many nodes the search from the root reached, where the lists are built.
+    pub(crate) fn reached(&self) -> Option<u32> {
+        match self {
+            Listed::Narrow(lists) => Some(lists.n_reachable),
+            Listed::Wide(lists) => Some(lists.n_reachable),
+            Listed::Done(..) => None,
+        }
+    }
+
     /// The semidominators and the immediate dominators, which read nothing of the graph.
     pub(crate) fn dominators(self) -> Dominated {
         match self {
