@@ -55,8 +55,8 @@ fn parked_analyses_agree(name: &str) {
     assert_eq!(graph.parts().edge_name.is_empty(), names, "{name}");
     let parked = analyses(&mut graph, &options);
     graph.unpark_columns_but_ids_and_edges();
-    // The pass parks them where the search from the root leaves few nodes unreached; parked
-    // here otherwise, so that the summary reads every dump's through their blocks.
+    // The pass leaves them parked where its search from the root leaves few nodes unreached;
+    // parked here otherwise, so that the summary reads every dump's through their blocks.
     let n_nodes = graph.node_count();
     let unreached = n_nodes - parked[2].dominators.reachable.count_set();
     assert_eq!(

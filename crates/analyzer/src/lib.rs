@@ -151,7 +151,8 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// once the pass has read them for the last time, beside its semidominators, which are one
 /// core's ([`HeapGraph::park_edge_targets_beside`]): nothing beside the pass reads them then,
 /// and the rest of it, its largest moments but the lists' fill, holds them compressed (on the
-/// 2.5 GB benchmark dump, 353 MiB in some 110).
+/// 2.5 GB benchmark dump, 353 MiB in some 110). They stay parked after it where its search
+/// left few nodes unreached ([`UNREACHED_PARKING`]).
 pub fn analyze_before_chains(
     graph: &mut HeapGraph,
     options: &Options,
@@ -164,11 +165,10 @@ pub fn analyze_before_chains(
             let n_nodes = graph.node_count();
             let few_unreached = (listed.reached())
                 .is_some_and(|reached| n_nodes - reached as usize <= n_nodes / UNREACHED_PARKING);
-            let tree = if few_unreached {
-                (graph.park_edge_targets_beside(|| listed.dominators())).finish(graph)
-            } else {
-                listed.finish(graph)
-            };
+            let tree = (graph.park_edge_targets_beside(|| listed.dominators())).finish(graph);
+            if !few_unreached {
+                graph.unpark_edge_targets();
+            }
             (beside, tree)
         })
     } else {
@@ -192,10 +192,11 @@ pub fn analyze_before_chains(
 }
 
 /// The share of a graph's nodes (one in this many) that the search from the root may leave
-/// unreached for the pass to park the edges' targets: the weak references' reach, after it,
-/// reads the edges of every unreached node, each a block decoded where it leaves the block
-/// read before. On `app-javac` (240,321 nodes unreached of 4.7M, held by soft references) it
-/// took 15 s parked, against 0.1 s whole; the 2.5 GB benchmark dump leaves 822 of 35M.
+/// unreached for the edges' targets the pass parked to stay parked after it: the weak
+/// references' reach, after it, reads the edges of every unreached node, each a block decoded
+/// where it leaves the block read before. On `app-javac` (240,321 nodes unreached of 4.7M,
+/// held by soft references) it took 15 s parked, against 0.05 s whole; the 2.5 GB benchmark
+/// dump leaves 822 of 35M.
 pub const UNREACHED_PARKING: usize = 256;
 
 /// What [`analyze_before_chains`] makes beside the dominator pass: the chain parents, the

@@ -595,6 +595,16 @@ impl HeapGraph {
         }
     }
 
+    /// Gives back the edges' targets [`HeapGraph::park_edge_targets_beside`] parked, whole,
+    /// for a caller that reads many of them in no order; nothing where they are not parked.
+    pub fn unpark_edge_targets(&mut self) {
+        let Some(targets) = (self.parked.as_mut()).and_then(|parked| parked.edge_targets.take())
+        else {
+            return;
+        };
+        self.parts.edge_to = crate::timed("edge targets unparked", || targets.unpark());
+    }
+
     /// Every edge's target by edge: the column, or, where the targets are parked
     /// ([`HeapGraph::park_edge_targets_beside`]), a copy decoded from their blocks, for a search
     /// over the whole graph after a pass that parked them (none of `summary`'s, which read the
