@@ -410,7 +410,7 @@ fn dominators_with<O: Offset>(
     order: Order,
     dense_from: usize,
 ) -> DominatorTree {
-    dominators_and_children::<O>(
+    list_or_finish::<O>(
         graph,
         rule,
         allow_semi_nca,
@@ -419,35 +419,13 @@ fn dominators_with<O: Offset>(
         &|| {},
         dense_from,
     )
+    .finish(graph)
     .0
 }
 
 /// [`dominators_with`], with the dominator tree's children where `children` asks for them and
-/// the fast order builds them ([`dominators_trading_memory`]).
-#[cfg(test)]
-fn dominators_and_children<O: Offset>(
-    graph: &HeapGraph,
-    rule: &EdgeRule,
-    allow_semi_nca: bool,
-    order: Order,
-    children: bool,
-    after_search: &dyn Fn(),
-    dense_from: usize,
-) -> (DominatorTree, Option<DominatorChildren>) {
-    list_or_finish::<O>(
-        graph,
-        rule,
-        allow_semi_nca,
-        order,
-        children,
-        after_search,
-        dense_from,
-    )
-    .finish(graph)
-}
-
-/// [`dominators_and_children`] to where it has read the graph's edges for the last time
-/// ([`Listed`]).
+/// the fast order builds them ([`dominators_trading_memory`]), to where it has read the graph's
+/// edges for the last time ([`Listed`]).
 fn list_or_finish<O: Offset>(
     graph: &HeapGraph,
     rule: &EdgeRule,

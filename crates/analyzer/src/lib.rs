@@ -46,6 +46,7 @@ pub use chains::{ChainIndex, ChainOrder};
 pub use distances::{BASE_SYSTEM_DISTANCE, bfs_distances, edges_from_root};
 pub use dominators::{DominatorTree, MEMORY_BOUND_REFERENCES, NO_NODE, dominators, memory_bound};
 pub use edge_rule::EdgeRule;
+pub use heapgraph_model::side_by_side;
 pub use queries::{
     dominator_tree, find_largest_of_type, object_view, summary, summary_and_suspects,
     summary_of_kind, top, who_holds, who_holds_indexed,
@@ -321,29 +322,6 @@ fn analysis_of(
         accumulated: Vec::new(),
         view_distances: ViewDistances::Shown,
     }
-}
-
-/// Runs `beside` on a thread of its own while this one runs `here`, where rayon has more than
-/// one thread (`RAYON_NUM_THREADS=1` runs one after the other, on one core); for whole-graph
-/// passes that are each one thread's, or that may build the analysis's cells, which a rayon
-/// job must not wait on (docs/architecture.md, "Performance"). Call it from a thread that is
-/// not rayon's.
-pub fn side_by_side<A: Send, B>(
-    beside: impl FnOnce() -> A + Send,
-    here: impl FnOnce() -> B,
-) -> (A, B) {
-    if rayon::current_num_threads() == 1 {
-        let beside = beside();
-        return (beside, here());
-    }
-    std::thread::scope(|scope| {
-        let beside = scope.spawn(beside);
-        let here = here();
-        let beside = beside
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (beside, here)
-    })
 }
 
 impl Analysis {

@@ -878,18 +878,7 @@ impl HeapGraph {
                 Parked::park_for_reads_from_the_back(targets, crate::Cores::One)
             })
         };
-        let (targets, result) = if rayon::current_num_threads() == 1 {
-            (park(), work())
-        } else {
-            std::thread::scope(|scope| {
-                let parking = scope.spawn(park);
-                let result = work();
-                let targets = parking
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (targets, result)
-            })
-        };
+        let (targets, result) = crate::side_by_side(park, work);
         parked.edge_targets = Some(targets);
         result
     }

@@ -46,6 +46,7 @@ mod reverse;
 mod stored;
 mod stretches;
 mod strings;
+mod threads;
 mod timeline;
 mod visit;
 
@@ -71,6 +72,7 @@ pub use stored::{
 };
 pub use stretches::first_in_stretches;
 pub use strings::{StringId, StringTable};
+pub use threads::side_by_side;
 pub use timeline::{
     EventKind, GpuSeries, Level, MemoryLimit, Resource, Samples, Threshold, Timeline,
     TimelineEvent, TimelineMeta,
