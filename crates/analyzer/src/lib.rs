@@ -137,7 +137,11 @@ pub const NO_DISTANCE: u32 = u32::MAX;
 /// Complexity: as [`dominators`], O((V + E) log V) worst case and near-linear in practice;
 /// O(V + E) auxiliary space.
 pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
-    analyze_trading_memory(graph, options, memory_bound(graph), &|| {})
+    let lean = memory_bound(graph);
+    let (dominators, children) = timed("dominator tree and retained sizes", || {
+        dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true, &|| {})
+    });
+    analysis_of(options, dominators, children)
 }
 
 /// [`analyze`] for a caller that goes on to the chains of many objects (the suspects and
@@ -285,20 +289,6 @@ fn waiting(column: Vec<u32>, park: bool) -> Waiting {
     } else {
         Waiting::Whole(column)
     }
-}
-
-/// The dominator pass, its lean order where `lean`; `after_search` runs once its search is done
-/// ([`dominators::dominators_trading_memory`]).
-fn analyze_trading_memory(
-    graph: &HeapGraph,
-    options: &Options,
-    lean: bool,
-    after_search: &dyn Fn(),
-) -> Analysis {
-    let (dominators, children) = timed("dominator tree and retained sizes", || {
-        dominators::dominators_trading_memory(graph, &options.edge_rule, lean, true, after_search)
-    });
-    analysis_of(options, dominators, children)
 }
 
 /// The analysis of a dominator pass, with nothing else computed yet.

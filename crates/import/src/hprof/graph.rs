@@ -646,8 +646,9 @@ fn split_runs(segments: &[Range<usize>], n_runs: usize) -> Vec<Range<usize>> {
 }
 
 /// The bytes of a segment pass 2 reads before it hands them back: HotSpot's segments are
-/// about 1 MiB, but those of large arrays reach 32 MiB (the 2.5 GB benchmark dump's), of which
-/// each thread held its whole span resident until the segment's end.
+/// about 1 MiB, but a dump may hold far larger ones (the 2.5 GB benchmark dump's reach 32 MiB,
+/// and a dump written as one HEAP DUMP record is one segment), whose pages read stayed
+/// resident until the segment's end.
 const WALK_RELEASE_SPAN: usize = 4 << 20;
 
 /// Pass 2 over one segment: nodes and edges for its objects, in file order; the bytes read are
