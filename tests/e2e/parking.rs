@@ -64,7 +64,7 @@ fn parked_analyses_agree(name: &str) {
         unreached <= n_nodes / UNREACHED_PARKING,
         "{name}: {unreached} of {n_nodes} nodes unreached"
     );
-    graph.park_edge_targets_beside(|| ());
+    graph.park_edge_targets();
     assert!(graph.edge_targets_parked(), "{name}: targets parked");
     assert!(graph.parts().edge_to.is_empty(), "{name}");
     assert_eq!(graph.edge_count(), before.edge_to.len(), "{name}");

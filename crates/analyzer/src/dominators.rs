@@ -30,7 +30,10 @@ use crate::histogram::{DominatorChildren, TreeLinks};
 use crate::leb128;
 use crate::tree_columns::{NodeCounts, NodeFlags};
 use fixedbitset::FixedBitSet;
-use heapgraph_model::{EdgeKind, HeapGraph, HeapGraphParts, NodeId, U64Column, prefetch, timed};
+use heapgraph_model::{
+    EdgeKind, HeapGraph, HeapGraphParts, InOrder, NodeId, Parked, U64Column, prefetch, timed,
+};
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The marker for "no node" in per-node arrays of node indices.
@@ -134,18 +137,6 @@ pub(crate) fn dominators_trading_memory(
     listed(graph, rule, order, children, after_search).finish(graph)
 }
 
-/// [`dominators_trading_memory`] in the fast order, stopped once it has read the graph's
-/// edges for the last time, where its predecessor lists are built: the caller may park the
-/// edges' targets before it goes on ([`Listed::finish`], which reads the shallow sizes).
-pub(crate) fn dominators_to_lists(
-    graph: &HeapGraph,
-    rule: &EdgeRule,
-    children: bool,
-    after_search: &dyn Fn(),
-) -> Listed {
-    listed(graph, rule, Order::Fast, children, after_search)
-}
-
 /// [`list_or_finish`] with the narrowest offsets the edge count allows.
 fn listed(
     graph: &HeapGraph,
@@ -178,15 +169,6 @@ impl Listed {
     /// dominators and the retained sizes, which read no edge.
     pub(crate) fn finish(self, graph: &HeapGraph) -> (DominatorTree, Option<DominatorChildren>) {
         self.dominators().finish(graph)
-    }
-
-    /// How many nodes the search from the root reached, where the lists are built.
-    pub(crate) fn reached(&self) -> Option<u32> {
-        match self {
-            Listed::Narrow(lists) => Some(lists.n_reachable),
-            Listed::Wide(lists) => Some(lists.n_reachable),
-            Listed::Done(..) => None,
-        }
     }
 
     /// The semidominators and the immediate dominators, which read nothing of the graph.
@@ -435,11 +417,81 @@ fn list_or_finish<O: Offset>(
     after_search: &dyn Fn(),
     dense_from: usize,
 ) -> Listed {
+    let searched = search::<O>(graph, rule, allow_semi_nca, order, children, dense_from);
+    after_search();
+    searched.list(graph, rule)
+}
+
+/// The dominator pass in the fast order to where its search has numbered the nodes
+/// ([`Searched`]): the last of it that reads the edges' targets out of order, so that the
+/// caller may park them before the predecessor lists are filled from them, in order
+/// ([`Searched::list`]).
+pub(crate) fn dominators_to_search(graph: &HeapGraph, rule: &EdgeRule, children: bool) -> Searched {
+    let (order, dense) = (Order::Fast, DENSE_AT_LEAST);
+    if u32::try_from(graph.edge_count()).is_ok() {
+        Searched::Narrow(search(graph, rule, true, order, children, dense))
+    } else {
+        Searched::Wide(search(graph, rule, true, order, children, dense))
+    }
+}
+
+/// The dominator pass once its search has numbered the nodes, with the offsets its lists take.
+pub(crate) enum Searched {
+    /// Predecessor lists to come with `u32` offsets.
+    Narrow(SearchedWith<u32>),
+    /// With `u64` offsets (4 Gi edges or more).
+    Wide(SearchedWith<u64>),
+}
+
+impl Searched {
+    /// How many nodes the search from the root reached.
+    pub(crate) fn reached(&self) -> u32 {
+        match self {
+            Searched::Narrow(searched) => searched.n_reachable,
+            Searched::Wide(searched) => searched.n_reachable,
+        }
+    }
+
+    /// The pass to where its predecessor lists are built ([`SearchedWith::list`]).
+    pub(crate) fn list(self, graph: &HeapGraph, rule: &EdgeRule) -> Listed {
+        match self {
+            Searched::Narrow(searched) => searched.list(graph, rule),
+            Searched::Wide(searched) => searched.list(graph, rule),
+        }
+    }
+}
+
+/// What steps 1 to 3 leave for the rest of the pass, whose predecessor lists take offsets of
+/// type `O`.
+pub(crate) struct SearchedWith<O> {
+    visits: Numbers,
+    parents: SearchParents,
+    /// Step 2's starts, for the lean order's second search to repeat the numbering.
+    orphan_starts: Vec<u32>,
+    /// The last number given, and the last a search gave (step 3 gives the rest).
+    n: u32,
+    n_searched: u32,
+    n_reachable: u32,
+    order: Order,
+    allow_semi_nca: bool,
+    children: bool,
+    dense_from: usize,
+    offsets: std::marker::PhantomData<O>,
+}
+
+/// Steps 1 to 3 of the pass over `graph`, whose edges' targets are read whole.
+fn search<O: Offset>(
+    graph: &HeapGraph,
+    rule: &EdgeRule,
+    allow_semi_nca: bool,
+    order: Order,
+    children: bool,
+    dense_from: usize,
+) -> SearchedWith<O> {
     let parts = graph.parts();
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
 
-    let pred_edges = PredEdges::new(parts, rule, root_ordinal);
     // Step 1, while another worker marks the nodes step 2 must not start from. The search
     // reads every retaining edge from the nodes it numbers once, and counts the predecessor
     // lists' entries as it goes (their first pass).
@@ -489,120 +541,162 @@ fn list_or_finish<O: Offset>(
     let n_searched = n;
     // Step 3: whatever is left hangs under the root.
     if rule.orphans_under_root && (n as usize) < n_nodes {
-        n = visits.number_the_rest(n, &mut parents, &pred_edges);
+        let edges = PredEdges::new(graph, rule);
+        n = visits.number_the_rest(n, &mut parents, &edges);
     }
-    let len = n as usize + 1;
-    let (mut parent, kept_parent) = match parents {
-        SearchParents::Whole(mut parent) => {
-            parent.truncate(len);
-            (parent, None)
-        }
-        SearchParents::Steps(steps) => (Vec::new(), Some(steps)),
-    };
-    // Without step 3, the numbering is a true depth-first numbering (of the graph with an
-    // edge from the root to each node of step 2), and the immediate dominators follow from
-    // the semidominators by semi-NCA, which needs no buckets and half the `eval` calls.
-    // Step 3's nodes (numbered last, each under the root) break that property, but not what
-    // memlab's buckets make of it: their retaining predecessors are step 3's own (a searched
-    // node's retaining edges were all followed), and each hangs from the root in the forest,
-    // which is never linked, so `eval` of one is its own semidominator, and its bucket, that
-    // of a step 3 vertex, is never emptied. So each has the root for dominator, and to a
-    // searched vertex such a predecessor is the root where its semidominator is the root,
-    // and nothing otherwise: memlab's tree is the true one of the searched graph with those
-    // edges from the root, whose numbering is a depth-first one (the edges last among the
-    // root's), and semi-NCA gives it, provided step 3's lists are whole, so that their
-    // semidominators are memlab's. The lean order's second search does not reach step 3's
-    // nodes; there the buckets stay.
-    let method = if allow_semi_nca && (n == n_searched || order == Order::Fast) {
-        IdomMethod::SemiNca
-    } else {
-        IdomMethod::LengauerTarjan
-    };
-    let lists = match method {
-        IdomMethod::SemiNca => Lists::WithoutSinglePredecessors {
-            searched: n_searched as usize,
-        },
-        IdomMethod::LengauerTarjan => Lists::All,
-    };
-    // The parents are held beside the lists only as the last step keeps them ([`ParentSteps`],
-    // about a byte each, written by the search: the fast order's), or, in the lean order,
-    // found again after them: the pass's largest moment is the lists' fill, beside the node
-    // numbers.
-    debug_assert_eq!(
-        kept_parent.is_some(),
-        method == IdomMethod::SemiNca && order == Order::Fast
-    );
-    after_search();
-    let (number, counted) = visits.into_parts::<O>(len, &pred_edges);
-    if method == IdomMethod::SemiNca {
-        drop(parent);
-        parent = Vec::new();
+    SearchedWith {
+        visits,
+        parents,
+        orphan_starts,
+        n,
+        n_searched,
+        n_reachable,
+        order,
+        allow_semi_nca,
+        children,
+        dense_from,
+        offsets: std::marker::PhantomData,
     }
-    let fill = match (order, method) {
-        (Order::Lean, _) => Fill::ByTargets,
-        // Only semi-NCA in the fast order reads dense lists: their bits are by node, and it
-        // alone has the nodes' numbers then.
-        (Order::Fast, IdomMethod::SemiNca) => Fill::BySources { dense_from },
-        (Order::Fast, IdomMethod::LengauerTarjan) => Fill::BySources {
-            dense_from: usize::MAX,
-        },
-    };
-    let preds = timed("dominators: predecessor lists", || {
-        Preds::<O>::build(&pred_edges, &number, len, counted, lists, fill)
-    });
-    match method {
-        IdomMethod::SemiNca if order == Order::Fast => O::at_lists(AtLists {
-            preds,
-            parents: kept_parent.expect("kept in the fast order"),
-            number,
-            len,
+}
+
+impl<O: Offset> SearchedWith<O> {
+    /// Steps 4 and 5 to where the predecessor lists are built (semi-NCA in the fast order), or
+    /// done. The lists are filled from the edges' targets in order: where the graph holds them
+    /// parked ([`HeapGraph::edge_targets_parked`]), each thread decodes its half's blocks in
+    /// turn; the lean order and Lengauer–Tarjan's path read them whole.
+    fn list(self, graph: &HeapGraph, rule: &EdgeRule) -> Listed {
+        let SearchedWith {
+            visits,
+            parents,
+            orphan_starts,
+            n,
+            n_searched,
             n_reachable,
+            order,
+            allow_semi_nca,
             children,
-        }),
-        IdomMethod::SemiNca => {
-            drop(number);
-            let mut preds = preds;
-            timed(
-                "dominators: depth-first search again, for the parents",
-                || {
-                    preds.pack_long_lists();
-                    parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
-                },
-            );
-            // No dense lists in this order: no numbers needed.
-            let semi = timed("dominators: semidominators", || {
-                semi_nca(preds, Parents::Whole(parent), &[]).into_vec()
-            });
-            let finish = timed(
-                "dominators: immediate dominators and retained sizes",
-                || {
-                    let mut finish = Finish::new(graph, rule, semi, n_reachable);
-                    finish.run(root_ordinal, 0);
-                    for &start in &orphan_starts {
-                        finish.run(start, ROOT);
-                    }
-                    finish
-                },
-            );
-            debug_assert_eq!(
-                finish.n_numbered, n,
-                "the second search numbers as the first"
-            );
-            Listed::Done(finish.into_tree(), None)
-        }
-        IdomMethod::LengauerTarjan => {
-            let vertex = nodes_by_number(&number, len);
-            drop(number);
-            let dom = timed("dominators: semidominators and buckets", || {
-                lengauer_tarjan(&preds, &parent)
-            });
-            drop(preds);
+            dense_from,
+            ..
+        } = self;
+        let parts = graph.parts();
+        let root_ordinal = graph.root().to_raw();
+        let pred_edges = PredEdges::new(graph, rule);
+        let len = n as usize + 1;
+        let (mut parent, kept_parent) = match parents {
+            SearchParents::Whole(mut parent) => {
+                parent.truncate(len);
+                (parent, None)
+            }
+            SearchParents::Steps(steps) => (Vec::new(), Some(steps)),
+        };
+        // Without step 3, the numbering is a true depth-first numbering (of the graph with an
+        // edge from the root to each node of step 2), and the immediate dominators follow from
+        // the semidominators by semi-NCA, which needs no buckets and half the `eval` calls.
+        // Step 3's nodes (numbered last, each under the root) break that property, but not
+        // what memlab's buckets make of it: their retaining predecessors are step 3's own (a
+        // searched node's retaining edges were all followed), and each hangs from the root in
+        // the forest, which is never linked, so `eval` of one is its own semidominator, and
+        // its bucket, that of a step 3 vertex, is never emptied. So each has the root for
+        // dominator, and to a searched vertex such a predecessor is the root where its
+        // semidominator is the root, and nothing otherwise: memlab's tree is the true one of
+        // the searched graph with those edges from the root, whose numbering is a depth-first
+        // one (the edges last among the root's), and semi-NCA gives it, provided step 3's
+        // lists are whole, so that their semidominators are memlab's. The lean order's second
+        // search does not reach step 3's nodes; there the buckets stay.
+        let method = if allow_semi_nca && (n == n_searched || order == Order::Fast) {
+            IdomMethod::SemiNca
+        } else {
+            IdomMethod::LengauerTarjan
+        };
+        debug_assert!(
+            !graph.edge_targets_parked() || (method, order) == (IdomMethod::SemiNca, Order::Fast),
+            "only the fast order's semi-NCA reads parked targets"
+        );
+        let lists = match method {
+            IdomMethod::SemiNca => Lists::WithoutSinglePredecessors {
+                searched: n_searched as usize,
+            },
+            IdomMethod::LengauerTarjan => Lists::All,
+        };
+        // The parents are held beside the lists only as the last step keeps them
+        // ([`ParentSteps`], about a byte each, written by the search: the fast order's), or, in
+        // the lean order, found again after them: the pass's largest moment is the lists'
+        // fill, beside the node numbers.
+        debug_assert_eq!(
+            kept_parent.is_some(),
+            method == IdomMethod::SemiNca && order == Order::Fast
+        );
+        let (number, counted) = visits.into_parts::<O>(len, &pred_edges);
+        if method == IdomMethod::SemiNca {
             drop(parent);
-            let (tree, children) = timed(
-                "dominators: immediate dominators and retained sizes",
-                || finish_by_vertex(graph, dom, &vertex, n_reachable, false),
-            );
-            Listed::Done(tree, children)
+            parent = Vec::new();
+        }
+        let fill = match (order, method) {
+            (Order::Lean, _) => Fill::ByTargets,
+            // Only semi-NCA in the fast order reads dense lists: their bits are by node, and it
+            // alone has the nodes' numbers then.
+            (Order::Fast, IdomMethod::SemiNca) => Fill::BySources { dense_from },
+            (Order::Fast, IdomMethod::LengauerTarjan) => Fill::BySources {
+                dense_from: usize::MAX,
+            },
+        };
+        let preds = timed("dominators: predecessor lists", || {
+            Preds::<O>::build(&pred_edges, &number, len, counted, lists, fill)
+        });
+        match method {
+            IdomMethod::SemiNca if order == Order::Fast => O::at_lists(AtLists {
+                preds,
+                parents: kept_parent.expect("kept in the fast order"),
+                number,
+                len,
+                n_reachable,
+                children,
+            }),
+            IdomMethod::SemiNca => {
+                drop(number);
+                let mut preds = preds;
+                timed(
+                    "dominators: depth-first search again, for the parents",
+                    || {
+                        preds.pack_long_lists();
+                        parent = search_parents(parts, rule, root_ordinal, &orphan_starts, len);
+                    },
+                );
+                // No dense lists in this order: no numbers needed.
+                let semi = timed("dominators: semidominators", || {
+                    semi_nca(preds, Parents::Whole(parent), &[]).into_vec()
+                });
+                let finish = timed(
+                    "dominators: immediate dominators and retained sizes",
+                    || {
+                        let mut finish = Finish::new(graph, rule, semi, n_reachable);
+                        finish.run(root_ordinal, 0);
+                        for &start in &orphan_starts {
+                            finish.run(start, ROOT);
+                        }
+                        finish
+                    },
+                );
+                debug_assert_eq!(
+                    finish.n_numbered, n,
+                    "the second search numbers as the first"
+                );
+                Listed::Done(finish.into_tree(), None)
+            }
+            IdomMethod::LengauerTarjan => {
+                let vertex = nodes_by_number(&number, len);
+                drop(number);
+                let dom = timed("dominators: semidominators and buckets", || {
+                    lengauer_tarjan(&preds, &parent)
+                });
+                drop(preds);
+                drop(parent);
+                let (tree, children) = timed(
+                    "dominators: immediate dominators and retained sizes",
+                    || finish_by_vertex(graph, dom, &vertex, n_reachable, false),
+                );
+                Listed::Done(tree, children)
+            }
         }
     }
 }
@@ -993,29 +1087,57 @@ trait Visits {
     fn note_edge(&mut self, _node: u32) {}
 }
 
-/// The first search's marks in one vector: each node's DFS number and, when counting, how many
-/// retaining edges come into it, beside it (`[number, count]` a node, so that counting writes
-/// the cache line the search reads anyway). The search reads each retaining edge from the
-/// nodes it numbers once, so these are the predecessor lists' counts, found without a pass
-/// over the edges of their own (but for the root's targets, set right afterwards).
-struct Numbers {
-    slots: Vec<u32>,
-    /// 1 when counting (two slots a node), else 0.
-    shift: u32,
+/// The first search's marks: each node's DFS number and, when counting, how many retaining
+/// edges come into it, beside it, so that counting writes the cache line the search reads
+/// anyway. The search reads each retaining edge from the nodes it numbers once, so these are
+/// the predecessor lists' counts, found without a pass over the edges of their own (but for
+/// the root's targets, set right afterwards).
+enum Numbers {
+    /// A number per node.
+    Plain(Vec<u32>),
+    /// The numbers and counts of twelve nodes a cache line ([`Marks`]); a count that passes a
+    /// byte wraps there and carries into `carries` (once in 256 of its edges: on the 2.5 GB
+    /// benchmark dump, some 5.3 bytes a node where `[number, count]` took 8, 93 MiB less at
+    /// the end of the search, the pass's peak then).
+    Counting {
+        lines: Vec<Marks>,
+        /// The wraps of each count that wrapped, by node.
+        carries: FxHashMap<u32, u32>,
+    },
 }
+
+/// The marks of [`MARKS_PER_LINE`] consecutive nodes: their numbers, then their counts' low
+/// bytes, in one cache line (six bytes a node laid end to end made one pair in eight span two
+/// lines, and the search 10 to 15 % slower).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Marks {
+    numbers: [u32; MARKS_PER_LINE],
+    counts: [u8; MARKS_PER_LINE],
+}
+
+const MARKS_PER_LINE: usize = 12;
 
 impl Numbers {
     fn new(n_nodes: usize, counting: bool) -> Self {
-        let shift = u32::from(counting);
-        Numbers {
-            slots: vec![0; n_nodes << shift],
-            shift,
+        if counting {
+            Numbers::Counting {
+                lines: vec![Marks::default(); n_nodes.div_ceil(MARKS_PER_LINE)],
+                carries: FxHashMap::default(),
+            }
+        } else {
+            Numbers::Plain(vec![0; n_nodes])
         }
     }
 
     #[inline]
     fn number(&self, node: usize) -> u32 {
-        self.slots[node << self.shift]
+        match self {
+            Numbers::Plain(numbers) => numbers[node],
+            Numbers::Counting { lines, .. } => {
+                lines[node / MARKS_PER_LINE].numbers[node % MARKS_PER_LINE]
+            }
+        }
     }
 
     /// Step 3: numbers every node still unnumbered after `n`, in index order, each a child of
@@ -1028,14 +1150,13 @@ impl Numbers {
         parent: &mut impl ParentsOut,
         edges: &PredEdges,
     ) -> u32 {
-        let n_nodes = self.slots.len() >> self.shift;
         let mut rest = Vec::new();
-        for node in 0..n_nodes {
+        for node in 0..edges.n_nodes() {
             if self.number(node) == 0 {
                 n += 1;
                 self.mark(node as u32, n);
                 parent.set(n, ROOT);
-                if self.shift == 1 {
+                if matches!(self, Numbers::Counting { .. }) {
                     rest.push(node as u32);
                 }
             }
@@ -1049,29 +1170,45 @@ impl Numbers {
     /// The DFS number of each node, and, when counted, the counts of `edges` by number as
     /// [`Preds::build`] takes them (`len` numbers).
     fn into_parts<O: Offset>(self, len: usize, edges: &PredEdges) -> (Vec<u32>, Option<Vec<O>>) {
-        let mut slots = self.slots;
-        if self.shift == 0 {
-            return (slots, None);
+        let (lines, carries) = match self {
+            Numbers::Plain(numbers) => return (numbers, None),
+            Numbers::Counting { lines, carries } => (lines, carries),
+        };
+        let n_nodes = edges.n_nodes();
+        let mut number = vec![0u32; n_nodes];
+        let mut counts = vec![O::ZERO; len + 1];
+        let nodes = number.chunks_mut(MARKS_PER_LINE);
+        for (numbers, line) in nodes.zip(&lines) {
+            for ((number, &w), &count) in numbers.iter_mut().zip(&line.numbers).zip(&line.counts) {
+                *number = w;
+                if w != 0 {
+                    counts[w as usize + 1] = O::new(count.into());
+                }
+            }
+        }
+        drop(lines);
+        for (node, wraps) in carries {
+            let w = number[node as usize] as usize;
+            if w != 0 {
+                counts[w + 1] = O::new(counts[w + 1].get() + ((wraps as usize) << 8));
+            }
         }
         // Only the root's own edges go into its targets' lists.
         for node in edges.root_target.ones() {
-            slots[2 * node + 1] = 0;
+            counts[number[node] as usize + 1] = O::ZERO;
         }
-        edges.for_each_root_target(|node| slots[2 * node as usize + 1] += 1);
-        let mut counts = vec![O::ZERO; len + 1];
-        let n_nodes = slots.len() / 2;
-        // In place: node `i`'s number moves down to slot `i`, which belongs to a node already
-        // read.
-        for node in 0..n_nodes {
-            let (w, count) = (slots[2 * node], slots[2 * node + 1]);
-            if w != 0 {
-                counts[w as usize + 1] = O::new(count as usize);
-            }
-            slots[node] = w;
-        }
-        slots.truncate(n_nodes);
-        slots.shrink_to_fit();
-        (slots, Some(counts))
+        edges.for_each_root_target(|node| {
+            let at = number[node as usize] as usize + 1;
+            counts[at] = O::new(counts[at].get() + 1);
+        });
+        (number, Some(counts))
+    }
+
+    /// Counts a wrap of `node`'s count.
+    #[cold]
+    #[inline(never)]
+    fn carry(carries: &mut FxHashMap<u32, u32>, node: u32) {
+        *carries.entry(node).or_insert(0) += 1;
     }
 }
 
@@ -1082,16 +1219,31 @@ impl Visits for Numbers {
     }
     #[inline]
     fn mark(&mut self, node: u32, number: u32) {
-        self.slots[(node as usize) << self.shift] = number;
+        let node = node as usize;
+        match self {
+            Numbers::Plain(numbers) => numbers[node] = number,
+            Numbers::Counting { lines, .. } => {
+                lines[node / MARKS_PER_LINE].numbers[node % MARKS_PER_LINE] = number;
+            }
+        }
     }
     #[inline]
     fn prefetch(&self, node: u32) {
-        prefetch(&self.slots, (node as usize) << self.shift);
+        match self {
+            Numbers::Plain(numbers) => prefetch(numbers, node as usize),
+            Numbers::Counting { lines, .. } => prefetch(lines, node as usize / MARKS_PER_LINE),
+        }
     }
     #[inline]
     fn note_edge(&mut self, node: u32) {
-        if self.shift == 1 {
-            self.slots[2 * node as usize + 1] += 1;
+        if let Numbers::Counting { lines, carries } = self {
+            let at = node as usize;
+            let count = &mut lines[at / MARKS_PER_LINE].counts[at % MARKS_PER_LINE];
+            let wrapped;
+            (*count, wrapped) = count.overflowing_add(1);
+            if wrapped {
+                Numbers::carry(carries, node);
+            }
         }
     }
 }
@@ -1905,17 +2057,58 @@ struct PredEdges<'a> {
     parts: &'a HeapGraphParts,
     rule: &'a EdgeRule,
     root_ordinal: u32,
+    targets: Targets<'a>,
     /// The targets of the root's retaining edges, by node.
     root_target: FixedBitSet,
 }
 
+/// Where [`PredEdges`] reads the edges' targets: the graph's column, or its parked blocks
+/// ([`HeapGraph::park_edge_targets`]).
+#[derive(Clone, Copy)]
+enum Targets<'a> {
+    Whole(&'a [u32]),
+    Parked(&'a Parked<Vec<u32>>),
+}
+
+impl<'a> Targets<'a> {
+    /// A reader of the targets of runs of edges, each run at or after the one before.
+    fn runs(self) -> TargetRuns<'a> {
+        match self {
+            Targets::Whole(targets) => TargetRuns::Whole(targets),
+            Targets::Parked(targets) => TargetRuns::Parked(targets.in_order()),
+        }
+    }
+}
+
+/// The targets of runs of edges ([`Targets::runs`]).
+enum TargetRuns<'a> {
+    Whole(&'a [u32]),
+    Parked(InOrder<'a>),
+}
+
+impl TargetRuns<'_> {
+    #[inline]
+    fn run(&mut self, edges: std::ops::Range<usize>) -> &[u32] {
+        match self {
+            TargetRuns::Whole(targets) => &targets[edges],
+            TargetRuns::Parked(targets) => targets.run(edges),
+        }
+    }
+}
+
 impl<'a> PredEdges<'a> {
-    fn new(parts: &'a HeapGraphParts, rule: &'a EdgeRule, root_ordinal: u32) -> Self {
+    fn new(graph: &'a HeapGraph, rule: &'a EdgeRule) -> Self {
+        let parts = graph.parts();
+        let targets = match graph.parked_edge_targets() {
+            Some(parked) => Targets::Parked(parked),
+            None => Targets::Whole(&parts.edge_to),
+        };
         let mut edges = PredEdges {
             parts,
             rule,
-            root_ordinal,
-            root_target: FixedBitSet::with_capacity(parts.first_edge.len() - 1),
+            root_ordinal: graph.root().to_raw(),
+            targets,
+            root_target: FixedBitSet::new(),
         };
         let mut root_target = FixedBitSet::with_capacity(parts.first_edge.len() - 1);
         edges.for_each_root_target(|to| root_target.insert(to as usize));
@@ -1924,14 +2117,8 @@ impl<'a> PredEdges<'a> {
     }
 
     /// Calls `visit(target)` for each of the root's retaining edges, in edge order.
-    fn for_each_root_target(&self, mut visit: impl FnMut(u32)) {
-        let (parts, root) = (self.parts, self.root_ordinal);
-        for edge in parts.first_edge.range(root as usize) {
-            let to = parts.edge_to[edge];
-            if retains(self.rule, root, true, parts.edge_kind[edge], to) {
-                visit(to);
-            }
-        }
+    fn for_each_root_target(&self, visit: impl FnMut(u32)) {
+        self.for_each_retained_by(self.root_ordinal, visit);
     }
 
     /// Calls `visit(target)` for each retaining edge of `from`, in edge order, as the search
@@ -1939,9 +2126,17 @@ impl<'a> PredEdges<'a> {
     fn for_each_retained_by(&self, from: u32, mut visit: impl FnMut(u32)) {
         let parts = self.parts;
         let from_is_root = from == self.root_ordinal;
-        for edge in parts.first_edge.range(from as usize) {
-            let to = parts.edge_to[edge];
-            if retains(self.rule, from, from_is_root, parts.edge_kind[edge], to) {
+        let edges = parts.first_edge.range(from as usize);
+        let first = edges.start;
+        let mut targets = self.targets.runs();
+        for (k, &to) in targets.run(edges).iter().enumerate() {
+            if retains(
+                self.rule,
+                from,
+                from_is_root,
+                parts.edge_kind[first + k],
+                to,
+            ) {
                 visit(to);
             }
         }
@@ -1953,6 +2148,11 @@ impl<'a> PredEdges<'a> {
         self.for_each_in(0..number.len(), number, visit);
     }
 
+    /// How many nodes the graph holds.
+    fn n_nodes(&self) -> usize {
+        self.parts.first_edge.len() - 1
+    }
+
     /// The first node whose edges start at or past half the graph's edges (the node count if
     /// none does): the nodes below it and those from it on hold about as many edges.
     fn half_the_edges(&self) -> usize {
@@ -1961,7 +2161,8 @@ impl<'a> PredEdges<'a> {
         first_edge.partition_point(|first| first < half)
     }
 
-    /// [`Self::for_each`] for the sources in `sources`.
+    /// [`Self::for_each`] for the sources in `sources`, whose edges' targets are read in
+    /// order.
     fn for_each_in(
         &self,
         sources: std::ops::Range<usize>,
@@ -1969,27 +2170,25 @@ impl<'a> PredEdges<'a> {
         mut visit: impl FnMut(usize, u32, u32),
     ) {
         let parts = self.parts;
-        let edge_to = &parts.edge_to;
+        let mut targets = self.targets.runs();
         for from in sources {
             let source = number[from];
             if source == 0 {
                 continue;
             }
             let from_is_root = from as u32 == self.root_ordinal;
-            let range = parts.first_edge.range(from);
-            let end = range.end;
-            for edge in range {
-                if let Some(&ahead) = edge_to.get(edge + PREFETCH_DISTANCE)
-                    && edge + PREFETCH_DISTANCE < end
-                {
+            let edges = parts.first_edge.range(from);
+            let first = edges.start;
+            let targets = targets.run(edges);
+            for (k, &to) in targets.iter().enumerate() {
+                if let Some(&ahead) = targets.get(k + PREFETCH_DISTANCE) {
                     prefetch(number, ahead as usize);
                 }
-                let to = edge_to[edge];
                 if !retains(
                     self.rule,
                     from as u32,
                     from_is_root,
-                    parts.edge_kind[edge],
+                    parts.edge_kind[first + k],
                     to,
                 ) || (!from_is_root && self.root_target.contains(to as usize))
                 {
@@ -2135,6 +2334,33 @@ mod tests {
         }
     }
 
+    /// The search's counts, whose low bytes wrap past 255 into carries, are the edges'
+    /// counts: node 1 has 139,998 predecessors (546 wraps), each node of a chain from the
+    /// root one more; the fill those counts place the lists by makes the lean order's
+    /// tree, which counts nothing.
+    #[test]
+    fn counts_past_a_byte_carry_into_the_lists() {
+        use EdgeKind::Property as P;
+        let n_nodes = 140_000u32;
+        let mut edges = vec![(0, 2, P)];
+        edges.extend((2..n_nodes - 1).map(|k| (k, k + 1, P)));
+        edges.extend((2..n_nodes).map(|k| (k, 1, P)));
+        let graph = graph_from_edges(&vec![1; n_nodes as usize], &edges);
+        let rule = EdgeRule::for_runtime(Runtime::Java);
+        let searched = search::<u32>(&graph, &rule, true, Order::Fast, false, DENSE_AT_LEAST);
+        let len = searched.n as usize + 1;
+        let pred_edges = PredEdges::new(&graph, &rule);
+        let (number, counted) = searched.visits.into_parts::<u32>(len, &pred_edges);
+        let mut naive = vec![0u32; len + 1];
+        pred_edges.for_each(&number, |to, _, _| naive[to + 1] += 1);
+        assert_eq!(naive[number[1] as usize + 1], n_nodes - 2);
+        assert_eq!(counted, Some(naive));
+        let fast = dominators_with::<u32>(&graph, &rule, true, Order::Fast, DENSE_AT_LEAST);
+        let lean = dominators_with::<u32>(&graph, &rule, true, Order::Lean, DENSE_AT_LEAST);
+        assert_eq!(fast.idom, lean.idom);
+        assert_eq!(fast.idom[1], 2, "every path into node 1 passes node 2");
+    }
+
     /// Both fills give each list the same entries, lists of 255 entries and more among them
     /// (the sizes the fill by sources keeps apart): 700 nodes refer to node 1 and 300 to node
     /// 2, and 5000 edges join the 1200 nodes at random.
@@ -2154,7 +2380,7 @@ mod tests {
         }
         let graph = graph_from_edges(&vec![1; n_nodes as usize], &edges);
         let rule = EdgeRule::for_runtime(Runtime::Java);
-        let pred_edges = PredEdges::new(graph.parts(), &rule, 0);
+        let pred_edges = PredEdges::new(&graph, &rule);
         // Any numbering does: node `i` is number `i + 1`.
         let number: Vec<u32> = (1..=n_nodes).collect();
         let len = n_nodes as usize + 1;

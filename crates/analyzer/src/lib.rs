@@ -153,11 +153,12 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// graph on the pass's thread, which is the run's longest. Call it from a thread that is not
 /// rayon's. With [`ViewDistances::LeftOut`] there are no distances to search for, and where
 /// the graph's columns are parked ([`HeapGraph::park_columns`]) the edges' targets join them
-/// once the pass has read them for the last time, beside its semidominators, which are one
-/// core's ([`HeapGraph::park_edge_targets_beside`]): nothing beside the pass reads them then,
-/// and the rest of it, its largest moments but the lists' fill, holds them compressed (on the
-/// 2.5 GB benchmark dump, 353 MiB in some 110). They stay parked after it where its search
-/// left few nodes unreached ([`UNREACHED_PARKING`]).
+/// once the pass's search has read them out of order for the last time
+/// ([`HeapGraph::park_edge_targets`]): nothing beside the pass reads them then, its
+/// predecessor lists are filled from their blocks in order, and the rest of it, its largest
+/// moments included, holds them compressed (on the 2.5 GB benchmark dump, 353 MiB in some
+/// 110). They stay parked after it where its search left few nodes unreached
+/// ([`UNREACHED_PARKING`]).
 pub fn analyze_before_chains(
     graph: &mut HeapGraph,
     options: &Options,
@@ -166,19 +167,28 @@ pub fn analyze_before_chains(
     let park_edges = view_distances == ViewDistances::LeftOut && graph.columns_parked();
     let ((chain_parents, distances, counts), (dominators, children)) = if park_edges {
         timed("dominator tree and retained sizes", || {
-            let (beside, listed) = to_lists(graph, options, view_distances, true);
+            let rule = &options.edge_rule;
+            let (beside, searched) = beside_the_pass(graph, options, view_distances, |after| {
+                let searched = dominators::dominators_to_search(graph, rule, true);
+                after();
+                searched
+            });
             let n_nodes = graph.node_count();
-            let few_unreached = (listed.reached())
-                .is_some_and(|reached| n_nodes - reached as usize <= n_nodes / UNREACHED_PARKING);
-            let tree = (graph.park_edge_targets_beside(|| listed.dominators())).finish(graph);
-            if !few_unreached {
+            let unreached = n_nodes - searched.reached() as usize;
+            graph.park_edge_targets();
+            let tree = searched.list(graph, rule).finish(graph);
+            if unreached > n_nodes / UNREACHED_PARKING {
                 graph.unpark_edge_targets();
             }
             (beside, tree)
         })
     } else {
-        let (beside, listed) = to_lists(graph, options, view_distances, false);
-        (beside, listed.finish(graph))
+        let rule = &options.edge_rule;
+        beside_the_pass(graph, options, view_distances, |after_search| {
+            timed("dominator tree and retained sizes", || {
+                dominators::dominators_trading_memory(graph, rule, false, true, after_search)
+            })
+        })
     };
     // Parked, they stay so: a summary's chains read a few of them, a block at a time, where
     // given back whole they were the second largest thing held after the pass.
@@ -208,15 +218,17 @@ pub const UNREACHED_PARKING: usize = 256;
 /// distances where shown, and the type counts where the types are not parked.
 type Beside = (Waiting, OnceLock<Vec<u32>>, Option<TypeCounts>);
 
-/// [`analyze_before_chains`] until its pass has read the graph's edges for the last time:
-/// what it makes beside the pass, and the pass to its lists where `to_lists_only` (the fast
-/// order), else done.
-fn to_lists(
+/// [`analyze_before_chains`]'s dominator pass, `pass`, and what is made beside it. `pass` is
+/// handed what it calls once its search has numbered the nodes, which waits there for the
+/// chain parents, where they are parked, to be so; the pass's search ends no later than the
+/// work beside it where that is all there is (no distances; type counts only where the types
+/// are not parked).
+fn beside_the_pass<P: Send>(
     graph: &HeapGraph,
     options: &Options,
     view_distances: ViewDistances,
-    to_lists_only: bool,
-) -> (Beside, dominators::Listed) {
+    pass: impl FnOnce(&dyn Fn()) -> P + Send,
+) -> (Beside, P) {
     let rule = &options.edge_rule;
     // Each kept in a scratch file as soon as it is found, where indexes are (a server's), so
     // that neither is in memory beside the rest of the dominator pass.
@@ -260,14 +272,7 @@ fn to_lists(
                     let _ = timed("waiting for the chain parents", || parked_receiver.recv());
                 }
             };
-            if to_lists_only {
-                dominators::dominators_to_lists(graph, rule, true, &after_search)
-            } else {
-                let (tree, children) = timed("dominator tree and retained sizes", || {
-                    dominators::dominators_trading_memory(graph, rule, false, true, &after_search)
-                });
-                dominators::Listed::Done(tree, children)
-            }
+            pass(&after_search)
         },
     )
 }
@@ -958,7 +963,7 @@ mod tests {
         graph.unpark_columns_but_ids_and_edges();
         assert!(
             graph.edge_targets_parked(),
-            "parked once the lists were built"
+            "parked once the search was done"
         );
         assert!(graph.parts().edge_to.is_empty());
         assert_eq!(graph.edge_count(), targets.len());

@@ -263,8 +263,8 @@ struct ParkedColumns {
     object_ids: Parked<PackedU64>,
     labels: Option<Parked<NodeNames>>,
     edge_names: Option<ParkedEdgeNames>,
-    /// Parked by [`HeapGraph::park_edge_targets_beside`], once a pass has read them for the
-    /// last time.
+    /// Parked by [`HeapGraph::park_edge_targets`], once a pass has read them out of order
+    /// for the last time.
     edge_targets: Option<Parked<Vec<u32>>>,
     types: Option<Parked<NodeTypes>>,
     shallow_sizes: Option<Parked<PackedU64>>,
@@ -578,7 +578,7 @@ impl HeapGraph {
     }
 
     /// The target of edge `edge`: read from its parked block where the targets are parked
-    /// ([`HeapGraph::park_edge_targets_beside`]).
+    /// ([`HeapGraph::park_edge_targets`]).
     #[inline]
     pub fn edge_target(&self, edge: usize) -> NodeId {
         match self
@@ -595,7 +595,7 @@ impl HeapGraph {
         }
     }
 
-    /// Gives back the edges' targets [`HeapGraph::park_edge_targets_beside`] parked, whole,
+    /// Gives back the edges' targets [`HeapGraph::park_edge_targets`] parked, whole,
     /// for a caller that reads many of them in no order; nothing where they are not parked.
     pub fn unpark_edge_targets(&mut self) {
         let Some(targets) = (self.parked.as_mut()).and_then(|parked| parked.edge_targets.take())
@@ -606,7 +606,7 @@ impl HeapGraph {
     }
 
     /// Every edge's target by edge: the column, or, where the targets are parked
-    /// ([`HeapGraph::park_edge_targets_beside`]), a copy decoded from their blocks, for a search
+    /// ([`HeapGraph::park_edge_targets`]), a copy decoded from their blocks, for a search
     /// over the whole graph after a pass that parked them (none of `summary`'s, which read the
     /// targets of a few thousand edges).
     pub fn edge_targets(&self) -> std::borrow::Cow<'_, [u32]> {
@@ -620,10 +620,16 @@ impl HeapGraph {
         }
     }
 
-    /// Whether the edges' targets are parked ([`HeapGraph::park_edge_targets_beside`]): meanwhile
+    /// Whether the edges' targets are parked ([`HeapGraph::park_edge_targets`]): meanwhile
     /// the parts' `edge_to` is empty, and [`HeapGraph::edge_target`] reads them.
     pub fn edge_targets_parked(&self) -> bool {
-        (self.parked.as_ref()).is_some_and(|parked| parked.edge_targets.is_some())
+        self.parked_edge_targets().is_some()
+    }
+
+    /// The edges' targets, by edge, where they are parked ([`HeapGraph::park_edge_targets`]),
+    /// for a pass that reads them in runs ([`Parked::in_order`]).
+    pub fn parked_edge_targets(&self) -> Option<&Parked<Vec<u32>>> {
+        (self.parked.as_ref()).and_then(|parked| parked.edge_targets.as_ref())
     }
 
     /// The kind of edge `edge`.
@@ -853,34 +859,28 @@ impl HeapGraph {
         });
     }
 
-    /// Runs `work`, which cannot read the graph, while another thread parks the edges'
-    /// targets beside the columns [`HeapGraph::park_columns`] compressed, in blocks read a
-    /// target at a time ([`HeapGraph::edge_target`]), from the back, the column shrinking as
-    /// its blocks are made ([`Parked::park_for_reads_from_the_back`]): for a pass past its
-    /// last read of them all (the dominator pass once its predecessor lists are built, whose
-    /// semidominators are one core's), whose callers read a few thousand after it. They
-    /// compress about three times (a Java dump's objects mostly refer to their neighbours and
-    /// to a few classes): on the 2.5 GB benchmark dump, 353 MiB to some 110. With one thread
-    /// (`RAYON_NUM_THREADS=1`) the parking comes first. `work` alone where no columns are
-    /// parked, where the targets are parked already, or where they are a file's pages (a
-    /// reopened `.hgd`'s), which the kernel drops once read
+    /// Parks the edges' targets beside the columns [`HeapGraph::park_columns`] compressed, on
+    /// every core, in blocks read a target at a time ([`HeapGraph::edge_target`]) or in runs
+    /// ([`HeapGraph::parked_edge_targets`]), from the back, the column shrinking as its blocks
+    /// are made ([`Parked::park_for_reads_from_the_back`]): for a pass past its last read of
+    /// them out of order (the dominator pass once its search has numbered the nodes, whose
+    /// predecessor lists are then filled from them in order), whose callers read a few
+    /// thousand after it. They compress about three times (a Java dump's objects mostly refer
+    /// to their neighbours and to a few classes): on the 2.5 GB benchmark dump, 353 MiB to
+    /// some 110. Nothing where no columns are parked, where the targets are parked already, or
+    /// where they are a file's pages (a reopened `.hgd`'s), which the kernel drops once read
     /// ([`HeapGraph::forget_read_pages`]).
-    pub fn park_edge_targets_beside<R>(&mut self, work: impl FnOnce() -> R) -> R {
+    pub fn park_edge_targets(&mut self) {
         let Some(parked) = self.parked.as_mut() else {
-            return work();
+            return;
         };
         if parked.edge_targets.is_some() || crate::file_pages::in_file_pages(&self.parts.edge_to) {
-            return work();
+            return;
         }
         let targets = std::mem::take(&mut self.parts.edge_to);
-        let park = move || {
-            crate::timed("edge targets parked", || {
-                Parked::park_for_reads_from_the_back(targets, crate::Cores::One)
-            })
-        };
-        let (targets, result) = crate::side_by_side(park, work);
-        parked.edge_targets = Some(targets);
-        result
+        parked.edge_targets = Some(crate::timed("edge targets parked", || {
+            Parked::park_for_reads_from_the_back(targets, crate::Cores::Every)
+        }));
     }
 
     /// Whether the nodes' types and shallow sizes are parked ([`HeapGraph::park_columns`]):

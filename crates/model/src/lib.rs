@@ -63,7 +63,7 @@ pub use heap_graph::{
     EdgeKind, EdgeName, FileDump, GraphMeta, HeapGraph, HeapGraphParts, InvalidGraph, NodeId,
     NodeKindInfo, Runtime,
 };
-pub use parked::{Cores, Parked};
+pub use parked::{Cores, InOrder, Parked};
 pub use passes::{PassTime, ProcessMemory, keep_timings, take_timings, timed};
 pub use prefetch::prefetch;
 pub use reverse::ReverseEdges;

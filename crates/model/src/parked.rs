@@ -267,6 +267,97 @@ impl Parked<Vec<u32>> {
     }
 }
 
+impl Parked<Vec<u32>> {
+    /// A reader of runs of the values, each run decoded with the blocks it spans into a window
+    /// of the reader's own: for threads that each read a part of the column in order (the
+    /// dominator pass's fill of its predecessor lists from the edges' targets, parked before
+    /// it), where [`Parked::value`]'s one shared block would be decoded again at every turn.
+    pub fn in_order(&self) -> InOrder<'_> {
+        let part = (self.parts.iter()).find(|part| part.width == std::mem::size_of::<u32>());
+        InOrder {
+            blocks: part.and_then(|part| part.blocks.as_deref()).unwrap_or(&[]),
+            n_values: part.map_or(0, |part| part.bytes / std::mem::size_of::<u32>()),
+            per_block: self.block / std::mem::size_of::<u32>(),
+            window: Vec::new(),
+            window_start: 0,
+            next_block: 0,
+            decompressor: zstd::bulk::Decompressor::new().ok(),
+        }
+    }
+}
+
+/// Runs of a parked vector of `u32`s ([`Parked::in_order`]), read in order of index: the
+/// blocks a run spans are decoded into a window, which keeps the values from the run's start
+/// on, so that runs that follow one another decode each block once. A run anywhere else is
+/// read too, its blocks decoded again.
+pub struct InOrder<'a> {
+    blocks: &'a [Block],
+    n_values: usize,
+    per_block: usize,
+    /// Values `window_start..` of the vector, up to the start of block `next_block`.
+    window: Vec<u32>,
+    window_start: usize,
+    next_block: usize,
+    decompressor: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+impl InOrder<'_> {
+    /// The values `range`.
+    ///
+    /// # Panics
+    /// Where `range` reaches past the vector's end; never where it does not, for a vector
+    /// parked by [`Parked::park_for_reads_from_the_back`] (its blocks decode as they were made).
+    pub fn run(&mut self, range: std::ops::Range<usize>) -> &[u32] {
+        assert!(
+            range.end <= self.n_values,
+            "values {range:?} of a parked vector of {}",
+            self.n_values
+        );
+        if range.is_empty() {
+            return &[];
+        }
+        if range.start < self.window_start || range.start > self.window_start + self.window.len() {
+            let block = range.start / self.per_block;
+            self.window.clear();
+            self.window_start = block * self.per_block;
+            self.next_block = block;
+        }
+        if range.end > self.window_start + self.window.len() {
+            // Nothing before the run is read again.
+            let read = (range.start - self.window_start).min(self.window.len());
+            self.window.drain(..read);
+            self.window_start += read;
+            while self.window_start + self.window.len() < range.end {
+                self.decode_next_block();
+            }
+        }
+        &self.window[range.start - self.window_start..range.end - self.window_start]
+    }
+
+    fn decode_next_block(&mut self) {
+        let first = self.next_block * self.per_block;
+        let n = self.per_block.min(self.n_values - first);
+        let at = self.window.len();
+        self.window.resize(at + n, 0);
+        let into = as_bytes_mut(&mut self.window[at..]);
+        match &self.blocks[self.next_block] {
+            Block::Raw(raw) => into.copy_from_slice(raw),
+            Block::Compressed(compressed) => {
+                let bytes = into.len();
+                let decoded = match self.decompressor.as_mut() {
+                    Some(decompressor) => decompressor.decompress_to_buffer(compressed, into),
+                    None => zstd::bulk::decompress_to_buffer(compressed, into),
+                };
+                assert!(
+                    decoded.is_ok_and(|decoded| decoded == bytes),
+                    "a parked block decodes as it was made"
+                );
+            }
+        }
+        self.next_block += 1;
+    }
+}
+
 /// `raw` as a parked block: compressed where zstd makes it shorter, as it is otherwise.
 fn compressed(compressor: &mut Option<zstd::bulk::Compressor<'static>>, raw: &[u8]) -> Block {
     let compressed = (compressor.as_mut()).and_then(|compressor| compressor.compress(raw).ok());
@@ -427,6 +518,40 @@ mod tests {
                 let middle = from_the_back.value::<u32>("values", len / 2);
                 assert_eq!(middle, values.get(len / 2).copied(), "{len}");
                 assert_eq!(from_the_back.unpark(), values, "{len}");
+            }
+        }
+    }
+
+    /// Runs read in order, across blocks, longer than a block, skipping blocks, and back
+    /// before the window, are the vector's values, from compressed blocks and raw ones alike.
+    #[test]
+    fn runs_read_in_order_are_the_values() {
+        let per_block = READ_BLOCK / 4;
+        let len = per_block * 5 + 17;
+        // Neighbours' targets compress; a multiplicative hash's do not, and stay raw.
+        let compressible: Vec<u32> = (0..len as u32).map(|k| k / 3).collect();
+        let raw: Vec<u32> = (0..len as u32)
+            .map(|k| k.wrapping_mul(2_654_435_761))
+            .collect();
+        let runs = [
+            0..0,
+            0..10,
+            10..10,
+            10..per_block + 5,
+            per_block + 5..per_block + 5,
+            per_block + 5..per_block * 3 + 1,
+            per_block * 3 + 1..per_block * 3 + 2,
+            per_block * 4 + 9..per_block * 4 + 20,
+            per_block * 4 + 15..len,
+            7..per_block,
+            len..len,
+        ];
+        for (values, stays_raw) in [(compressible, false), (raw, true)] {
+            let parked = Parked::park_for_reads_from_the_back(values.clone(), Cores::One);
+            assert_eq!(parked.parked_bytes() == len * 4, stays_raw);
+            let mut reader = parked.in_order();
+            for run in runs.clone() {
+                assert_eq!(reader.run(run.clone()), &values[run.clone()], "{run:?}");
             }
         }
     }
