@@ -152,13 +152,16 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// its fast order whatever [`memory_bound`] says: the lean one costs a second search of the
 /// graph on the pass's thread, which is the run's longest. Call it from a thread that is not
 /// rayon's. With [`ViewDistances::LeftOut`] there are no distances to search for, and where
-/// the graph's columns are parked ([`HeapGraph::park_columns`]) the edges' targets join them
-/// once the pass's search has read them out of order for the last time
-/// ([`HeapGraph::park_edge_targets`]): nothing beside the pass reads them then, its
-/// predecessor lists are filled from their blocks in order, and the rest of it, its largest
-/// moments included, holds them compressed (on the 2.5 GB benchmark dump, 353 MiB in some
-/// 110). They stay parked after it where its search left few nodes unreached
-/// ([`UNREACHED_PARKING`]).
+/// the graph's columns are parked ([`HeapGraph::park_columns`]) the edges' targets join them,
+/// compressed about three times (on the 2.5 GB benchmark dump, 353 MiB in some 110). Where
+/// the types and sizes are parked too (`park_columns(true)`: HPROF and Python, whose runs
+/// peak at the pass's lists or near them), once the pass's search has read them out of order
+/// for the last time ([`HeapGraph::park_edge_targets`], on every core: 0.5 s of 14 on that
+/// dump), so that its predecessor lists are filled from their blocks in order and the rest
+/// of it holds them compressed; otherwise (V8, whose runs take a fifth of memlab's memory and
+/// whose time is the tighter target) beside its semidominators, once the lists are filled, at
+/// no cost in time ([`HeapGraph::park_edge_targets_beside`]). They stay parked after it where its search left
+/// few nodes unreached ([`UNREACHED_PARKING`]).
 pub fn analyze_before_chains(
     graph: &mut HeapGraph,
     options: &Options,
@@ -175,8 +178,13 @@ pub fn analyze_before_chains(
             });
             let n_nodes = graph.node_count();
             let unreached = n_nodes - searched.reached() as usize;
-            graph.park_edge_targets();
-            let tree = searched.list(graph, rule).finish(graph);
+            let tree = if graph.types_and_sizes_parked() {
+                graph.park_edge_targets();
+                searched.list(graph, rule).finish(graph)
+            } else {
+                let listed = searched.list(graph, rule);
+                (graph.park_edge_targets_beside(|| listed.dominators())).finish(graph)
+            };
             if unreached > n_nodes / UNREACHED_PARKING {
                 graph.unpark_edge_targets();
             }

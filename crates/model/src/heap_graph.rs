@@ -871,16 +871,43 @@ impl HeapGraph {
     /// where they are a file's pages (a reopened `.hgd`'s), which the kernel drops once read
     /// ([`HeapGraph::forget_read_pages`]).
     pub fn park_edge_targets(&mut self) {
-        let Some(parked) = self.parked.as_mut() else {
-            return;
-        };
-        if parked.edge_targets.is_some() || crate::file_pages::in_file_pages(&self.parts.edge_to) {
-            return;
+        if let Some(targets) = self.targets_to_park() {
+            let parked = crate::timed("edge targets parked", || {
+                Parked::park_for_reads_from_the_back(targets, crate::Cores::Every)
+            });
+            if let Some(columns) = self.parked.as_mut() {
+                columns.edge_targets = Some(parked);
+            }
         }
-        let targets = std::mem::take(&mut self.parts.edge_to);
-        parked.edge_targets = Some(crate::timed("edge targets parked", || {
-            Parked::park_for_reads_from_the_back(targets, crate::Cores::Every)
-        }));
+    }
+
+    /// [`HeapGraph::park_edge_targets`] on one core, beside `work`, which cannot read the graph
+    /// (the dominator pass's semidominators, one core's, once its lists are filled): no time
+    /// on the caller's path. With one thread (`RAYON_NUM_THREADS=1`) the parking comes first.
+    pub fn park_edge_targets_beside<R>(&mut self, work: impl FnOnce() -> R) -> R {
+        let Some(targets) = self.targets_to_park() else {
+            return work();
+        };
+        let park = move || {
+            crate::timed("edge targets parked", || {
+                Parked::park_for_reads_from_the_back(targets, crate::Cores::One)
+            })
+        };
+        let (parked, result) = crate::side_by_side(park, work);
+        if let Some(columns) = self.parked.as_mut() {
+            columns.edge_targets = Some(parked);
+        }
+        result
+    }
+
+    /// The edges' targets taken out of the parts, to be parked, where
+    /// [`HeapGraph::park_edge_targets`] parks them.
+    fn targets_to_park(&mut self) -> Option<Vec<u32>> {
+        let parked = self.parked.as_ref()?;
+        if parked.edge_targets.is_some() || crate::file_pages::in_file_pages(&self.parts.edge_to) {
+            return None;
+        }
+        Some(std::mem::take(&mut self.parts.edge_to))
     }
 
     /// Whether the nodes' types and shallow sizes are parked ([`HeapGraph::park_columns`]):
