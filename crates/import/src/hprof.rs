@@ -141,7 +141,7 @@ pub fn import<R: Read>(mut reader: R, options: &Options) -> Result<HeapGraph, Im
 /// (a corrupt length, an unknown sub-record); [`ImportError::Truncated`] when not even the
 /// header arrived.
 pub fn import_slice(bytes: &[u8], options: &Options) -> Result<HeapGraph, ImportError> {
-    graph::build(bytes, options, &|_| {}, graph::BATCH_SPAN)
+    graph::build(bytes, options, &|_| {}, graph::BATCHES)
 }
 
 /// [`import_slice`] on a memory-mapped dump, handing each run of heap segments back to the
@@ -152,7 +152,7 @@ pub(crate) fn import_mapped(
     options: &Options,
 ) -> Result<HeapGraph, ImportError> {
     let release = |range: std::ops::Range<usize>| crate::mapped::release_range(map, range);
-    graph::build(map, options, &release, graph::BATCH_SPAN)
+    graph::build(map, options, &release, graph::BATCHES)
 }
 
 /// The sizes of an [`ObjectLayout`].

@@ -21,8 +21,7 @@ mod packed;
 mod u64_column;
 
 pub use edge_kinds::EdgeKinds;
-pub use edge_names::EdgeNames;
-pub(crate) use edge_names::ParkedEdgeNames;
+pub use edge_names::{EdgeNames, ParkedEdgeNames};
 pub use node_kinds::NodeKinds;
 pub use node_names::NodeNames;
 pub use node_types::NodeTypes;

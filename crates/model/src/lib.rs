@@ -56,7 +56,8 @@ pub use alloc::{
 };
 pub use array_lengths::{ArrayLengths, CollectionFill, Fill};
 pub use columns::{
-    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, U64Column,
+    EdgeKinds, EdgeNames, EdgeOffsets, NodeKinds, NodeNames, NodeTypes, PackedU64, ParkedEdgeNames,
+    U64Column,
 };
 pub use freed::{memory_freed, on_memory_freed};
 pub use heap_graph::{

@@ -9,8 +9,8 @@ use super::{Layout, Options, align8, jvm};
 use crate::ImportError;
 use heapgraph_model::{
     ArrayLengths, EdgeKind, EdgeKinds, EdgeNames, EdgeOffsets, FileDump, GraphMeta, HeapGraph,
-    HeapGraphParts, NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, Runtime, StringId,
-    StringTable, timed,
+    HeapGraphParts, NodeKindInfo, NodeKinds, NodeNames, NodeTypes, PackedU64, ParkedEdgeNames,
+    Runtime, StringId, StringTable, timed,
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -170,7 +170,10 @@ struct Part {
     edge_end: EdgeOffsets,
     edge_to: Vec<u32>,
     edge_kind: EdgeKinds,
+    /// The names of the edges read since the last were parked ([`Part::park_names`]).
     edge_name: EdgeNames,
+    /// The names parked, in pieces of about [`NAMES_PER_PIECE`], each with its count.
+    parked_names: Vec<(usize, ParkedEdgeNames)>,
     /// `java.lang.String` instances and where their values are.
     strings: Vec<StringRef>,
     /// The strings that view part of their array (before JDK 7u6, and on Android before M,
@@ -201,6 +204,20 @@ impl Part {
             edge_name: EdgeNames::kept_narrow(max_edges),
             ..Part::default()
         }
+    }
+
+    /// Parks the names read since the last were parked: the graph's edge names (2 bytes an
+    /// edge, 177 MiB on the 2.5 GB benchmark dump, compressed some 30 times) wait compressed
+    /// until the parse's end, where the labels are built (`assemble`), rather than beside the
+    /// other columns through the pass over the objects, the assembly and the strings' naming,
+    /// the parse's largest moments.
+    fn park_names(&mut self) {
+        if self.edge_name.is_empty() {
+            return;
+        }
+        let names = std::mem::replace(&mut self.edge_name, EdgeNames::kept_narrow(0));
+        self.parked_names
+            .push((names.len(), ParkedEdgeNames::park(names)));
     }
 
     fn edge(&mut self, to: u32, kind: EdgeKind, name: u32) {
@@ -236,7 +253,7 @@ impl Part {
 
 /// Imports `bytes` as described in [`super::import_slice`]; `release` is told of each byte
 /// range pass 2 has finished with, and of the strings' value arrays after each batch of
-/// strings named, which reads across `string_batch_span` bytes at most ([`BATCH_SPAN`]).
+/// strings named, which reads across `batches.string_span` bytes at most ([`BATCH_SPAN`]).
 ///
 /// Where the layout is only assumed (the ids are not addresses, or they did not tell), the
 /// system properties of the graph built under the assumption check it, and a graph is built
@@ -246,10 +263,10 @@ pub(super) fn build(
     bytes: &[u8],
     options: &Options,
     release: &(dyn Fn(Range<usize>) + Sync),
-    string_batch_span: usize,
+    batches: Batches,
 ) -> Result<HeapGraph, ImportError> {
     let (mut graph, mut decision, header, ids_are_addresses) =
-        build_with(bytes, options, release, string_batch_span, None)?;
+        build_with(bytes, options, release, batches, None)?;
     if decision.is_provisional() {
         let properties = jvm::system_properties(&graph);
         if let Some(implied) = jvm::implied_by(&properties) {
@@ -263,14 +280,7 @@ pub(super) fn build(
                 better.fields_source = implied.fields_source;
             }
             if (better.layout, better.fields) != (decision.layout, decision.fields) {
-                graph = build_with(
-                    bytes,
-                    options,
-                    release,
-                    string_batch_span,
-                    Some(better.clone()),
-                )?
-                .0;
+                graph = build_with(bytes, options, release, batches, Some(better.clone()))?.0;
             }
             decision = better;
         }
@@ -288,7 +298,7 @@ fn build_with(
     bytes: &[u8],
     options: &Options,
     release: &(dyn Fn(Range<usize>) + Sync),
-    string_batch_span: usize,
+    batches: Batches,
     decided: Option<jvm::Decision>,
 ) -> Result<(HeapGraph, jvm::Decision, scan::Header, bool), ImportError> {
     let header = scan::header(bytes)?;
@@ -504,6 +514,9 @@ fn build_with(
                 for segment in run.clone() {
                     let before = part.node_kind.len();
                     walk_segment(&context, segments[segment].clone(), &mut part, release);
+                    if part.edge_name.len() >= batches.names_per_piece {
+                        part.park_names();
+                    }
                     let walked = part.node_kind.len() - before;
                     if walked != objects_per_segment[segment] {
                         return Err(scan::malformed(
@@ -515,6 +528,7 @@ fn build_with(
                         ));
                     }
                 }
+                part.park_names();
                 Ok(part)
             })
             .collect()
@@ -529,7 +543,7 @@ fn build_with(
             bytes,
             Handback {
                 release,
-                string_batch_span,
+                string_batch_span: batches.string_span,
             },
             parts,
             &plan,
@@ -643,6 +657,60 @@ fn split_runs(segments: &[Range<usize>], n_runs: usize) -> Vec<Range<usize>> {
         runs.push(start..segments.len());
     }
     runs
+}
+
+/// The edge names a run of pass 2 holds before it parks them ([`Part::park_names`]), checked
+/// after each segment: 4 MiB of names, about a segment's of the 2.5 GB benchmark dump (32 MiB),
+/// so that the parse's end decodes a piece this size beside the joined column.
+const NAMES_PER_PIECE: usize = 2 << 20;
+
+/// How much the parse reads or holds before it hands back or parks what it is done with.
+#[derive(Clone, Copy)]
+pub(super) struct Batches {
+    /// The most bytes of the dump a batch of strings reads across ([`BATCH_SPAN`]).
+    pub(super) string_span: usize,
+    /// The edge names a run of pass 2 holds before it parks them ([`NAMES_PER_PIECE`]).
+    pub(super) names_per_piece: usize,
+}
+
+/// The parse's batches in use.
+pub(super) const BATCHES: Batches = Batches {
+    string_span: BATCH_SPAN,
+    names_per_piece: NAMES_PER_PIECE,
+};
+
+/// The edge names pass 2 parked, in edge order, in pieces ([`Part::park_names`]).
+#[derive(Default)]
+struct ParkedNames {
+    pieces: Vec<ParkedEdgeNames>,
+    /// The edge after each piece's last.
+    ends: Vec<usize>,
+}
+
+impl ParkedNames {
+    fn extend(&mut self, pieces: Vec<(usize, ParkedEdgeNames)>) {
+        for (count, piece) in pieces {
+            self.ends
+                .push(self.ends.last().copied().unwrap_or(0) + count);
+            self.pieces.push(piece);
+        }
+    }
+
+    /// The name of edge `edge`, one of the pieces', decoded with its block.
+    fn get(&self, edge: usize) -> u32 {
+        let piece = self.ends.partition_point(|&end| end <= edge);
+        let start = piece.checked_sub(1).map_or(0, |before| self.ends[before]);
+        self.pieces[piece].get(edge - start)
+    }
+
+    /// The names as one column of room for `total`, each piece decoded and dropped in turn.
+    fn unpark(self, total: usize) -> EdgeNames {
+        let mut column = EdgeNames::kept_narrow(total);
+        for piece in self.pieces {
+            column.extend_from(&piece.unpark());
+        }
+        column
+    }
 }
 
 /// The bytes of a segment pass 2 reads before it hands them back: HotSpot's segments are
@@ -1054,7 +1122,7 @@ struct PartColumns {
     edge_end: Vec<EdgeOffsets>,
     edge_to: Vec<Vec<u32>>,
     edge_kind: Vec<EdgeKinds>,
-    edge_name: Vec<EdgeNames>,
+    edge_name: ParkedNames,
     names: Vec<Vec<(u32, StringId)>>,
     array_lengths: Vec<Vec<(u32, u32)>>,
     strings: Vec<Vec<StringRef>>,
@@ -1070,7 +1138,7 @@ impl PartColumns {
         self.edge_end.push(part.edge_end);
         self.edge_to.push(part.edge_to);
         self.edge_kind.push(part.edge_kind);
-        self.edge_name.push(part.edge_name);
+        self.edge_name.extend(part.parked_names);
         self.names.push(part.names);
         self.array_lengths.push(part.array_lengths);
         self.strings.push(part.strings);
@@ -1101,7 +1169,7 @@ macro_rules! joined {
         }
     )*};
 }
-joined!(NodeKinds, NodeTypes, PackedU64, EdgeKinds, EdgeNames);
+joined!(NodeKinds, NodeTypes, PackedU64, EdgeKinds);
 
 impl Joined for Vec<u32> {
     fn len(&self) -> usize {
@@ -1181,7 +1249,6 @@ fn assemble(
         first_edge,
         edge_to,
         edge_kind,
-        edge_name,
         ..
     } = &mut graph;
     let PartColumns {
@@ -1239,9 +1306,6 @@ fn assemble(
         scope.spawn(|_| {
             *edge_kind = join_column(part_edge_kinds, n_edges);
         });
-        scope.spawn(|_| {
-            *edge_name = join_column(part_edge_names, n_edges);
-        });
         for (part, &node_base) in part_names.into_iter().zip(&node_bases) {
             names.extend(
                 part.into_iter()
@@ -1272,11 +1336,14 @@ fn assemble(
             graph.node_type.push(type_name);
             graph.node_shallow_size.push(0);
         };
-    let push_edges = |graph: &mut HeapGraphParts, edges: &[(u32, StringId)]| {
+    // The frames' and the root's edges come after the objects', whose names are parked: theirs
+    // join them at the end.
+    let mut last_names: Vec<u32> = Vec::new();
+    let mut push_edges = |graph: &mut HeapGraphParts, edges: &[(u32, StringId)]| {
         for &(to, name) in edges {
             graph.edge_to.push(to);
             graph.edge_kind.push(EdgeKind::Internal);
-            graph.edge_name.push(name.to_raw());
+            last_names.push(name.to_raw());
         }
         graph.first_edge.push(graph.edge_to.len() as u64);
     };
@@ -1292,7 +1359,6 @@ fn assemble(
         plan.type_root,
     );
     push_edges(&mut graph, &plan.root_edges);
-    graph.edge_name.settle();
     timed("hprof: strings named", || {
         name_strings(
             &mut names,
@@ -1305,10 +1371,20 @@ fn assemble(
     });
     // Gone before the labels' column is sorted and built, which holds its pairs twice.
     drop(string_slices);
-    let thread_names = thread_names(&graph, plan, strings, &names);
+    let thread_names = thread_names(&graph, &part_edge_names, plan, strings, &names);
     // Last, they win over any label the threads had, as a later pair does.
     names.extend(thread_names);
     graph.node_name = NodeNames::from_pairs(n_nodes, names);
+    graph.edge_name = timed("hprof: edge names unparked", || {
+        let mut edge_names = part_edge_names.unpark(n_edges);
+        edge_names.extend(last_names);
+        edge_names.settle();
+        edge_names
+    });
+    // The parked names' blocks, a few hundred KiB each, too small to be mappings of their
+    // own (some 60 MiB on the 2.5 GB benchmark dump): handed back before the columns are
+    // parked beside the graph, the parse's end.
+    heapgraph_model::memory_freed();
     if dangling > 0 {
         meta.notes.push(format!(
             "{dangling} reference(s) point to objects the dump does not hold (VM-internal or archived ones); they are left out"
@@ -1351,7 +1427,7 @@ const STRINGS_PER_BATCH: usize = 1 << 16;
 /// 105,807 strings in 474 MB: two batches, each across half of it). Nearly every page of the
 /// span is read where strings are that sparse (the kernel maps the pages around each one
 /// read): at 32 MiB, javac's parse peaked 13 MiB higher.
-pub(super) const BATCH_SPAN: usize = 8 << 20;
+const BATCH_SPAN: usize = 8 << 20;
 
 /// How many times the naming of strings hands back the strings it named and the value arrays
 /// behind them, each a move of what is left to the front: the table's text grows as they
@@ -1549,6 +1625,7 @@ fn decode_string(
 /// the labels' `pairs` (so that the labels' column is built once, with the threads').
 fn thread_names(
     graph: &HeapGraphParts,
+    edge_names: &ParkedNames,
     plan: &RootPlan,
     strings: &StringTable,
     pairs: &[(u32, StringId)],
@@ -1562,7 +1639,7 @@ fn thread_names(
             let mut fields = graph.first_edge.range(thread as usize);
             let field = fields.find(|&edge| {
                 graph.edge_kind[edge] == EdgeKind::Property
-                    && graph.edge_name.get(edge) == name_field.to_raw()
+                    && edge_names.get(edge) == name_field.to_raw()
             })?;
             Some((thread, graph.edge_to[field]))
         })
@@ -1609,6 +1686,51 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    /// Names parked in pieces, some with names beside (past 16 bits), read back one at a time
+    /// across the pieces' ends, and joined, as they were.
+    #[test]
+    fn parked_names_read_across_pieces_as_they_were() {
+        let names: Vec<u32> = (0..10_000u32)
+            .map(|i| if i % 97 == 0 { 70_000 + i } else { i % 300 })
+            .collect();
+        let mut parked = ParkedNames::default();
+        for chunk in names.chunks(1_234) {
+            let piece = ParkedEdgeNames::park(EdgeNames::from(chunk.to_vec()));
+            parked.extend(vec![(chunk.len(), piece)]);
+        }
+        assert_eq!(parked.pieces.len(), 9);
+        for (edge, &name) in names.iter().enumerate() {
+            assert_eq!(parked.get(edge), name, "{edge}");
+        }
+        assert_eq!(parked.unpark(names.len()).to_vec(), names);
+    }
+
+    /// Edge names parked in pieces of a thousand (a run's cut after each segment past it, some
+    /// 40 pieces here) join, and label the threads, as in pieces of 2Mi (one a run on this
+    /// dump): on javac's dump in the fixtures.
+    #[test]
+    fn edge_names_parked_in_small_pieces_join_as_in_large_ones() {
+        let bytes = super::super::fixture_dump("javac");
+        let import = |names_per_piece| {
+            let batches = Batches {
+                names_per_piece,
+                ..BATCHES
+            };
+            build(&bytes, &Options::default(), &|_| {}, batches).expect("javac's dump")
+        };
+        let (small, large) = (import(1000), import(NAMES_PER_PIECE));
+        assert!(large.edge_count() > 100_000, "{}", large.edge_count());
+        assert!(small.parts().edge_name == large.parts().edge_name);
+        let mut threads_named = 0;
+        for node in large.nodes() {
+            assert_eq!(small.name(node), large.name(node), "{node:?}");
+            threads_named += usize::from(
+                large.type_name(node) == "java.lang.Thread" && !large.name(node).is_empty(),
+            );
+        }
+        assert!(threads_named > 3, "{threads_named} threads named");
+    }
+
     /// Strings named in batches that each read a short stretch of the dump (64 KiB here; 32 MiB
     /// in use, the whole of this one) name every object as one batch does, and each batch
     /// hands the pages it read back: on javac's dump in the fixtures (12 MB, a JVM's own).
@@ -1617,11 +1739,15 @@ mod tests {
         let bytes = super::super::fixture_dump("javac");
         let import = |span: usize| {
             let released = Mutex::new(0usize);
+            let batches = Batches {
+                string_span: span,
+                ..BATCHES
+            };
             let graph = build(
                 &bytes,
                 &Options::default(),
                 &|_| *released.lock().expect("not poisoned") += 1,
-                span,
+                batches,
             )
             .expect("javac's dump");
             (graph, released.into_inner().expect("not poisoned"))

@@ -491,17 +491,18 @@ impl Imaged for EdgeNames {
 
 /// Edge names parked to be read a name at a time ([`crate::Parked::park_for_reads`]): what a
 /// graph whose names stay parked after the analysis answers `edge_name` from (a summary reads
-/// a few thousand names, mostly in a few places). The counts of names beside per block of
-/// [`BLOCK`] edges stay whole (8 bytes a block), so that a name beside is found from its own
-/// block of the parked column.
-pub(crate) struct ParkedEdgeNames {
+/// a few thousand names, mostly in a few places), and what an importer holds of the names it
+/// has read while it reads the rest. The counts of names beside per block of [`BLOCK`] edges
+/// stay whole (8 bytes a block), so that a name beside is found from its own block of the
+/// parked column.
+pub struct ParkedEdgeNames {
     parked: crate::Parked<EdgeNames>,
     beside_before: Vec<u64>,
 }
 
 impl ParkedEdgeNames {
     /// `names`, parked for reads.
-    pub(crate) fn park(names: EdgeNames) -> ParkedEdgeNames {
+    pub fn park(names: EdgeNames) -> ParkedEdgeNames {
         let beside_before = match &names.0 {
             NamesOfEdges::Narrow { beside_before, .. } => beside_before.clone(),
             NamesOfEdges::Wide(_) => Vec::new(),
@@ -516,7 +517,7 @@ impl ParkedEdgeNames {
     ///
     /// # Panics
     /// Where `edge` is out of range, as [`EdgeNames::get`] does.
-    pub(crate) fn get(&self, edge: usize) -> u32 {
+    pub fn get(&self, edge: usize) -> u32 {
         self.read(edge)
             .unwrap_or_else(|| panic!("no edge {edge} in parked edge names"))
     }
@@ -549,7 +550,7 @@ impl ParkedEdgeNames {
     }
 
     /// The names, as they were parked.
-    pub(crate) fn unpark(self) -> EdgeNames {
+    pub fn unpark(self) -> EdgeNames {
         self.parked.unpark()
     }
 }
