@@ -33,6 +33,7 @@ use fixedbitset::FixedBitSet;
 use heapgraph_model::{
     EdgeKind, HeapGraph, HeapGraphParts, InOrder, NodeId, Parked, U64Column, prefetch, timed,
 };
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -322,6 +323,8 @@ pub(crate) trait Offset: Copy + Send + Sync {
     fn from_atomics(values: Vec<Self::Atomic>) -> Vec<Self>;
     /// Takes one from `cursor`, which is above 0, and returns what it holds then.
     fn count_down(cursor: &Self::Atomic) -> usize;
+    /// Sets `cursor` to `value`, which the caller knows to fit.
+    fn store(cursor: &Self::Atomic, value: usize);
     /// The pass at its lists, with offsets of this type.
     fn at_lists(lists: AtLists<Self>) -> Listed;
 }
@@ -347,6 +350,10 @@ impl Offset for u32 {
     #[inline]
     fn count_down(cursor: &AtomicU32) -> usize {
         cursor.fetch_sub(1, Ordering::Relaxed) as usize - 1
+    }
+    #[inline]
+    fn store(cursor: &AtomicU32, value: usize) {
+        cursor.store(value as u32, Ordering::Relaxed);
     }
     fn at_lists(lists: AtLists<u32>) -> Listed {
         Listed::Narrow(lists)
@@ -374,6 +381,10 @@ impl Offset for u64 {
     #[inline]
     fn count_down(cursor: &AtomicU64) -> usize {
         cursor.fetch_sub(1, Ordering::Relaxed) as usize - 1
+    }
+    #[inline]
+    fn store(cursor: &AtomicU64, value: usize) {
+        cursor.store(value as u64, Ordering::Relaxed);
     }
     fn at_lists(lists: AtLists<u64>) -> Listed {
         Listed::Wide(lists)
@@ -1176,17 +1187,25 @@ impl Numbers {
         };
         let n_nodes = edges.n_nodes();
         let mut number = vec![0u32; n_nodes];
-        let mut counts = vec![O::ZERO; len + 1];
-        let nodes = number.chunks_mut(MARKS_PER_LINE);
-        for (numbers, line) in nodes.zip(&lines) {
-            for ((number, &w), &count) in numbers.iter_mut().zip(&line.numbers).zip(&line.counts) {
-                *number = w;
-                if w != 0 {
-                    counts[w as usize + 1] = O::new(count.into());
+        // On every core: each number is one node's, so each count's slot is written once.
+        let counts = O::into_atomics(vec![O::ZERO; len + 1]);
+        const LINES_PER_TASK: usize = 1 << 14;
+        let tasks = number.par_chunks_mut(MARKS_PER_LINE * LINES_PER_TASK);
+        tasks
+            .zip(lines.par_chunks(LINES_PER_TASK))
+            .for_each(|(numbers, lines)| {
+                for (numbers, line) in numbers.chunks_mut(MARKS_PER_LINE).zip(lines) {
+                    let marks = line.numbers.iter().zip(&line.counts);
+                    for (number, (&w, &count)) in numbers.iter_mut().zip(marks) {
+                        *number = w;
+                        if w != 0 {
+                            O::store(&counts[w as usize + 1], count.into());
+                        }
+                    }
                 }
-            }
-        }
+            });
         drop(lines);
+        let mut counts = O::from_atomics(counts);
         for (node, wraps) in carries {
             let w = number[node as usize] as usize;
             if w != 0 {

@@ -703,13 +703,23 @@ impl ParkedNames {
         self.pieces[piece].get(edge - start)
     }
 
-    /// The names as one column of room for `total`, each piece decoded and dropped in turn.
+    /// The names as one column of room for `total`, the pieces decoded a core's each at a time
+    /// and appended in turn, each dropped once appended.
     fn unpark(self, total: usize) -> EdgeNames {
         let mut column = EdgeNames::kept_narrow(total);
-        for piece in self.pieces {
-            column.extend_from(&piece.unpark());
+        let mut pieces = self.pieces.into_iter();
+        loop {
+            let batch: Vec<ParkedEdgeNames> =
+                pieces.by_ref().take(rayon::current_num_threads()).collect();
+            if batch.is_empty() {
+                return column;
+            }
+            let decoded: Vec<EdgeNames> =
+                batch.into_par_iter().map(ParkedEdgeNames::unpark).collect();
+            for piece in decoded {
+                column.extend_from(&piece);
+            }
         }
-        column
     }
 }
 
