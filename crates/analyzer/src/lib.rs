@@ -160,8 +160,8 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// dump), so that its predecessor lists are filled from their blocks in order and the rest
 /// of it holds them compressed; otherwise (V8, whose runs take a fifth of memlab's memory and
 /// whose time is the tighter target) beside its semidominators, once the lists are filled, at
-/// no cost in time ([`HeapGraph::park_edge_targets_beside`]). They stay parked after it where its search left
-/// few nodes unreached ([`UNREACHED_PARKING`]).
+/// no cost in time ([`HeapGraph::park_edge_targets_beside`]). They stay parked after it where
+/// its search left few nodes unreached ([`UNREACHED_PARKING`]).
 pub fn analyze_before_chains(
     graph: &mut HeapGraph,
     options: &Options,

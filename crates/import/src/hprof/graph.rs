@@ -1715,9 +1715,9 @@ mod tests {
         assert_eq!(parked.unpark(names.len()).to_vec(), names);
     }
 
-    /// Edge names parked in pieces of a thousand (a run's cut after each segment past it, some
-    /// 40 pieces here) join, and label the threads, as in pieces of 2Mi (one a run on this
-    /// dump): on javac's dump in the fixtures.
+    /// Edge names parked in pieces of a thousand (a run's cut after each segment past it: a
+    /// piece a segment here) join, and label the threads, as in pieces of 2Mi (one a run on
+    /// this dump): on javac's dump in the fixtures.
     #[test]
     fn edge_names_parked_in_small_pieces_join_as_in_large_ones() {
         let bytes = super::super::fixture_dump("javac");

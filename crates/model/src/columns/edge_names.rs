@@ -492,9 +492,9 @@ impl Imaged for EdgeNames {
 /// Edge names parked to be read a name at a time ([`crate::Parked::park_for_reads`]): what a
 /// graph whose names stay parked after the analysis answers `edge_name` from (a summary reads
 /// a few thousand names, mostly in a few places), and what an importer holds of the names it
-/// has read while it reads the rest. The counts of names beside per block of [`BLOCK`] edges
-/// stay whole (8 bytes a block), so that a name beside is found from its own block of the
-/// parked column.
+/// has read while it reads the rest. The counts of names beside per block of 512 edges stay
+/// whole (8 bytes a block), so that a name beside is found from its own block of the parked
+/// column.
 pub struct ParkedEdgeNames {
     parked: crate::Parked<EdgeNames>,
     beside_before: Vec<u64>,
