@@ -146,11 +146,36 @@ fn listed(
     children: bool,
     after_search: &dyn Fn(),
 ) -> Listed {
-    let dense = DENSE_AT_LEAST;
+    let choices = Choices::of(order, children);
     if u32::try_from(graph.edge_count()).is_ok() {
-        list_or_finish::<u32>(graph, rule, true, order, children, after_search, dense)
+        list_or_finish::<u32>(graph, rule, choices, after_search)
     } else {
-        list_or_finish::<u64>(graph, rule, true, order, children, after_search, dense)
+        list_or_finish::<u64>(graph, rule, choices, after_search)
+    }
+}
+
+/// How a pass runs: the same tree whatever they say.
+#[derive(Clone, Copy)]
+struct Choices {
+    /// `false` forces Lengauer–Tarjan's step 5.
+    allow_semi_nca: bool,
+    order: Order,
+    /// Whether the fast order builds the dominator tree's children beside its last step.
+    children: bool,
+    /// The fewest entries of a list kept as bits ([`DENSE_AT_LEAST`] but in tests, which
+    /// compare each way).
+    dense_from: usize,
+}
+
+impl Choices {
+    /// Semi-NCA where the numbering allows, lists of [`DENSE_AT_LEAST`] entries as bits.
+    fn of(order: Order, children: bool) -> Choices {
+        Choices {
+            allow_semi_nca: true,
+            order,
+            children,
+            dense_from: DENSE_AT_LEAST,
+        }
     }
 }
 
@@ -403,32 +428,27 @@ fn dominators_with<O: Offset>(
     order: Order,
     dense_from: usize,
 ) -> DominatorTree {
-    list_or_finish::<O>(
-        graph,
-        rule,
+    let choices = Choices {
         allow_semi_nca,
         order,
-        false,
-        &|| {},
+        children: false,
         dense_from,
-    )
-    .finish(graph)
-    .0
+    };
+    list_or_finish::<O>(graph, rule, choices, &|| {})
+        .finish(graph)
+        .0
 }
 
-/// [`dominators_with`], with the dominator tree's children where `children` asks for them and
-/// the fast order builds them ([`dominators_trading_memory`]), to where it has read the graph's
-/// edges for the last time ([`Listed`]).
+/// [`dominators_with`] as `choices` say, with the dominator tree's children where they ask for
+/// them and the fast order builds them ([`dominators_trading_memory`]), to where it has read
+/// the graph's edges for the last time ([`Listed`]).
 fn list_or_finish<O: Offset>(
     graph: &HeapGraph,
     rule: &EdgeRule,
-    allow_semi_nca: bool,
-    order: Order,
-    children: bool,
+    choices: Choices,
     after_search: &dyn Fn(),
-    dense_from: usize,
 ) -> Listed {
-    let searched = search::<O>(graph, rule, allow_semi_nca, order, children, dense_from);
+    let searched = search::<O>(graph, rule, choices);
     after_search();
     searched.list(graph, rule)
 }
@@ -438,11 +458,11 @@ fn list_or_finish<O: Offset>(
 /// caller may park them before the predecessor lists are filled from them, in order
 /// ([`Searched::list`]).
 pub(crate) fn dominators_to_search(graph: &HeapGraph, rule: &EdgeRule, children: bool) -> Searched {
-    let (order, dense) = (Order::Fast, DENSE_AT_LEAST);
+    let choices = Choices::of(Order::Fast, children);
     if u32::try_from(graph.edge_count()).is_ok() {
-        Searched::Narrow(search(graph, rule, true, order, children, dense))
+        Searched::Narrow(search(graph, rule, choices))
     } else {
-        Searched::Wide(search(graph, rule, true, order, children, dense))
+        Searched::Wide(search(graph, rule, choices))
     }
 }
 
@@ -483,22 +503,17 @@ pub(crate) struct SearchedWith<O> {
     n: u32,
     n_searched: u32,
     n_reachable: u32,
-    order: Order,
-    allow_semi_nca: bool,
-    children: bool,
-    dense_from: usize,
+    choices: Choices,
     offsets: std::marker::PhantomData<O>,
 }
 
 /// Steps 1 to 3 of the pass over `graph`, whose edges' targets are read whole.
-fn search<O: Offset>(
-    graph: &HeapGraph,
-    rule: &EdgeRule,
-    allow_semi_nca: bool,
-    order: Order,
-    children: bool,
-    dense_from: usize,
-) -> SearchedWith<O> {
+fn search<O: Offset>(graph: &HeapGraph, rule: &EdgeRule, choices: Choices) -> SearchedWith<O> {
+    let Choices {
+        allow_semi_nca,
+        order,
+        ..
+    } = choices;
     let parts = graph.parts();
     let n_nodes = graph.node_count();
     let root_ordinal = graph.root().to_raw();
@@ -562,10 +577,7 @@ fn search<O: Offset>(
         n,
         n_searched,
         n_reachable,
-        order,
-        allow_semi_nca,
-        children,
-        dense_from,
+        choices,
         offsets: std::marker::PhantomData,
     }
 }
@@ -583,12 +595,15 @@ impl<O: Offset> SearchedWith<O> {
             n,
             n_searched,
             n_reachable,
-            order,
-            allow_semi_nca,
-            children,
-            dense_from,
+            choices,
             ..
         } = self;
+        let Choices {
+            allow_semi_nca,
+            order,
+            children,
+            dense_from,
+        } = choices;
         let parts = graph.parts();
         let root_ordinal = graph.root().to_raw();
         let pred_edges = PredEdges::new(graph, rule);
@@ -2366,7 +2381,7 @@ mod tests {
         edges.extend((2..n_nodes).map(|k| (k, 1, P)));
         let graph = graph_from_edges(&vec![1; n_nodes as usize], &edges);
         let rule = EdgeRule::for_runtime(Runtime::Java);
-        let searched = search::<u32>(&graph, &rule, true, Order::Fast, false, DENSE_AT_LEAST);
+        let searched = search::<u32>(&graph, &rule, Choices::of(Order::Fast, false));
         let len = searched.n as usize + 1;
         let pred_edges = PredEdges::new(&graph, &rule);
         let (number, counted) = searched.visits.into_parts::<u32>(len, &pred_edges);
