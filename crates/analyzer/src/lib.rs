@@ -154,8 +154,8 @@ pub fn analyze(graph: &HeapGraph, options: &Options) -> Analysis {
 /// rayon's. With [`ViewDistances::LeftOut`] there are no distances to search for, and where
 /// the graph's columns are parked ([`HeapGraph::park_columns`]) the edges' targets join them,
 /// compressed about three times (on the 2.5 GB benchmark dump, 353 MiB in some 110). Where
-/// the types and sizes are parked too (`park_columns(true)`: HPROF and Python, whose runs
-/// peak at the pass's lists or near them), once the pass's search has read them out of order
+/// the types and sizes are parked too (`park_columns(true)`: HPROF and Python; the Java
+/// dumps' runs peaked at the pass's lists or near them), once the pass's search has read them out of order
 /// for the last time ([`HeapGraph::park_edge_targets`], on every core: 0.5 s of 14 on that
 /// dump), so that its predecessor lists are filled from their blocks in order and the rest
 /// of it holds them compressed; otherwise (V8, whose runs take a fifth of memlab's memory and
